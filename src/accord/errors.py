@@ -1,0 +1,230 @@
+"""The one exception tree of accord.
+
+Every error accord raises derives from :class:`AcpError`. Catch the branch you can act on::
+
+    AcpError
+    ├── ProtocolError                   a message broke the rules of JSON-RPC or ACP
+    │   ├── LocalProtocolError          you misused the API (e.g. called a method the peer did
+    │   │                               not advertise, or an illegal state transition)
+    │   └── RemoteProtocolError         the peer broke the spec (malformed frame, oversized line)
+    ├── RequestError(code, message, data)
+    │   │                               maps 1:1 to a JSON-RPC error object; raise it from a
+    │   │                               handler to answer with that error, catch it from a call
+    │   │                               that the peer answered with an error
+    │   ├── ParseError          -32700
+    │   ├── InvalidRequest      -32600
+    │   ├── MethodNotFound      -32601
+    │   ├── InvalidParams       -32602
+    │   ├── InternalError       -32603
+    │   ├── RequestCancelled    -32800
+    │   ├── AuthRequired        -32000
+    │   └── ResourceNotFound    -32002
+    ├── TransportError                  the channel to the peer failed
+    │   ├── ConnectionClosed            the peer went away (EOF) with requests outstanding
+    │   └── AgentProcessExited          a spawned agent exited; carries exit code + stderr tail
+    ├── SessionError                    a session-level rule was broken (local view)
+    │   ├── SessionNotFound
+    │   └── SessionBusy                 a second prompt while one is running
+    └── PermissionDenied                the user (or a policy) refused a tool call
+
+This module sits at the bottom of the package: it imports nothing of ours, and everything
+above it raises these classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = (
+    "AcpError",
+    "AgentProcessExited",
+    "AuthRequired",
+    "ConnectionClosed",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "LocalProtocolError",
+    "MethodNotFound",
+    "ParseError",
+    "PermissionDenied",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestCancelled",
+    "RequestError",
+    "ResourceNotFound",
+    "SessionBusy",
+    "SessionError",
+    "SessionNotFound",
+    "TransportError",
+)
+
+
+class AcpError(Exception):
+    """Root of every error raised by accord."""
+
+
+class ProtocolError(AcpError):
+    """A message broke the rules of JSON-RPC 2.0 or ACP."""
+
+
+class LocalProtocolError(ProtocolError):
+    """This side misused the protocol (a bug in the caller, not the peer)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something the specification does not allow."""
+
+
+class RequestError(AcpError):
+    """An error that travels on the wire as a JSON-RPC error object.
+
+    Raise it (or a subclass) from a handler to answer the request with this error; calls
+    raise it when the peer answered with an error. ``code``, ``message`` and ``data`` map
+    1:1 to the wire.
+    """
+
+    #: The JSON-RPC code of this class; instances may carry another code.
+    default_code: ClassVar[int] = -32603
+    #: The message used when none is given.
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None):
+        self.code: int = self.default_code if code is None else code
+        self.message: str = self.default_message if message is None else message
+        self.data: Any = data
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        text = f"{self.message} ({self.code})"
+        if self.data is not None:
+            text += f": {self.data!r}"
+        return text
+
+    def to_error_object(self) -> dict[str, Any]:
+        """Return the JSON-RPC ``error`` member for this error."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    @classmethod
+    def from_error_object(cls, error: dict[str, Any]) -> RequestError:
+        """Build the most specific subclass for a JSON-RPC ``error`` member from the peer."""
+        code = error.get("code")
+        message = error.get("message")
+        code = code if isinstance(code, int) and not isinstance(code, bool) else -32603
+        message = message if isinstance(message, str) else "(no message)"
+        subclass = _BY_CODE.get(code, RequestError)
+        return subclass(message, error.get("data"), code=code)
+
+
+class ParseError(RequestError):
+    """The peer sent text that is not valid JSON (-32700)."""
+
+    default_code = -32700
+    default_message = "Parse error"
+
+
+class InvalidRequest(RequestError):
+    """The message is not a valid JSON-RPC request (-32600)."""
+
+    default_code = -32600
+    default_message = "Invalid request"
+
+
+class MethodNotFound(RequestError):
+    """The method does not exist or is not offered by this side (-32601)."""
+
+    default_code = -32601
+    default_message = "Method not found"
+
+
+class InvalidParams(RequestError):
+    """The params do not match what the method takes (-32602)."""
+
+    default_code = -32602
+    default_message = "Invalid params"
+
+
+class InternalError(RequestError):
+    """The handler failed for a reason of its own (-32603)."""
+
+    default_code = -32603
+    default_message = "Internal error"
+
+
+class RequestCancelled(RequestError):
+    """The request was cancelled before it finished (-32800)."""
+
+    default_code = -32800
+    default_message = "Request cancelled"
+
+
+class AuthRequired(RequestError):
+    """The operation needs authentication first (-32000)."""
+
+    default_code = -32000
+    default_message = "Authentication required"
+
+
+class ResourceNotFound(RequestError):
+    """A session, file or terminal named by the request does not exist (-32002)."""
+
+    default_code = -32002
+    default_message = "Resource not found"
+
+
+_BY_CODE: dict[int, type[RequestError]] = {
+    cls.default_code: cls
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        RequestCancelled,
+        AuthRequired,
+        ResourceNotFound,
+    )
+}
+
+
+class TransportError(AcpError):
+    """The channel to the peer failed."""
+
+
+class ConnectionClosed(TransportError):
+    """The peer closed the connection (or it broke) while work was outstanding."""
+
+
+class AgentProcessExited(ConnectionClosed):
+    """A spawned agent process exited.
+
+    Attributes:
+        exit_code: the process's exit code (negative: killed by that signal), or None if unknown.
+        stderr_tail: the last lines the process wrote to stderr.
+    """
+
+    def __init__(self, exit_code: int | None, stderr_tail: str = ""):
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        message = f"agent process exited with code {exit_code}"
+        if stderr_tail:
+            message += f"; last stderr output:\n{stderr_tail}"
+        super().__init__(message)
+
+
+class SessionError(AcpError):
+    """A session-level rule was broken."""
+
+
+class SessionNotFound(SessionError):
+    """No session with that id is known here."""
+
+
+class SessionBusy(SessionError):
+    """The session already runs a prompt turn; ACP allows one at a time."""
+
+
+class PermissionDenied(AcpError):
+    """The user or a permission policy refused a tool call."""

@@ -1,0 +1,52 @@
+"""JSON-RPC 2.0 for accord: a core with no I/O and an async connection pump.
+
+This layer knows methods only as strings and params only as JSON values; it is not ACP-aware.
+Below it sit the transports (``accord.transports``), which move whole messages; above it the
+typed ACP roles (``accord.roles``), which turn methods into typed calls.
+"""
+
+from ._connection import CANCEL_REQUEST_METHOD as CANCEL_REQUEST_METHOD
+from ._connection import Connection as Connection
+from ._connection import ConnectionStatistics as ConnectionStatistics
+from ._connection import NotificationHandler as NotificationHandler
+from ._connection import RequestHandler as RequestHandler
+from ._connection import WireObserver as WireObserver
+from ._connection import set_wire_observer as set_wire_observer
+from ._core import Endpoint as Endpoint
+from ._core import Incoming as Incoming
+from ._core import InvalidMessage as InvalidMessage
+from ._core import NotificationReceived as NotificationReceived
+from ._core import RequestId as RequestId
+from ._core import RequestReceived as RequestReceived
+from ._core import ResponseReceived as ResponseReceived
+from ._core import StrayResponse as StrayResponse
+from ._errors import exception_to_error as exception_to_error
+from ._framing import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
+from ._framing import LineDecoder as LineDecoder
+from ._framing import MalformedFrame as MalformedFrame
+from ._framing import decode_line as decode_line
+from ._framing import encode_message as encode_message
+
+__all__ = (
+    "CANCEL_REQUEST_METHOD",
+    "MAX_MESSAGE_BYTES",
+    "Connection",
+    "ConnectionStatistics",
+    "Endpoint",
+    "Incoming",
+    "InvalidMessage",
+    "LineDecoder",
+    "MalformedFrame",
+    "NotificationHandler",
+    "NotificationReceived",
+    "RequestHandler",
+    "RequestId",
+    "RequestReceived",
+    "ResponseReceived",
+    "StrayResponse",
+    "WireObserver",
+    "decode_line",
+    "encode_message",
+    "exception_to_error",
+    "set_wire_observer",
+)

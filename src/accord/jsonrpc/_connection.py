@@ -1,0 +1,441 @@
+"""The async JSON-RPC connection: a thin pump around the sans-IO ``Endpoint``.
+
+``Connection`` reads messages from a transport, runs the peer's requests concurrently (bounded
+by ``max_concurrent_requests``), hands notifications to one worker in the order they arrived
+(bounded by ``max_buffered_notifications``, so a slow receiver slows the sender instead of
+piling up memory), and correlates responses with the calls waiting for them. A response, and
+a request from the peer, is handed over only after every notification received before it has
+been handled, so a caller never sees a ``session/prompt`` result before the updates the agent
+sent ahead of it.
+
+All background work lives in one task group owned by ``async with Connection(...)``. Below it
+sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..errors import ConnectionClosed, RequestCancelled, RequestError, TransportError
+from ._core import (
+    Endpoint,
+    InvalidMessage,
+    NotificationReceived,
+    RequestId,
+    RequestReceived,
+    ResponseReceived,
+)
+from ._errors import exception_to_error
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+    from ..transports import Transport
+
+__all__ = (
+    "CANCEL_REQUEST_METHOD",
+    "Connection",
+    "ConnectionStatistics",
+    "NotificationHandler",
+    "RequestHandler",
+    "WireObserver",
+    "set_wire_observer",
+)
+
+logger = logging.getLogger("accord.jsonrpc")
+
+#: The protocol-level notification that cancels a request, in either direction.
+CANCEL_REQUEST_METHOD = "$/cancel_request"
+
+#: How many peer requests may run at once before the reader stops reading (backpressure).
+DEFAULT_MAX_CONCURRENT_REQUESTS = 64
+#: How many received notifications may wait for the worker before the reader stops reading.
+#: Small enough to bound memory, large enough that a burst of updates keeps both sides busy.
+DEFAULT_MAX_BUFFERED_NOTIFICATIONS = 256
+#: How long sending ``$/cancel_request`` for an abandoned call may take; it is a courtesy.
+CANCEL_NOTICE_TIMEOUT = 1.0
+
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+"""Answers a peer request: ``(method, params) -> result``; raises ``RequestError`` to fail it."""
+
+NotificationHandler = Callable[[str, Any], Awaitable[None]]
+"""Handles a peer notification: ``(method, params)``; errors are logged, never answered."""
+
+WireObserver = Callable[[Literal["sent", "received"], Any], None]
+"""Sees every message crossing any connection in this process (used by test suites)."""
+
+_wire_observer: WireObserver | None = None
+_in_notification_worker: ContextVar[bool] = ContextVar(
+    "accord_in_notification_worker", default=False
+)
+
+
+def set_wire_observer(observer: WireObserver | None) -> WireObserver | None:
+    """Install a process-wide observer of every message sent or received; returns the old one.
+
+    Intended for test suites (validating traffic against the official schema) and debugging.
+    """
+    global _wire_observer
+    previous, _wire_observer = _wire_observer, observer
+    return previous
+
+
+async def _method_not_found(method: str, params: Any) -> Any:
+    from ..errors import MethodNotFound
+
+    raise MethodNotFound(data={"method": method})
+
+
+async def _ignore_notification(method: str, params: Any) -> None:
+    logger.debug("notification %r ignored: no handler", method)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatistics:
+    """A snapshot of a connection's queues.
+
+    Attributes:
+        pending_requests: our requests awaiting the peer's answer.
+        running_handlers: the peer's requests being handled now.
+        buffered_notifications: notifications received but not yet handled.
+        notifications_handled: notifications handled since the connection opened.
+        closed: whether the peer has closed its side.
+    """
+
+    pending_requests: int
+    running_handlers: int
+    buffered_notifications: int
+    notifications_handled: int
+    closed: bool
+
+
+class _Waiter:
+    __slots__ = ("barrier", "error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.barrier = 0
+
+
+class Connection:
+    """A JSON-RPC 2.0 connection over a message transport.
+
+    Use it as an async context manager; leaving the block cancels running handlers and
+    closes the transport::
+
+        async with Connection(transport, on_request=answer) as conn:
+            result = await conn.request("session/new", {"cwd": "/work", "mcpServers": []})
+
+    Args:
+        transport: where messages come from and go to.
+        on_request: answers the peer's requests; default: ``-32601`` for everything.
+        on_notification: handles the peer's notifications, one at a time, in order.
+        max_concurrent_requests: peer requests running at once before reading pauses.
+        max_buffered_notifications: notifications waiting for the worker before reading pauses.
+        name: used in log messages.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        max_buffered_notifications: int = DEFAULT_MAX_BUFFERED_NOTIFICATIONS,
+        name: str = "connection",
+    ) -> None:
+        self._transport = transport
+        self._on_request = on_request or _method_not_found
+        self._on_notification = on_notification or _ignore_notification
+        self._endpoint = Endpoint()
+        self._name = name
+        self._waiters: dict[RequestId, _Waiter] = {}
+        self._running: dict[RequestId, anyio.CancelScope] = {}
+        self._no_running_handlers = anyio.Event()
+        self._slots = anyio.Semaphore(max_concurrent_requests)
+        send, receive = anyio.create_memory_object_stream[NotificationReceived](
+            max_buffered_notifications
+        )
+        self._notify_send: MemoryObjectSendStream[NotificationReceived] = send
+        self._notify_receive: MemoryObjectReceiveStream[NotificationReceived] = receive
+        self._received_notifications = 0
+        self._handled_notifications = 0
+        self._barrier_waiters: list[tuple[int, anyio.Event]] = []
+        self._close_reason: BaseException | None = None
+        self._reader_done = anyio.Event()
+        self._drained = anyio.Event()
+        self._task_group: TaskGroup | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> Self:
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        task_group.start_soon(self._read_loop)
+        task_group.start_soon(self._notification_worker)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
+        try:
+            return await self._task_group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._fail_waiters(ConnectionClosed("the connection was closed"))
+            for _, event in self._barrier_waiters:
+                event.set()
+            self._barrier_waiters = []
+            with anyio.CancelScope(shield=True):
+                await self._transport.aclose()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the peer's side has ended (EOF or a transport failure)."""
+        return self._reader_done.is_set()
+
+    @property
+    def close_reason(self) -> BaseException | None:
+        """Why the connection ended, once it has."""
+        return self._close_reason
+
+    async def wait_closed(self) -> None:
+        """Wait until the peer has closed its side and all work it started has finished.
+
+        "Finished" means: every notification received was handled and every request
+        received was answered (or found the connection gone).
+        """
+        await self._drained.wait()
+
+    def statistics(self) -> ConnectionStatistics:
+        """Return the sizes of this connection's queues."""
+        return ConnectionStatistics(
+            pending_requests=self._endpoint.pending_requests,
+            running_handlers=len(self._running),
+            buffered_notifications=self._received_notifications - self._handled_notifications,
+            notifications_handled=self._handled_notifications,
+            closed=self.closed,
+        )
+
+    # ----------------------------------------------------------------- outgoing
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Send a request and wait for its result.
+
+        Cancelling the caller sends ``$/cancel_request`` to the peer.
+
+        Raises:
+            RequestError: the peer answered with an error (a subclass per code).
+            ConnectionClosed: the connection ended before the answer came.
+        """
+        if self._close_reason is not None:
+            raise self._closed_error()
+        request_id, message = self._endpoint.build_request(method, params)
+        waiter = _Waiter()
+        self._waiters[request_id] = waiter
+        try:
+            await self._send(message)
+            await waiter.event.wait()
+        except BaseException:
+            if not waiter.event.is_set():
+                self._endpoint.forget(request_id)
+                await self._send_cancel_notice(request_id)
+            raise
+        finally:
+            del self._waiters[request_id]
+        if waiter.barrier > self._handled_notifications and not _in_notification_worker.get():
+            await self._wait_for_notifications(waiter.barrier)
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification.
+
+        Raises:
+            ConnectionClosed: the transport can no longer send.
+        """
+        await self._send(self._endpoint.build_notification(method, params))
+
+    async def _send_cancel_notice(self, request_id: RequestId) -> None:
+        if self._close_reason is not None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
+            try:
+                await self.notify(CANCEL_REQUEST_METHOD, {"requestId": request_id})
+            except TransportError:
+                pass
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        observer = _wire_observer
+        if observer is not None:
+            observer("sent", message)
+        await self._transport.send(message)
+
+    def _closed_error(self) -> ConnectionClosed:
+        reason = self._close_reason
+        if isinstance(reason, ConnectionClosed):
+            return reason
+        error = ConnectionClosed(f"the connection is closed: {reason}")
+        error.__cause__ = reason
+        return error
+
+    # ----------------------------------------------------------------- incoming
+
+    async def _read_loop(self) -> None:
+        reason: BaseException = ConnectionClosed("the connection was closed")
+        try:
+            while True:
+                try:
+                    message = await self._transport.receive()
+                except anyio.EndOfStream:
+                    reason = ConnectionClosed("the peer closed the connection")
+                    break
+                except TransportError as exc:
+                    reason = exc
+                    break
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                    reason = ConnectionClosed(f"the transport broke: {exc!r}")
+                    break
+                await self._dispatch(message)
+        finally:
+            self._close_reason = reason
+            self._notify_send.close()
+            self._reader_done.set()
+            self._fail_waiters(self._closed_error())
+        # Buffered notifications and running handlers still finish; then report drained.
+        await self._wait_for_notifications(self._received_notifications)
+        if self._running:
+            await self._no_running_handlers.wait()
+        self._drained.set()
+
+    async def _dispatch(self, message: Any) -> None:
+        observer = _wire_observer
+        if observer is not None and isinstance(message, dict):
+            observer("received", message)
+        event = self._endpoint.receive(message)
+        if isinstance(event, NotificationReceived):
+            if event.method == CANCEL_REQUEST_METHOD:
+                self._cancel_running(event.params)
+                return
+            self._received_notifications += 1
+            await self._notify_send.send(event)
+        elif isinstance(event, ResponseReceived):
+            waiter = self._waiters.get(event.id)
+            if waiter is not None:
+                waiter.result = event.result
+                waiter.error = event.error
+                waiter.barrier = self._received_notifications
+                waiter.event.set()
+        elif isinstance(event, RequestReceived):
+            await self._slots.acquire()
+            assert self._task_group is not None
+            self._task_group.start_soon(self._handle_request, event, self._received_notifications)
+        elif isinstance(event, InvalidMessage):
+            logger.warning(
+                "%s: invalid message answered with an error: %s", self._name, event.reason
+            )
+            await self._send_quietly(event.reply)
+
+    def _cancel_running(self, params: Any) -> None:
+        request_id: Any = (
+            cast(dict[str, Any], params).get("requestId") if isinstance(params, dict) else None
+        )
+        scope = self._running.get(request_id)
+        if scope is not None:
+            scope.cancel()
+        else:
+            logger.debug("%s: $/cancel_request for %r: not running", self._name, request_id)
+
+    async def _handle_request(self, event: RequestReceived, barrier: int) -> None:
+        try:
+            if event.id in self._running:
+                reason = f"request id {event.id!r} is already in use by a running request"
+                error = RequestError(reason, code=-32600)
+                await self._send_quietly(self._endpoint.build_error(None, error))
+                return
+            scope = anyio.CancelScope()
+            self._running[event.id] = scope
+            reply: dict[str, Any] | None = None
+            try:
+                with scope:
+                    if barrier > self._handled_notifications:
+                        await self._wait_for_notifications(barrier)
+                    try:
+                        result = await self._on_request(event.method, event.params)
+                    except Exception as exc:
+                        error = exception_to_error(exc, event.method)
+                        reply = self._endpoint.build_error(event.id, error)
+                    else:
+                        reply = self._endpoint.build_result(event.id, result)
+            finally:
+                del self._running[event.id]
+                if not self._running and self._reader_done.is_set():
+                    self._no_running_handlers.set()
+            if scope.cancelled_caught:
+                reply = self._endpoint.build_error(event.id, RequestCancelled())
+            if reply is not None:
+                await self._send_quietly(reply)
+        finally:
+            self._slots.release()
+
+    async def _send_quietly(self, message: dict[str, Any]) -> None:
+        try:
+            await self._send(message)
+        except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            logger.info("%s: could not send %s: %s", self._name, message.get("id"), exc)
+
+    async def _notification_worker(self) -> None:
+        _in_notification_worker.set(True)
+        async with self._notify_receive:
+            async for event in self._notify_receive:
+                try:
+                    await self._on_notification(event.method, event.params)
+                except Exception:
+                    logger.exception(
+                        "%s: handler for notification %r failed", self._name, event.method
+                    )
+                self._handled_notifications += 1
+                if self._barrier_waiters:
+                    self._wake_barrier_waiters()
+
+    def _wake_barrier_waiters(self) -> None:
+        done = self._handled_notifications
+        still: list[tuple[int, anyio.Event]] = []
+        for barrier, event in self._barrier_waiters:
+            if barrier <= done:
+                event.set()
+            else:
+                still.append((barrier, event))
+        self._barrier_waiters = still
+
+    async def _wait_for_notifications(self, barrier: int) -> None:
+        if barrier <= self._handled_notifications:
+            return
+        event = anyio.Event()
+        self._barrier_waiters.append((barrier, event))
+        await event.wait()
+
+    def _fail_waiters(self, error: BaseException) -> None:
+        for waiter in self._waiters.values():
+            if not waiter.event.is_set():
+                waiter.error = error
+                waiter.event.set()
+        for request_id in self._endpoint.pending_ids():
+            self._endpoint.forget(request_id)

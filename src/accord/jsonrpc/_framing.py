@@ -1,0 +1,145 @@
+"""Newline-delimited JSON framing, with no I/O.
+
+ACP's stdio transport sends one JSON-RPC message per line, UTF-8, separated by ``\\n``. This
+module turns a byte stream into frames (``LineDecoder``) and messages into lines
+(``encode_message``). It sits below the transports that read and write real streams and above
+nothing but orjson.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = (
+    "MAX_MESSAGE_BYTES",
+    "LineDecoder",
+    "MalformedFrame",
+    "decode_line",
+    "encode_message",
+)
+
+#: Largest message accepted on a line. Embedded resources and images travel base64-encoded
+#: inside one message, so the limit must be far above any real prompt (a 40 MB image is
+#: plausible), yet bounded so that a peer that never sends a newline cannot exhaust memory.
+#: The official SDK's implicit 64 KiB asyncio limit broke real users; 64 MiB does not.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedFrame:
+    """A frame that could not become a message; the connection answers it with an error.
+
+    Attributes:
+        code: the JSON-RPC error code to answer with (-32700 for bad JSON, -32600 for size).
+        reason: a human-readable description, sent as the error's ``data``.
+    """
+
+    code: int
+    reason: str
+
+
+def encode_message(message: Any) -> bytes:
+    """Serialize one message as a UTF-8 JSON line ending in ``\\n``.
+
+    orjson never emits a raw newline inside a document, so the frame cannot be split.
+    """
+    return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def decode_line(line: bytes) -> Any:
+    """Parse one line into a JSON value, or a :class:`MalformedFrame` if it is not JSON."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return MalformedFrame(-32700, f"invalid JSON: {exc}")
+
+
+class LineDecoder:
+    """Split a byte stream into lines, bounded by ``max_message_bytes``.
+
+    ``feed(data)`` returns the complete lines found so far (without the newline) and
+    :class:`MalformedFrame` markers for lines over the limit. An oversized line is skipped to
+    its end without being buffered, so memory stays bounded and the stream stays usable.
+    Blank lines are not frames and are ignored.
+    """
+
+    __slots__ = ("_discarded", "_discarding", "_max", "_parts", "_pending")
+
+    def __init__(self, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        self._max = max_message_bytes
+        self._parts: list[bytes] = []
+        self._pending = 0
+        self._discarding = False
+        self._discarded = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of an incomplete line held in memory."""
+        return self._pending
+
+    def feed(self, data: bytes) -> list[bytes | MalformedFrame]:
+        """Consume ``data`` and return the frames it completes."""
+        frames: list[bytes | MalformedFrame] = []
+        start = 0
+        find = data.find
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                self._keep(data, start)
+                return frames
+            if self._discarding:
+                size = self._discarded + end - start
+                self._discarding = False
+                self._discarded = 0
+                frames.append(self._oversized(size))
+            else:
+                if self._parts:
+                    self._parts.append(data[start:end])
+                    line = b"".join(self._parts)
+                    self._parts.clear()
+                    self._pending = 0
+                else:
+                    line = data[start:end]
+                if len(line) > self._max:
+                    frames.append(self._oversized(len(line)))
+                elif line and not line.isspace():
+                    frames.append(line)
+            start = end + 1
+
+    def end_of_stream(self) -> list[bytes | MalformedFrame]:
+        """Return what remains when the stream ends: a final line without ``\\n`` counts."""
+        if self._discarding:
+            size = self._discarded
+            self._discarding = False
+            self._discarded = 0
+            return [self._oversized(size)]
+        if not self._parts:
+            return []
+        line = b"".join(self._parts)
+        self._parts.clear()
+        self._pending = 0
+        return [] if line.isspace() else [line]
+
+    def _keep(self, data: bytes, start: int) -> None:
+        rest = len(data) - start
+        if rest <= 0:
+            return
+        if self._discarding:
+            self._discarded += rest
+            return
+        self._pending += rest
+        if self._pending > self._max:
+            self._discarding = True
+            self._discarded = self._pending
+            self._parts.clear()
+            self._pending = 0
+        else:
+            self._parts.append(data[start:] if start else data)
+
+    def _oversized(self, size: int) -> MalformedFrame:
+        return MalformedFrame(
+            -32600, f"message of {size} bytes exceeds the limit of {self._max} bytes"
+        )

@@ -1,0 +1,42 @@
+"""The transport contract: whole messages in, whole messages out.
+
+A transport moves parsed JSON-RPC messages (plain ``dict``s) between two peers. It has three
+operations and nothing else. ``receive`` returns a :class:`~accord.jsonrpc.MalformedFrame`
+for input that could not be parsed, so the connection can answer it with the specification's
+error instead of dropping it, and raises ``anyio.EndOfStream`` when the peer is gone (or a
+:class:`~accord.errors.TransportError` that says more, such as the exit code of an agent).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from ..jsonrpc._framing import MalformedFrame
+
+__all__ = ("Transport",)
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """A bidirectional channel of JSON-RPC messages."""
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one message; waits while the channel is full (backpressure).
+
+        Raises:
+            ConnectionClosed: the channel can no longer send.
+        """
+        ...
+
+    async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
+        """Return the next message, or a ``MalformedFrame`` for unparseable input.
+
+        Raises:
+            anyio.EndOfStream: the peer closed the channel.
+            TransportError: the channel failed, with details.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close the channel; the peer's ``receive`` then raises ``EndOfStream``."""
+        ...

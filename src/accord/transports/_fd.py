@@ -1,0 +1,87 @@
+"""Byte streams over raw file descriptors (pipes), for any anyio backend.
+
+anyio offers no stream for an inherited file descriptor such as the agent's own stdin and
+stdout, so these classes put the descriptor in non-blocking mode and wait for readiness with
+``anyio.wait_readable`` / ``anyio.wait_writable``. This works on asyncio and trio alike and
+avoids a thread hop per message. The original blocking mode is restored on close.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+__all__ = ("FdReceiveStream", "FdSendStream")
+
+
+class _FdBase:
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+        self._closed = False
+
+    def _restore(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                os.set_blocking(self._fd, self._was_blocking)
+            except OSError:
+                pass
+
+
+class FdReceiveStream(_FdBase, ByteReceiveStream):
+    """Read bytes from a file descriptor without blocking the event loop."""
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """Read up to ``max_bytes``; raises ``anyio.EndOfStream`` at end of file."""
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        """Stop reading (the descriptor itself stays open: it belongs to the process)."""
+        self._restore()
+
+
+class FdSendStream(_FdBase, ByteSendStream):
+    """Write bytes to a file descriptor without blocking the event loop."""
+
+    async def send(self, item: bytes) -> None:
+        """Write all of ``item``, waiting while the pipe is full."""
+        view = memoryview(item)
+        while view:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            try:
+                written = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:
+                    raise anyio.BrokenResourceError from exc
+                raise
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        """Close the write side so the reader sees end of file."""
+        if not self._closed:
+            self._restore()
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass

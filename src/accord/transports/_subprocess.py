@@ -1,0 +1,269 @@
+"""Spawn an agent as a child process and talk to it over its stdin and stdout.
+
+``spawn_agent(command)`` starts the process in its own process group, always drains its
+stderr (into a bounded ring buffer and the ``accord.agent.stderr`` logger: an agent writing
+megabytes to stderr must never block), and shuts it down in a bounded ladder: close stdin,
+wait a grace period, SIGTERM the process group, wait, SIGKILL, reap. Every step is bounded and
+shielded from cancellation. When the agent exits mid-session, ``receive`` raises
+:class:`~accord.errors.AgentProcessExited` with the exit code and the tail of its stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import Process
+
+from ..errors import AgentProcessExited, ConnectionClosed
+from ..jsonrpc._framing import MAX_MESSAGE_BYTES
+from ._stream import StreamTransport
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator
+
+__all__ = (
+    "EXIT_WAIT_TIMEOUT",
+    "KILL_TIMEOUT",
+    "SHUTDOWN_GRACE",
+    "STDERR_TAIL_BYTES",
+    "TERMINATE_TIMEOUT",
+    "SubprocessTransport",
+    "spawn_agent",
+)
+
+logger = logging.getLogger("accord.agent.stderr")
+
+#: After stdin is closed, how long a well-behaved agent gets to exit on its own.
+SHUTDOWN_GRACE = 2.0
+#: After SIGTERM, how long before SIGKILL.
+TERMINATE_TIMEOUT = 2.0
+#: After SIGKILL, how long to wait for the kernel to reap (it should be immediate).
+KILL_TIMEOUT = 2.0
+#: When stdout ends, how long to wait for the exit code before reporting it as unknown.
+EXIT_WAIT_TIMEOUT = 2.0
+#: How much of the agent's stderr is kept for error messages: enough for a traceback.
+STDERR_TAIL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    grace: float
+    terminate: float
+    kill: float
+
+
+class _StderrRing:
+    """The last ``limit`` bytes of a stream, kept as lines."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._lines: deque[str] = deque()
+        self._size = 0
+        self._partial: bytes = b""
+        self.total_bytes = 0
+
+    def feed(self, data: bytes) -> list[str]:
+        self.total_bytes += len(data)
+        pieces: list[bytes] = (self._partial + data).split(b"\n")
+        self._partial = pieces.pop()
+        complete = pieces
+        if len(self._partial) > self._limit:
+            self._partial = self._partial[-self._limit :]
+        lines = [line.decode("utf-8", "replace") for line in complete]
+        for line in lines:
+            self._push(line)
+        return lines
+
+    def finish(self) -> None:
+        if self._partial:
+            self._push(self._partial.decode("utf-8", "replace"))
+            self._partial = b""
+
+    def _push(self, line: str) -> None:
+        self._lines.append(line)
+        self._size += len(line) + 1
+        while self._size > self._limit and len(self._lines) > 1:
+            self._size -= len(self._lines.popleft()) + 1
+
+    def tail(self) -> str:
+        text = "\n".join(self._lines)
+        if self._partial:
+            text += ("\n" if text else "") + self._partial.decode("utf-8", "replace")
+        return text[-self._limit :]
+
+
+class SubprocessTransport(StreamTransport):
+    """A transport to a spawned agent process; build it with :func:`spawn_agent`."""
+
+    def __init__(
+        self, process: Process, stderr: _StderrRing, limits: _Limits, max_message_bytes: int
+    ) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        self.process = process
+        self._stderr = stderr
+        self._stderr_done = anyio.Event()
+        self._limits = limits
+        self._closing = False
+
+    @property
+    def pid(self) -> int:
+        """The agent's process id."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the agent has exited (negative: killed by that signal)."""
+        return self.process.returncode
+
+    def stderr_tail(self) -> str:
+        """The last lines the agent wrote to stderr."""
+        return self._stderr.tail()
+
+    @property
+    def stderr_bytes(self) -> int:
+        """How many bytes the agent has written to stderr in all."""
+        return self._stderr.total_bytes
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one message to the agent's stdin."""
+        try:
+            await super().send(message)
+        except ConnectionClosed:
+            raise await self._exit_error() from None
+
+    async def receive(self) -> Any:
+        """Read the next message; raises ``AgentProcessExited`` once stdout ends."""
+        try:
+            return await super().receive()
+        except anyio.EndOfStream:
+            if self._closing:
+                raise
+            raise await self._exit_error() from None
+
+    async def _exit_error(self) -> ConnectionClosed:
+        with anyio.move_on_after(EXIT_WAIT_TIMEOUT):
+            await self.process.wait()
+            await self._stderr_done.wait()
+        code = self.process.returncode
+        if code is None:
+            return ConnectionClosed("the agent closed its stdout but is still running")
+        return AgentProcessExited(code, self.stderr_tail())
+
+    async def _drain_stderr(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        try:
+            async for chunk in stream:
+                for line in self._stderr.feed(chunk):
+                    logger.info("[agent %d] %s", self.process.pid, line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            self._stderr.finish()
+            self._stderr_done.set()
+
+    async def aclose(self) -> None:
+        """Shut the agent down: close stdin, grace period, SIGTERM, SIGKILL, reap."""
+        self._closing = True
+        with anyio.CancelScope(shield=True):
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        process = self.process
+        try:
+            await self._writer.aclose()
+        except (anyio.BrokenResourceError, OSError):
+            pass
+        if process.returncode is None:
+            with anyio.move_on_after(self._limits.grace):
+                await process.wait()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with anyio.move_on_after(self._limits.terminate):
+                await process.wait()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGKILL)
+            with anyio.move_on_after(self._limits.kill):
+                await process.wait()
+        await self._reader.aclose()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+@asynccontextmanager
+async def spawn_agent(
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = True,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    stderr_tail_bytes: int = STDERR_TAIL_BYTES,
+    shutdown_grace: float = SHUTDOWN_GRACE,
+    terminate_timeout: float = TERMINATE_TIMEOUT,
+    kill_timeout: float = KILL_TIMEOUT,
+) -> AsyncGenerator[SubprocessTransport]:
+    """Start an agent process and yield a transport to it; shut it down on exit.
+
+    Args:
+        command: the program and its arguments (no shell).
+        cwd: the working directory of the process.
+        env: variables set for the process, over this process's environment if
+            ``inherit_env`` (the default), else alone.
+        max_message_bytes: the largest line accepted from the agent.
+        stderr_tail_bytes: how much of stderr is kept for error messages.
+        shutdown_grace, terminate_timeout, kill_timeout: the shutdown ladder's bounds.
+
+    Raises:
+        FileNotFoundError: the program does not exist.
+    """
+    if not command:
+        raise ValueError("spawn_agent needs a command")
+    full_env = dict(os.environ) if inherit_env else {}
+    if env:
+        full_env.update(env)
+    process = await anyio.open_process(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(cwd) if cwd is not None else None,
+        env=full_env,
+        start_new_session=True,
+    )
+    transport = SubprocessTransport(
+        process,
+        _StderrRing(stderr_tail_bytes),
+        _Limits(shutdown_grace, terminate_timeout, kill_timeout),
+        max_message_bytes,
+    )
+    try:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(transport._drain_stderr)
+            try:
+                yield transport
+            finally:
+                await transport.aclose()
+                task_group.cancel_scope.cancel()
+    finally:
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGKILL)
