@@ -1,0 +1,32 @@
+"""Typed ACP roles: the agent and client interfaces and the connections that serve them.
+
+Above the untyped JSON-RPC layer (``accord.jsonrpc``), this package speaks ACP v1: one typed
+request in and one typed response out per method, dispatched through tables generated from the
+official schema; version negotiation; capabilities derived from what an implementation
+provides and enforced on outgoing calls. The agent and client runtimes (``accord.agent``,
+``accord.client``) build on it.
+"""
+
+from ._agent import Agent as Agent
+from ._agent import AgentSideConnection as AgentSideConnection
+from ._agent import run_agent_stdio as run_agent_stdio
+from ._agent import serve_agent as serve_agent
+from ._base import RoleConnection as RoleConnection
+from ._client import Client as Client
+from ._client import ClientSideConnection as ClientSideConnection
+from ._version import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
+from ._version import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
+from ._version import negotiate_version as negotiate_version
+
+__all__ = (
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "Agent",
+    "AgentSideConnection",
+    "Client",
+    "ClientSideConnection",
+    "RoleConnection",
+    "negotiate_version",
+    "run_agent_stdio",
+    "serve_agent",
+)

@@ -1,0 +1,164 @@
+"""The agent role: a typed base class and the connection that serves it.
+
+Subclass :class:`Agent` and override the handlers you support; each takes one typed request
+and returns one typed response. Methods you do not override answer ``-32601``, and the
+capabilities advertised in ``initialize`` are derived from what you override, so the two never
+disagree. :class:`AgentSideConnection` serves an agent over a transport and offers typed calls
+to the client (permission requests, files, terminals, ``session/update``); it refuses to send a
+request the client did not advertise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import LocalProtocolError, MethodNotFound
+from ..schema import (
+    AgentCapabilities,
+    AuthMethod,
+    ClientCapabilities,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    McpCapabilities,
+    PromptCapabilities,
+)
+from ..schema.methods import AGENT_METHODS, CLIENT_METHODS
+from ._base import RoleConnection
+from ._capabilities import capability_tree, implemented_methods
+from ._generated_roles import (
+    AGENT_HANDLER_NAMES,
+    AGENT_NOTIFICATION_HANDLERS,
+    AGENT_REQUEST_HANDLERS,
+    AgentHandlers,
+    ClientCalls,
+)
+from ._version import negotiate_version
+
+if TYPE_CHECKING:
+    from ..transports import Transport
+
+__all__ = ("Agent", "AgentSideConnection", "run_agent_stdio", "serve_agent")
+
+
+class Agent(AgentHandlers):
+    """Base class of an ACP agent.
+
+    Override the handlers you support (``new_session``, ``prompt``, ``cancel`` at the least;
+    ``load_session``, ``list_sessions``, ... when you offer them). ``initialize`` is answered
+    for you: the protocol version is negotiated and the capabilities are derived from the
+    handlers you override plus :meth:`prompt_capabilities`, :meth:`mcp_capabilities` and
+    :attr:`additional_directories`. Override :meth:`agent_capabilities` to add more.
+    """
+
+    #: Sent as ``agentInfo`` in ``initialize``.
+    agent_info: Implementation | None = None
+    #: Sent as ``authMethods`` in ``initialize``.
+    auth_methods: Sequence[AuthMethod] = ()
+    #: Whether sessions accept ``additionalDirectories`` (advertised when true).
+    additional_directories: bool = False
+
+    _client: AgentSideConnection | None = None
+
+    @property
+    def client(self) -> AgentSideConnection:
+        """The connection to the client, for calls such as ``session_update``.
+
+        Raises:
+            LocalProtocolError: the agent is not being served yet.
+        """
+        if self._client is None:
+            raise LocalProtocolError("the agent is not connected to a client")
+        return self._client
+
+    def on_connect(self, client: AgentSideConnection) -> None:
+        """Called when a connection starts serving this agent; stores it as :attr:`client`."""
+        self._client = client
+
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        """Content types accepted in prompts beyond text and resource links (default: none)."""
+        return None
+
+    def mcp_capabilities(self) -> McpCapabilities | None:
+        """MCP transports supported beyond stdio (default: none)."""
+        return None
+
+    def agent_capabilities(self) -> AgentCapabilities:
+        """The capabilities advertised in ``initialize``, derived from this implementation."""
+        implemented = implemented_methods(self, Agent, AGENT_HANDLER_NAMES)
+        tree = capability_tree(AGENT_METHODS[m] for m in sorted(implemented))
+        if self.additional_directories:
+            tree.setdefault("sessionCapabilities", {})["additionalDirectories"] = {}
+        prompt = self.prompt_capabilities()
+        if prompt is not None:
+            tree["promptCapabilities"] = prompt.to_wire()
+        mcp = self.mcp_capabilities()
+        if mcp is not None:
+            tree["mcpCapabilities"] = mcp.to_wire()
+        return AgentCapabilities.model_validate(tree)
+
+    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
+        """Negotiate the protocol version and advertise the derived capabilities."""
+        return InitializeResponse(
+            protocol_version=negotiate_version(request.protocol_version),
+            agent_capabilities=self.agent_capabilities(),
+            auth_methods=list(self.auth_methods),
+            agent_info=self.agent_info,
+        )
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> Any:
+        """Answer an extension request (``_``-prefixed); default: -32601."""
+        raise MethodNotFound(f"Method not found: {method}", {"method": method})
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Handle an extension notification (``_``-prefixed); default: ignore it."""
+
+
+class AgentSideConnection(RoleConnection, ClientCalls):
+    """Serves an :class:`Agent` over a transport; typed calls go to the client.
+
+    Use as an async context manager; the agent's :meth:`Agent.on_connect` is called on entry.
+    """
+
+    _local_methods = AGENT_METHODS
+    _peer_methods = CLIENT_METHODS
+    _request_handlers = AGENT_REQUEST_HANDLERS
+    _notification_handlers = AGENT_NOTIFICATION_HANDLERS
+    _local_side = "agent"
+
+    def __init__(self, agent: Agent, transport: Transport, **connection_options: Any) -> None:
+        super().__init__(agent, transport, **connection_options)
+        self._implemented = implemented_methods(agent, Agent, AGENT_HANDLER_NAMES)
+        self._implemented.add("initialize")
+        self.client_capabilities: ClientCapabilities | None = None
+        self.client_info: Implementation | None = None
+        self.protocol_version: int | None = None
+        agent.on_connect(self)
+
+    def _after_request(self, method: str, request: Any, response: Any) -> None:
+        if method == "initialize":
+            assert isinstance(request, InitializeRequest)
+            assert isinstance(response, InitializeResponse)
+            self.client_capabilities = request.client_capabilities
+            self.client_info = request.client_info
+            self.protocol_version = response.protocol_version
+            self._peer_capabilities = request.client_capabilities.to_wire()
+
+
+async def serve_agent(agent: Agent, transport: Transport, **connection_options: Any) -> None:
+    """Serve ``agent`` over ``transport`` until the client closes the connection."""
+    async with AgentSideConnection(agent, transport, **connection_options) as connection:
+        await connection.wait_closed()
+
+
+def run_agent_stdio(agent: Agent, *, backend: str = "asyncio") -> None:
+    """Serve ``agent`` over this process's stdin and stdout (what editors launch)."""
+    from ..transports import stdio_transport
+
+    async def main() -> None:
+        await serve_agent(agent, stdio_transport())
+
+    anyio.run(main, backend=backend)

@@ -1,0 +1,192 @@
+"""The typed connection shared by both roles.
+
+``RoleConnection`` sits on a JSON-RPC :class:`~accord.jsonrpc.Connection` and speaks ACP: it
+dispatches incoming methods to a role object's typed handlers through the generated tables,
+turns outgoing typed calls into wire messages, and refuses (locally) to send a request that the
+peer did not advertise. ``AgentSideConnection`` and ``ClientSideConnection`` specialise it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, cast
+
+from pydantic import ValidationError
+
+from ..errors import InvalidParams, LocalProtocolError, MethodNotFound, RemoteProtocolError
+from ..jsonrpc import Connection, ConnectionStatistics
+from ..jsonrpc._errors import validation_error_data
+from ..schema import WireModel
+from ..schema.methods import MethodSpec
+
+if TYPE_CHECKING:
+    from ..transports import Transport
+
+__all__ = ("RoleConnection",)
+
+logger = logging.getLogger("accord.roles")
+
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+
+class RoleConnection:
+    """Shared machinery of the agent-side and client-side connections."""
+
+    #: Which table the local role answers, and which the peer answers (set by subclasses).
+    _local_methods: Mapping[str, MethodSpec]
+    _peer_methods: Mapping[str, MethodSpec]
+    _request_handlers: Mapping[str, Handler]
+    _notification_handlers: Mapping[str, Handler]
+    _local_side: str
+
+    def __init__(self, role: Any, transport: Transport, **connection_options: Any) -> None:
+        self._role = role
+        self._implemented: set[str] = set()
+        self._peer_capabilities: dict[str, Any] | None = None
+        self._connection = Connection(
+            transport,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            name=f"{self._local_side} side",
+            **connection_options,
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self._connection.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._connection.__aexit__(exc_type, exc, tb)
+
+    @property
+    def connection(self) -> Connection:
+        """The JSON-RPC connection underneath."""
+        return self._connection
+
+    @property
+    def closed(self) -> bool:
+        """Whether the peer has closed its side."""
+        return self._connection.closed
+
+    async def wait_closed(self) -> None:
+        """Wait until the peer has closed and all work it started has finished."""
+        await self._connection.wait_closed()
+
+    def statistics(self) -> ConnectionStatistics:
+        """Queue sizes of the underlying connection."""
+        return self._connection.statistics()
+
+    # ------------------------------------------------------------------ outgoing
+
+    def _require_advertised(self, spec: MethodSpec) -> None:
+        if spec.capability is None:
+            return
+        from ._capabilities import is_advertised
+
+        if self._peer_capabilities is None:
+            raise LocalProtocolError(
+                f"cannot send {spec.method} before initialize: the peer's capabilities are "
+                "not known yet"
+            )
+        if not is_advertised(self._peer_capabilities, spec.capability):
+            raise LocalProtocolError(
+                f"the peer did not advertise {'.'.join(spec.capability)}, "
+                f"so {spec.method} may not be sent"
+            )
+
+    async def _call(self, spec: MethodSpec, request: WireModel) -> Any:
+        self._require_advertised(spec)
+        result = await self._connection.request(spec.method, request.to_wire())
+        assert spec.result_type is not None
+        try:
+            return spec.result_type.model_validate({} if result is None else result)
+        except ValidationError as exc:
+            raise RemoteProtocolError(
+                f"the peer's answer to {spec.method} does not match the schema: "
+                f"{validation_error_data(exc)}"
+            ) from exc
+
+    async def _notify(self, spec: MethodSpec, notification: WireModel) -> None:
+        await self._connection.notify(spec.method, notification.to_wire())
+
+    async def ext_request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send an extension request (its name must start with ``_``) and return the result.
+
+        Raises:
+            LocalProtocolError: the name does not start with ``_``.
+            RequestError: the peer answered with an error (-32601 if it does not know it).
+        """
+        _check_extension_name(method)
+        return await self._connection.request(method, params or {})
+
+    async def ext_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send an extension notification (its name must start with ``_``)."""
+        _check_extension_name(method)
+        await self._connection.notify(method, params or {})
+
+    # ------------------------------------------------------------------ incoming
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        spec = self._local_methods.get(method)
+        if spec is None or spec.kind != "request":
+            if method.startswith("_"):
+                return await self._role.ext_method(method, _object_params(method, params))
+            raise MethodNotFound(f"Method not found: {method}", {"method": method})
+        if method not in self._implemented:
+            raise MethodNotFound(
+                f"Method not found: {method} is not offered by this {self._local_side}",
+                {"method": method},
+            )
+        request = spec.params_type.model_validate(_object_params(method, params))
+        response = await self._request_handlers[method](self._role, request)
+        self._after_request(method, request, response)
+        return response.to_wire() if isinstance(response, WireModel) else response
+
+    def _after_request(self, method: str, request: Any, response: Any) -> None:
+        """Hook for subclasses (e.g. record capabilities exchanged in ``initialize``)."""
+
+    async def _on_notification(self, method: str, params: Any) -> None:
+        spec = self._local_methods.get(method)
+        if spec is None or spec.kind != "notification":
+            if method.startswith("_"):
+                await self._role.ext_notification(
+                    method, params if isinstance(params, dict) else {}
+                )
+            else:
+                logger.debug("unknown notification %r ignored", method)
+            return
+        try:
+            notification = spec.params_type.model_validate(params or {})
+        except ValidationError as exc:
+            logger.warning(
+                "notification %s with invalid params ignored: %s",
+                method,
+                validation_error_data(exc),
+            )
+            return
+        await self._notification_handlers[method](self._role, notification)
+
+
+def _object_params(method: str, params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise InvalidParams(
+            f"Invalid params for {method}: expected an object",
+            {"errors": [{"field": "(params)", "problem": "expected an object"}]},
+        )
+    return cast(dict[str, Any], params)
+
+
+def _check_extension_name(method: str) -> None:
+    if not method.startswith("_"):
+        raise LocalProtocolError(f"extension method names must start with '_': {method!r}")
