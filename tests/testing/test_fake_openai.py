@@ -259,17 +259,19 @@ def test_delay_between_chunks(client_factory: ClientFactory) -> None:
     assert arrivals[2] - arrivals[0] >= 0.09
 
 
-def test_hang_times_out_and_drops_the_connection(client_factory: ClientFactory) -> None:
-    with FakeOpenAIServer(
-        [ScriptedReply(text=["a", "b"], hang_after=1, hang_timeout=0.2)]
-    ) as server:
+@pytest.mark.parametrize(("hang_after", "expected"), [(1, "a"), (9, "ab")])
+def test_hang_times_out_and_drops_the_connection(
+    client_factory: ClientFactory, hang_after: int, expected: str
+) -> None:
+    reply = ScriptedReply(text=["a", "b"], hang_after=hang_after, hang_timeout=0.2)
+    with FakeOpenAIServer([reply]) as server:
         stream = client_factory(server).chat.completions.create(
             model="m", messages=USER, stream=True
         )
         seen: list[str] = []
         with pytest.raises(openai.APIConnectionError):
             collect_text(stream, seen)
-        assert seen == ["", "a"]
+        assert "".join(seen) == expected
         assert server.requests[0].outcome == "timed_out"
 
 

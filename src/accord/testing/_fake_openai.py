@@ -260,9 +260,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self._write_chunk(frames.role_frame())
-        hang_after, batch = reply.hang_after, bytearray()
+        batch = bytearray()
         for number, frame in enumerate(frames.delta_frames()):
-            if number == hang_after:
+            if number == reply.hang_after:
                 break
             if reply.delay:
                 self._pause(reply.delay)
@@ -272,11 +272,12 @@ class _Handler(BaseHTTPRequestHandler):
             if len(batch) >= _COALESCE_BYTES:
                 self._write_chunk(bytes(batch))
                 batch.clear()
-        else:
+        if reply.hang_after is None:
             batch += frames.closing_frames()
             self._write_chunk(bytes(batch))
             self.wfile.write(b"0\r\n\r\n")
             return "completed"
+        # Hang after `hang_after` deltas, or after all of them (before `finish_reason`) if fewer.
         self._write_chunk(bytes(batch))
         self._hang(reply.hang_timeout)
 

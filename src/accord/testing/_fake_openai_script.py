@@ -118,9 +118,10 @@ class ScriptedReply:
         include_usage: `False` sends no usage at all, even if the request asked for it.
         finish_reason: Defaults to `"tool_calls"` when there are tool calls, else `"stop"`.
         delay: Seconds to wait before each delta (at most `MAX_DELAY`).
-        hang_after: When streaming, stop after this many deltas (0: right after the role chunk)
-            and wait until the client disconnects, the server closes or `hang_timeout` passes,
-            then drop the connection. A non-streaming request hangs before any response.
+        hang_after: When streaming, stop after this many deltas (0: right after the role chunk;
+            more than there are: after the last one, before `finish_reason`) and wait until the
+            client disconnects, the server closes or `hang_timeout` passes, then drop the
+            connection. A non-streaming request hangs before any response.
         hang_timeout: Bound on a hang, in seconds (at most `MAX_HANG`).
         error: Answer with this error instead; the other fields are ignored.
     """
