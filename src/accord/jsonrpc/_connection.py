@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ..errors import ConnectionClosed, RequestCancelled, RequestError, TransportError
@@ -60,6 +61,8 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 #: How many received notifications may wait for the worker before the reader stops reading.
 #: Small enough to bound memory, large enough that a burst of updates keeps both sides busy.
 DEFAULT_MAX_BUFFERED_NOTIFICATIONS = 256
+#: The notification worker yields to other tasks at least once per this many notifications.
+WORKER_YIELD_EVERY = 64
 #: How long sending ``$/cancel_request`` for an abandoned call may take; it is a courtesy.
 CANCEL_NOTICE_TIMEOUT = 1.0
 
@@ -335,7 +338,10 @@ class Connection:
                 self._cancel_running(event.params)
                 return
             self._received_notifications += 1
-            await self._notify_send.send(event)
+            try:
+                self._notify_send.send_nowait(event)
+            except anyio.WouldBlock:
+                await self._notify_send.send(event)
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -403,8 +409,20 @@ class Connection:
 
     async def _notification_worker(self) -> None:
         _in_notification_worker.set(True)
-        async with self._notify_receive:
-            async for event in self._notify_receive:
+        receive = self._notify_receive
+        async with receive:
+            while True:
+                # Drain what is buffered without a scheduling round trip per message, but
+                # yield now and then so a burst cannot starve the other tasks.
+                try:
+                    event = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    try:
+                        event = await receive.receive()
+                    except anyio.EndOfStream:
+                        return
+                except anyio.EndOfStream:
+                    return
                 try:
                     await self._on_notification(event.method, event.params)
                 except Exception:
@@ -414,6 +432,8 @@ class Connection:
                 self._handled_notifications += 1
                 if self._barrier_waiters:
                     self._wake_barrier_waiters()
+                if not self._handled_notifications % WORKER_YIELD_EVERY:
+                    await anyio.lowlevel.checkpoint()
 
     def _wake_barrier_waiters(self) -> None:
         done = self._handled_notifications

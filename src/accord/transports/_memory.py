@@ -36,14 +36,20 @@ class MemoryTransport:
     async def send(self, message: dict[str, Any]) -> None:
         """Send one message to the other end."""
         try:
-            await self._send_stream.send(message)
+            try:
+                self._send_stream.send_nowait(message)
+            except anyio.WouldBlock:
+                await self._send_stream.send(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise ConnectionClosed("the other end of the in-memory transport is closed") from exc
 
     async def receive(self) -> dict[str, Any]:
         """Receive the next message; raises ``anyio.EndOfStream`` once the peer closed."""
         try:
-            return await self._receive_stream.receive()
+            try:
+                return self._receive_stream.receive_nowait()
+            except anyio.WouldBlock:
+                return await self._receive_stream.receive()
         except anyio.ClosedResourceError:
             raise anyio.EndOfStream from None
 

@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from ..errors import ConnectionClosed
@@ -74,6 +75,9 @@ class StreamTransport:
                 frames.extend(self._decoder.end_of_stream())
                 continue
             frames.extend(self._decoder.feed(chunk))
+            # A read that found data did not yield; yield once per read so a peer that
+            # keeps the pipe full cannot starve the other tasks.
+            await anyio.lowlevel.checkpoint()
         frame = frames.popleft()
         if isinstance(frame, MalformedFrame):
             return frame
