@@ -1,0 +1,37 @@
+# One command per gate. `make test` sets everything up on a fresh machine (venv, dependencies,
+# the official schema from npm, third-party agents for interop) and runs lint, types and tests.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+
+.PHONY: setup schema interop-deps lint typecheck test bench demo clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e . --group dev
+	touch $@
+
+schema:
+	bash scripts/fetch_schema.sh
+
+interop-deps:
+	bash scripts/fetch_interop_agents.sh
+
+lint: setup
+	$(BIN)/ruff check src tests scripts benchmarks examples
+	$(BIN)/ruff format --check src tests scripts benchmarks examples
+
+typecheck: setup
+	$(BIN)/pyright
+
+test: setup schema interop-deps lint typecheck
+	$(BIN)/pytest -q
+
+bench: setup
+	$(PY) benchmarks/bench_protocol.py
+
+clean:
+	rm -rf $(VENV) .schema-cache .interop .pytest_cache .ruff_cache
