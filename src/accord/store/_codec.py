@@ -1,0 +1,105 @@
+"""Encodings every store shares: timestamps, JSON columns, list cursors, batch checks.
+
+Keeping these in one place is what makes two stores behave alike: the memory store and the
+SQLite store (and a PostgreSQL store later) order sessions by the same integer timestamp,
+accept and reject the same cursors, and refuse the same malformed batches. Above: the store
+implementations. Below: ``_records``, ``_errors``, orjson.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from ._errors import EventOrderError, InvalidCursor
+from ._records import StoredEvent
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+#: First element of every cursor; bump it if the cursor's content ever changes.
+_CURSOR_TAG = "s1"
+
+
+def to_micros(value: datetime) -> int:
+    """Return a timezone-aware datetime as integer microseconds since the Unix epoch (exact)."""
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def from_micros(micros: int) -> datetime:
+    """Return the UTC datetime for integer microseconds since the Unix epoch (exact)."""
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def dump_json(value: Any) -> bytes:
+    """Serialize a JSON value; raises ``TypeError`` for anything JSON cannot hold."""
+    return orjson.dumps(value)
+
+
+def copy_json(value: Any) -> Any:
+    """Return a deep copy of a JSON value through its serialized form (validates it too)."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def encode_cursor(updated_at: int, session_id: str) -> str:
+    """Return the opaque cursor for "the sessions after this sort key"."""
+    raw = orjson.dumps([_CURSOR_TAG, updated_at, session_id])
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str]:
+    """Return the sort key ``(updated_at_micros, session_id)`` inside a cursor.
+
+    Raises:
+        InvalidCursor: the string is not a cursor this module encoded.
+    """
+    try:
+        raw = base64.b64decode(cursor.encode("ascii"), altchars=b"-_", validate=True)
+        decoded: Any = orjson.loads(raw)
+    except (ValueError, binascii.Error) as exc:
+        raise InvalidCursor(f"invalid session list cursor: {cursor!r}") from exc
+    match decoded:
+        case [str(tag), int(updated_at), str(session_id)] if tag == _CURSOR_TAG and not isinstance(
+            updated_at, bool
+        ):
+            return updated_at, session_id
+        case _:
+            raise InvalidCursor(f"invalid session list cursor: {cursor!r}")
+
+
+def group_events(events: Iterable[StoredEvent]) -> dict[str, list[StoredEvent]]:
+    """Split a batch by session (first-appearance order), checking seqs increase in each.
+
+    Raises:
+        EventOrderError: a session's seqs in the batch are not strictly increasing.
+    """
+    groups: dict[str, list[StoredEvent]] = {}
+    for event in events:
+        group = groups.get(event.session_id)
+        if group is None:
+            groups[event.session_id] = [event]
+        elif event.seq <= group[-1].seq:
+            raise EventOrderError(
+                f"session {event.session_id!r}: seq {event.seq} follows seq {group[-1].seq}"
+                " in the same batch; seqs must strictly increase"
+            )
+        else:
+            group.append(event)
+    return groups
+
+
+def check_follows(session_id: str, last_seq: int, group: Sequence[StoredEvent]) -> None:
+    """Check that the first event of ``group`` comes after the stored ``last_seq``.
+
+    Raises:
+        EventOrderError: it does not.
+    """
+    if group[0].seq <= last_seq:
+        raise EventOrderError(
+            f"session {session_id!r}: seq {group[0].seq} is not after the stored"
+            f" last_seq {last_seq}"
+        )

@@ -1,0 +1,248 @@
+"""``MemorySessionStore``: the ``SessionStore`` protocol in process memory, for tests.
+
+It follows the same rules as the SQLite store, to the error: JSON values are validated and
+copied in and out, timestamps come back in UTC, cursors and batch checks come from the shared
+``_codec``. Nothing survives the process. Above: the agent runtime and tests. Below:
+``_codec``, ``_records``, ``_errors``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+from anyio.lowlevel import checkpoint
+
+from ._codec import check_follows, copy_json, decode_cursor, encode_cursor, group_events, to_micros
+from ._errors import SessionExists, StoreClosed, UnknownSession
+from ._protocol import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    READ_BATCH_SIZE,
+    UNCHANGED,
+    Unchanged,
+)
+from ._records import JsonObject, SessionPage, SessionRecord, SessionSummary, StoredEvent
+
+
+@dataclass(slots=True)
+class _Entry:
+    record: SessionRecord
+    events: list[StoredEvent] = field(default_factory=list[StoredEvent])
+    seqs: list[int] = field(default_factory=list[int])
+
+
+def _normalized(record: SessionRecord) -> SessionRecord:
+    """A copy that shares nothing mutable with the caller, with UTC timestamps."""
+    return replace(
+        record,
+        additional_directories=tuple(record.additional_directories),
+        mcp_servers=tuple(copy_json(list(record.mcp_servers))),
+        state=copy_json(record.state),
+        created_at=record.created_at.astimezone(UTC),
+        updated_at=record.updated_at.astimezone(UTC),
+    )
+
+
+def _in_utc(event: StoredEvent) -> StoredEvent:
+    return replace(event, created_at=event.created_at.astimezone(UTC))
+
+
+def _summary(record: SessionRecord) -> SessionSummary:
+    return SessionSummary(
+        session_id=record.session_id,
+        cwd=record.cwd,
+        additional_directories=record.additional_directories,
+        title=record.title,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        last_seq=record.last_seq,
+    )
+
+
+class MemorySessionStore:
+    """A :class:`SessionStore` that keeps everything in memory (lost when the process ends).
+
+    Meant for tests and for agents that do not persist sessions. Behaves like
+    ``SqliteSessionStore`` in every observable way except durability.
+    """
+
+    def __init__(self) -> None:
+        """Create an empty store."""
+        self._sessions: dict[str, _Entry] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+
+    def _entry(self, session_id: str) -> _Entry:
+        entry = self._sessions.get(session_id)
+        if entry is None:
+            raise UnknownSession(f"no stored session {session_id!r}")
+        return entry
+
+    async def create_session(self, record: SessionRecord) -> None:
+        """See :meth:`SessionStore.create_session`."""
+        await checkpoint()
+        self._check_open()
+        if record.session_id in self._sessions:
+            raise SessionExists(f"session {record.session_id!r} is already stored")
+        self._sessions[record.session_id] = _Entry(_normalized(record))
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionStore.get_session`."""
+        await checkpoint()
+        self._check_open()
+        entry = self._sessions.get(session_id)
+        return None if entry is None else _normalized(entry.record)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        cwd: str | Unchanged = UNCHANGED,
+        additional_directories: Sequence[str] | Unchanged = UNCHANGED,
+        mcp_servers: Sequence[JsonObject] | Unchanged = UNCHANGED,
+        title: str | Unchanged | None = UNCHANGED,
+        state: JsonObject | Unchanged = UNCHANGED,
+        epoch: int | Unchanged = UNCHANGED,
+        updated_at: datetime | Unchanged = UNCHANGED,
+    ) -> SessionRecord:
+        """See :meth:`SessionStore.update_session`."""
+        await checkpoint()
+        self._check_open()
+        entry = self._entry(session_id)
+        record = entry.record
+        if not isinstance(cwd, Unchanged):
+            record = replace(record, cwd=cwd)
+        if not isinstance(additional_directories, Unchanged):
+            record = replace(record, additional_directories=tuple(additional_directories))
+        if not isinstance(mcp_servers, Unchanged):
+            record = replace(record, mcp_servers=tuple(mcp_servers))
+        if not isinstance(title, Unchanged):
+            record = replace(record, title=title)
+        if not isinstance(state, Unchanged):
+            record = replace(record, state=state)
+        if not isinstance(epoch, Unchanged):
+            record = replace(record, epoch=epoch)
+        if not isinstance(updated_at, Unchanged):
+            record = replace(record, updated_at=updated_at)
+        entry.record = _normalized(record)
+        return _normalized(entry.record)
+
+    async def append_events(self, events: Sequence[StoredEvent]) -> None:
+        """See :meth:`SessionStore.append_events`."""
+        await checkpoint()
+        self._check_open()
+        groups = group_events(events)
+        # Check everything before changing anything: a batch is all or nothing.
+        entries = [(self._entry(session_id), group) for session_id, group in groups.items()]
+        for entry, group in entries:
+            check_follows(entry.record.session_id, entry.record.last_seq, group)
+        for entry, group in entries:
+            entry.events.extend(
+                event if event.created_at.tzinfo is UTC else _in_utc(event) for event in group
+            )
+            entry.seqs.extend(event.seq for event in group)
+            last = group[-1]
+            entry.record = replace(
+                entry.record,
+                last_seq=last.seq,
+                updated_at=max(entry.record.updated_at, last.created_at.astimezone(UTC)),
+            )
+
+    async def read_events(
+        self, session_id: str, *, after_seq: int = 0, limit: int = READ_BATCH_SIZE
+    ) -> list[StoredEvent]:
+        """See :meth:`SessionStore.read_events`."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        await checkpoint()
+        self._check_open()
+        entry = self._sessions.get(session_id)
+        if entry is None:
+            return []
+        start = bisect.bisect_right(entry.seqs, after_seq)
+        return entry.events[start : start + limit]
+
+    async def fork_session(self, source_id: str, new_record: SessionRecord) -> SessionRecord:
+        """See :meth:`SessionStore.fork_session`."""
+        await checkpoint()
+        self._check_open()
+        source = self._entry(source_id)
+        if new_record.session_id in self._sessions:
+            raise SessionExists(f"session {new_record.session_id!r} is already stored")
+        record = _normalized(
+            replace(
+                new_record,
+                state=source.record.state,
+                epoch=source.record.epoch,
+                last_seq=source.record.last_seq,
+            )
+        )
+        new_id = record.session_id
+        self._sessions[new_id] = _Entry(
+            record,
+            [replace(event, session_id=new_id) for event in source.events],
+            list(source.seqs),
+        )
+        return _normalized(record)
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        """See :meth:`SessionStore.list_sessions`."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        limit = min(limit, MAX_PAGE_SIZE)
+        after = None if cursor is None else decode_cursor(cursor)
+        await checkpoint()
+        self._check_open()
+        keyed = sorted(
+            (
+                ((to_micros(entry.record.updated_at), entry.record.session_id), entry.record)
+                for entry in self._sessions.values()
+                if cwd is None or entry.record.cwd == cwd
+            ),
+            key=lambda item: item[0],
+            reverse=True,
+        )
+        if after is not None:
+            keyed = [item for item in keyed if item[0] < after]
+        page = keyed[:limit]
+        next_cursor = encode_cursor(*page[-1][0]) if len(keyed) > limit else None
+        return SessionPage(
+            sessions=tuple(_summary(record) for _, record in page), next_cursor=next_cursor
+        )
+
+    async def delete_session(self, session_id: str) -> None:
+        """See :meth:`SessionStore.delete_session`."""
+        await checkpoint()
+        self._check_open()
+        self._sessions.pop(session_id, None)
+
+    async def aclose(self) -> None:
+        """See :meth:`SessionStore.aclose`."""
+        self._closed = True
+        self._sessions.clear()
+        await checkpoint()
+
+    async def __aenter__(self) -> Self:
+        """Return the store (nothing to open)."""
+        await checkpoint()
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.aclose()

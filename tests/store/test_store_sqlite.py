@@ -1,0 +1,331 @@
+"""What only the SQLite store has: a file that persists, migrates, and is shared."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from _store_support import T0, at, delta_payload, events, record
+
+import accord.store._schema as schema
+import accord.store._sqlite as sqlite_store
+from accord.store import (
+    SchemaVersionError,
+    SessionRecord,
+    SqliteSessionStore,
+    StoredEvent,
+    StoreError,
+    default_store_path,
+)
+from accord.store._codec import to_micros
+
+pytestmark = pytest.mark.anyio
+
+# The version-1 schema exactly as it shipped: never edit this copy. It is how a file written by
+# the first release looks, and every later release must keep opening it.
+_SCHEMA_V1_AS_SHIPPED = """
+CREATE TABLE sessions (
+    sid INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL UNIQUE,
+    cwd TEXT NOT NULL,
+    additional_directories BLOB NOT NULL,
+    mcp_servers BLOB NOT NULL,
+    title TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    state BLOB NOT NULL
+);
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC);
+CREATE TABLE events (
+    sid INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    turn_id TEXT,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    layer TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (sid, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+"""
+
+
+def _write_v1_file_by_hand(path: Path) -> None:
+    db = sqlite3.connect(path)
+    db.executescript(_SCHEMA_V1_AS_SHIPPED)
+    db.execute(
+        "INSERT INTO sessions VALUES (7, 's1', '/w', '[\"/lib\"]', '[]', 'Title', ?, ?, 1, 2,"
+        ' \'{"mode":"code"}\')',
+        (to_micros(T0), to_micros(at(9))),
+    )
+    db.executemany(
+        "INSERT INTO events VALUES (7, ?, 1, 'turn-1', 'root', 'text_chunk', 'transcript', ?, ?)",
+        [(seq, delta_payload(seq), to_micros(at(1))) for seq in (1, 2)],
+    )
+    db.commit()
+    db.close()
+
+
+def _user_version(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        db.close()
+
+
+async def test_everything_survives_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    source = replace(record("src", title="T"), state={"history": ["a", "b"]}, epoch=4)
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(source)
+        await store.append_events(events("src", 1, 5))
+        await store.fork_session("src", record("fork"))
+        await store.create_session(record("deleted"))
+        await store.delete_session("deleted")
+
+    async with SqliteSessionStore(path) as store:
+        assert await store.get_session("src") == replace(source, last_seq=5, updated_at=at(1))
+        assert await store.read_events("src") == events("src", 1, 5)
+        assert len(await store.read_events("fork")) == 5
+        assert await store.get_session("deleted") is None
+        listed = await store.list_sessions()
+        assert {s.session_id for s in listed.sessions} == {"src", "fork"}
+
+
+async def test_new_file_is_wal_private_and_current(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        assert store.path == path
+        db = sqlite3.connect(path)
+        try:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            db.close()
+    assert _user_version(path) == len(schema.MIGRATIONS)
+    if sys.platform != "win32":
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_nothing_is_opened_before_first_use(tmp_path: Path) -> None:
+    path = tmp_path / "lazy.sqlite3"
+    store = SqliteSessionStore(path)
+    assert not path.exists()
+    await store.aclose()
+    assert not path.exists()
+
+
+async def test_first_call_opens_without_async_with(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "s.sqlite3")
+    try:
+        await store.create_session(record("s1"))
+        assert await store.get_session("s1") == record("s1")
+    finally:
+        await store.aclose()
+
+
+def test_default_store_path_is_in_the_user_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def user_data_dir(*args: object, **kwargs: object) -> str:
+        return str(tmp_path / "data" / "accord")
+
+    monkeypatch.setattr(sqlite_store.platformdirs, "user_data_dir", user_data_dir)
+    path = default_store_path()
+    assert path == tmp_path / "data" / "accord" / "sessions.sqlite3"
+    assert path.parent.is_dir()
+
+
+async def test_store_without_path_uses_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_store, "default_store_path", lambda: tmp_path / "default.sqlite3")
+    store = SqliteSessionStore()
+    assert store.path is None
+    async with store:
+        await store.create_session(record("s1"))
+    path = store.path
+    assert path == tmp_path / "default.sqlite3"
+    assert path is not None and path.exists()
+
+
+async def test_in_memory_database(tmp_path: Path) -> None:
+    async with SqliteSessionStore(":memory:") as store:
+        await store.create_session(record("s1"))
+        assert await store.get_session("s1") == record("s1")
+    assert not (Path.cwd() / ":memory:").exists()
+
+
+async def test_synchronous_full_works(tmp_path: Path) -> None:
+    async with SqliteSessionStore(tmp_path / "s.sqlite3", synchronous="full") as store:
+        await store.create_session(record("s1"))
+        await store.append_events(events("s1", 1, 3))
+        assert len(await store.read_events("s1")) == 3
+
+
+async def test_opens_a_v1_file_written_by_hand(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    _write_v1_file_by_hand(path)
+
+    async with SqliteSessionStore(path) as store:
+        assert await store.get_session("s1") == SessionRecord(
+            session_id="s1",
+            cwd="/w",
+            additional_directories=("/lib",),
+            title="Title",
+            created_at=T0,
+            updated_at=at(9),
+            epoch=1,
+            last_seq=2,
+            state={"mode": "code"},
+        )
+        assert await store.read_events("s1") == [
+            StoredEvent(
+                session_id="s1",
+                seq=seq,
+                epoch=1,
+                turn_id="turn-1",
+                agent_id="root",
+                kind="text_chunk",
+                layer="transcript",
+                payload=delta_payload(seq),
+                created_at=at(1),
+            )
+            for seq in (1, 2)
+        ]
+        await store.append_events(events("s1", 3, 1))
+        await store.delete_session("s1")
+        assert await store.read_events("s1") == []
+    assert _user_version(path) == len(schema.MIGRATIONS)
+
+
+def _v2_add_pinned(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+
+
+def _v2_broken(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE sessions ADD COLUMN half_done INTEGER")
+    db.execute("this is not SQL")
+
+
+async def test_older_file_is_migrated_on_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v1.sqlite3"
+    _write_v1_file_by_hand(path)
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, _v2_add_pinned))
+
+    async with SqliteSessionStore(path) as store:
+        got = await store.get_session("s1")
+        assert got is not None and got.last_seq == 2
+
+    assert _user_version(path) == 2
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("SELECT session_id, pinned FROM sessions").fetchall() == [("s1", 0)]
+    finally:
+        db.close()
+
+
+async def test_failed_migration_leaves_the_file_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v1.sqlite3"
+    _write_v1_file_by_hand(path)
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, _v2_broken))
+
+    with pytest.raises(StoreError, match="syntax error"):
+        async with SqliteSessionStore(path):
+            pass
+
+    assert _user_version(path) == 1
+    db = sqlite3.connect(path)
+    try:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(sessions)")]
+    finally:
+        db.close()
+    assert "half_done" not in columns
+
+
+async def test_newer_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s1"))
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+
+    store = SqliteSessionStore(path)
+    with pytest.raises(SchemaVersionError, match=r"schema version 99.*newer accord"):
+        await store.__aenter__()
+    # The refusal changed nothing, and a later call fails the same way.
+    with pytest.raises(SchemaVersionError):
+        await store.get_session("s1")
+    await store.aclose()
+    assert _user_version(path) == 99
+
+
+async def test_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "junk.sqlite3"
+    path.write_bytes(b"this is a text file, not SQLite " * 200)
+    with pytest.raises(StoreError, match="cannot open") as caught:
+        async with SqliteSessionStore(path):
+            pass
+    assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
+
+
+async def test_unopenable_path(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot open"):
+        async with SqliteSessionStore(tmp_path / "missing-dir" / "s.sqlite3"):
+            pass
+
+
+async def test_two_stores_share_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    async with SqliteSessionStore(path) as one, SqliteSessionStore(path) as two:
+        await one.create_session(record("s1"))
+        await two.append_events(events("s1", 1, 3))
+        assert len(await one.read_events("s1")) == 3
+        got = await one.get_session("s1")
+        assert got is not None and got.last_seq == 3
+
+
+async def test_database_errors_surface_as_store_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "locked.sqlite3"
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_SECONDS", 0.01)
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s1"))
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+            with pytest.raises(StoreError, match="locked") as caught:
+                await store.append_events(events("s1", 1, 1))
+            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        # The failed transaction was rolled back; the store carries on.
+        await store.append_events(events("s1", 1, 1))
+        assert len(await store.read_events("s1")) == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+async def test_existing_file_keeps_its_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    path.touch(mode=0o640)
+    os.chmod(path, 0o640)
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s1"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
