@@ -106,6 +106,16 @@ async def test_dangling_symlink_pointing_out_is_refused_for_writes(
     assert not (tmp_path / "not-yet").exists()
 
 
+async def test_symlink_loop_is_refused(host: FileSystemHost, root: Path) -> None:
+    (root / "loop").symlink_to(root / "loop")
+    with pytest.raises(InvalidParams, match="symlink loop"):
+        await read(host, root / "loop", [root])
+    with pytest.raises(InvalidParams, match="symlink loop"):
+        await write(host, root / "loop", "x", [root])
+    with pytest.raises(InvalidParams, match="parent is not a directory"):
+        await write(host, root / "loop" / "x.txt", "x", [root])
+
+
 async def test_symlink_inside_the_root_is_followed(host: FileSystemHost, root: Path) -> None:
     (root / "real.txt").write_text("old\n")
     (root / "alias.txt").symlink_to(root / "real.txt")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import anyio
@@ -87,7 +88,7 @@ async def host() -> AsyncIterator[TerminalHost]:
 async def create(
     host: TerminalHost,
     command: str,
-    roots: list[Path],
+    roots: Sequence[Path],
     *,
     args: list[str] | None = None,
     session: str = SESSION,
@@ -545,6 +546,40 @@ async def test_closing_the_host_on_cancellation_still_kills(root: Path, beacon: 
             scope.cancel()
             await anyio.sleep_forever()
     assert pid and reaped(pid)
+
+
+class GatedRoots(Sequence[Path]):
+    """Roots whose first item is only handed out once the test opens the gate."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.gate = threading.Event()
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: int) -> Path:  # type: ignore[override]
+        assert self.gate.wait(10)
+        return [self.root][index]
+
+
+async def test_closing_the_host_while_a_command_starts_does_not_leak(root: Path) -> None:
+    roots = GatedRoots(root)
+    raised: list[RuntimeError] = []
+
+    async def creating(host: TerminalHost) -> None:
+        try:
+            await create(host, "exec sleep 30", roots)
+        except RuntimeError as exc:
+            raised.append(exc)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as task_group:
+            async with TerminalHost() as host:
+                task_group.start_soon(creating, host)
+                await anyio.wait_all_tasks_blocked()  # creating() waits for the roots
+            roots.gate.set()
+    assert "closed while the command was starting" in str(raised[0])
 
 
 async def test_host_must_be_entered(root: Path) -> None:

@@ -231,7 +231,10 @@ def _os_error(exc: OSError, path: str, action: str) -> RequestError:
     if isinstance(exc, PermissionError):
         return InvalidParams(f"cannot {action} {path!r}: permission denied", data)
     if exc.errno == errno.ELOOP:
-        return InvalidParams(f"cannot {action} {path!r}: it changed into a symlink", data)
+        return InvalidParams(
+            f"cannot {action} {path!r}: a symlink loop, or a symlink appeared after the check",
+            data,
+        )
     return InternalError(f"cannot {action} {path!r}: {exc.strerror or exc}", data)
 
 

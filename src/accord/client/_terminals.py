@@ -1,5 +1,4 @@
-"""The client's terminal host service: ``terminal/create``, ``output``, ``wait_for_exit``, ``kill``,
-``release``.
+"""Terminal host service: ``terminal/create``, ``output``, ``wait_for_exit``, ``kill``, ``release``.
 
 :class:`TerminalHost` runs the agent's commands as child processes, several at once and per
 session, inside a task group it owns (``async with TerminalHost() as host:``):
@@ -24,9 +23,10 @@ An id that is unknown, released, or belongs to another session is
 cannot find is an ordinary terminal that exits with 127 and the shell's message as output, as it
 would in the user's own terminal.
 
-Above: the client runtime (``accord.client``), which advertises ``terminal`` only when a host is
-configured, passes each session's roots, and calls :meth:`TerminalHost.release_session` when a
-session closes. Below: anyio processes, ``accord.schema`` wire models, ``accord.errors``, and
+POSIX only (process groups and signals). Above: the client runtime (``accord.client``), which
+advertises ``terminal`` only when a host is configured, passes each session's roots, calls
+:meth:`TerminalHost.release_session` when a session closes, and closes the host with the
+connection. Below: anyio processes, ``accord.schema`` wire models, ``accord.errors``, and
 :func:`accord.client._fs.resolve_within` for the working directory.
 """
 
@@ -39,7 +39,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -304,6 +303,11 @@ class TerminalHost:
                 f"cannot run {request.command!r}: {exc.strerror or exc}",
                 {"command": request.command},
             ) from exc
+        if self._closed:  # the host closed while the process started: it must not leak
+            with anyio.CancelScope(shield=True):
+                _kill_group(process.pid, signal.SIGKILL)
+                await process.aclose()
+            raise RuntimeError("TerminalHost closed while the command was starting")
         terminal = _Terminal(
             terminal_id=str(uuid.uuid4()),
             session_id=request.session_id,
@@ -464,17 +468,14 @@ async def _drain(terminal: _Terminal) -> None:
         terminal.output_closed.set()
 
 
-def _signal_group(terminal: _Terminal, signum: signal.Signals) -> None:
-    """Signal the command's whole process group (it leads its own session)."""
+def _kill_group(pid: int, signum: signal.Signals) -> None:
+    """Signal the process group led by ``pid`` (each command leads its own session)."""
     try:
-        if sys.platform == "win32":  # no process groups to signal
-            terminal.process.kill()
-        else:
-            os.killpg(terminal.process.pid, signum)
+        os.killpg(pid, signum)
     except ProcessLookupError:
         pass  # everything in the group is gone already
     except PermissionError:  # a member changed its user id (setuid): not ours to kill
-        logger.warning("terminal %s: not allowed to signal its processes", terminal.terminal_id)
+        logger.warning("not allowed to signal process group %d", pid)
 
 
 async def _terminate(terminal: _Terminal, grace: float) -> None:
@@ -485,12 +486,12 @@ async def _terminate(terminal: _Terminal, grace: float) -> None:
     """
     if terminal.finished():
         return
-    _signal_group(terminal, signal.SIGTERM)
+    _kill_group(terminal.process.pid, signal.SIGTERM)
     with anyio.move_on_after(grace):
         await terminal.wait_finished()
     if terminal.finished():
         return
-    _signal_group(terminal, signal.SIGKILL)
+    _kill_group(terminal.process.pid, signal.SIGKILL)
     with anyio.move_on_after(KILL_TIMEOUT):
         await terminal.wait_finished()
     if not terminal.finished():
