@@ -179,15 +179,18 @@ Decl = ClassSpec | AliasSpec
 # --- schema helpers ---------------------------------------------------------------------------
 
 
-def strip_docs(schema: Any) -> Any:
+def strip_docs(schema: Any, *, in_properties: bool = False) -> Any:
+    """The schema without `description` / `title` keywords (property names are kept)."""
     if isinstance(schema, dict):
+        items: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
         return {
-            k: strip_docs(v)
-            for k, v in schema.items()  # pyright: ignore[reportUnknownVariableType]
-            if k not in ("description", "title")
+            k: strip_docs(v, in_properties=(k == "properties" and not in_properties))
+            for k, v in items.items()
+            if in_properties or k not in ("description", "title")
         }
     if isinstance(schema, list):
-        return [strip_docs(v) for v in schema]  # pyright: ignore[reportUnknownVariableType]
+        values: list[Any] = schema  # pyright: ignore[reportUnknownVariableType]
+        return [strip_docs(v) for v in values]
     return schema
 
 
@@ -339,6 +342,8 @@ class Generator:
         assert len(types) == 1, schema
         t = types[0]
         if t == "string":
+            if "minLength" in schema:
+                return f"Annotated[str, Field(min_length={schema['minLength']})]"
             return "str"
         if t == "boolean":
             return "bool"
@@ -380,7 +385,7 @@ class Generator:
         for p in parts:
             if p not in out:
                 out.append(p)
-        if "Any" in out:
+        if any(p == "Any" or self.def_kind.get(p) == "any" for p in out):
             return "Any"
         return " | ".join(out)
 
@@ -391,7 +396,7 @@ class Generator:
         skip = bool(prop.get("x-deserialize-skip-invalid-items"))
         base = self.render(prop, skip_invalid_items=skip)
         deps |= self._deps
-        is_any = base == "Any"
+        is_any = base == "Any" or self.def_kind.get(base) == "any"
         is_nullable = nullable(prop) and not is_any
         annotation = f"{base} | None" if is_nullable else base
         spec = FieldSpec(
@@ -516,7 +521,12 @@ class Generator:
         merged: dict[str, Schema] = {}
         for k in order:
             vs = variants[k]
-            description = next((v.get("description") for v in vs if v.get("description")), None)
+            descriptions: list[str] = []
+            for v in vs:
+                text = doc_text(v.get("description"))
+                if text and text not in descriptions:
+                    descriptions.append(text)
+            description = "\n\nOr: ".join(descriptions) if descriptions else None
             if len(vs) == 1:
                 merged[k] = vs[0]
             else:

@@ -73,7 +73,11 @@ class WireModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """Dump for the wire: JSON types, wire names, only the fields that were set."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        # What model_dump(mode="json", by_alias=True, exclude_unset=True) does, minus its
+        # Python-level argument handling (this runs for every message sent).
+        return self.__pydantic_serializer__.to_python(
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
 
 def empty_list() -> list[Any]:

@@ -1240,20 +1240,7 @@ class AgentRequest(WireModel):
 
     id: RequestId = Field(description="The request id used to correlate the matching response.")
     method: str = Field(description="The method name to invoke.")
-    params: (
-        WriteTextFileRequest
-        | ReadTextFileRequest
-        | RequestPermissionRequest
-        | CreateTerminalRequest
-        | TerminalOutputRequest
-        | ReleaseTerminalRequest
-        | WaitForTerminalExitRequest
-        | KillTerminalRequest
-        | CreateElicitationRequest
-        | MessageMcpRequest
-        | ExtRequest
-        | None
-    ) = Field(default=None, description="Method-specific request parameters.")
+    params: Any = Field(default=None, description="Method-specific request parameters.")
 
 
 class ElicitationSessionScope(WireModel):
@@ -2803,31 +2790,7 @@ class AgentResponse(WireModel):
     """A JSON-RPC response object."""
 
     id: RequestId = Field(description="The id of the request this response answers.")
-    result: (
-        InitializeResponse
-        | AuthenticateResponse
-        | ListProvidersResponse
-        | SetProviderResponse
-        | DisableProviderResponse
-        | LogoutResponse
-        | AuthStatusResponse
-        | NewSessionResponse
-        | LoadSessionResponse
-        | ListSessionsResponse
-        | DeleteSessionResponse
-        | ForkSessionResponse
-        | ArchiveSessionResponse
-        | UnarchiveSessionResponse
-        | SessionStatusResponse
-        | SetSessionTitleResponse
-        | ResumeSessionResponse
-        | CloseSessionResponse
-        | SetSessionModeResponse
-        | SetSessionConfigOptionResponse
-        | PromptResponse
-        | ExtResponse
-        | None
-    ) = Field(default=None, exclude_if=is_none, description="Method-specific response data.")
+    result: Any = Field(default=None, description="Method-specific response data.")
     error: Error | None = Field(
         default=None, exclude_if=is_none, description="Method-specific error data."
     )
@@ -3111,7 +3074,9 @@ class Notice(WireModel):
     """
 
     severity: NoticeSeverity = Field(description="Presentation severity hint.")
-    title: str = Field(description="Required non-empty plain-text title that can stand alone.")
+    title: Annotated[str, Field(min_length=1)] = Field(
+        description="Required non-empty plain-text title that can stand alone."
+    )
     description: Annotated[str | None, DefaultOnError(None)] = Field(
         default=None,
         description="Optional plain-text detail or guidance.\n\nOmitted and `null` are equivalent and mean no description was supplied.",
@@ -4018,13 +3983,7 @@ class AgentNotification(WireModel):
     """A JSON-RPC notification object."""
 
     method: str = Field(description="The notification method name.")
-    params: (
-        SessionNotification
-        | CompleteElicitationNotification
-        | AuthStatusUpdateNotification
-        | ExtNotification
-        | None
-    ) = Field(default=None, description="Method-specific notification parameters.")
+    params: Any = Field(default=None, description="Method-specific notification parameters.")
 
 
 class ErrorStopReason(WireModel):
@@ -5028,7 +4987,9 @@ class SetSessionConfigOptionRequest(WireModel):
         description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
     )
     type: Literal["boolean"] | None = Field(default=None, exclude_if=is_none)
-    value: bool | SessionConfigValueId = Field(description="The boolean value.")
+    value: bool | SessionConfigValueId = Field(
+        description="The boolean value.\n\nOr: The value ID."
+    )
 
 
 class PromptRequest(WireModel):
@@ -5060,31 +5021,7 @@ class ClientRequest(WireModel):
 
     id: RequestId = Field(description="The request id used to correlate the matching response.")
     method: str = Field(description="The method name to invoke.")
-    params: (
-        InitializeRequest
-        | AuthenticateRequest
-        | ListProvidersRequest
-        | SetProviderRequest
-        | DisableProviderRequest
-        | LogoutRequest
-        | AuthStatusRequest
-        | NewSessionRequest
-        | LoadSessionRequest
-        | ListSessionsRequest
-        | DeleteSessionRequest
-        | ForkSessionRequest
-        | ArchiveSessionRequest
-        | UnarchiveSessionRequest
-        | SessionStatusRequest
-        | SetSessionTitleRequest
-        | ResumeSessionRequest
-        | CloseSessionRequest
-        | SetSessionModeRequest
-        | SetSessionConfigOptionRequest
-        | PromptRequest
-        | ExtRequest
-        | None
-    ) = Field(default=None, description="Method-specific request parameters.")
+    params: Any = Field(default=None, description="Method-specific request parameters.")
 
 
 class WriteTextFileResponse(WireModel):
@@ -5332,20 +5269,7 @@ class ClientResponse(WireModel):
     """A JSON-RPC response object."""
 
     id: RequestId = Field(description="The id of the request this response answers.")
-    result: (
-        WriteTextFileResponse
-        | ReadTextFileResponse
-        | RequestPermissionResponse
-        | CreateTerminalResponse
-        | TerminalOutputResponse
-        | ReleaseTerminalResponse
-        | WaitForTerminalExitResponse
-        | KillTerminalResponse
-        | CreateElicitationResponse
-        | MessageMcpResponse
-        | ExtResponse
-        | None
-    ) = Field(default=None, exclude_if=is_none, description="Method-specific response data.")
+    result: Any = Field(default=None, description="Method-specific response data.")
     error: Error | None = Field(
         default=None, exclude_if=is_none, description="Method-specific error data."
     )
@@ -5417,9 +5341,7 @@ class ClientNotification(WireModel):
     """A JSON-RPC notification object."""
 
     method: str = Field(description="The notification method name.")
-    params: CancelNotification | MessageMcpNotification | ExtNotification | None = Field(
-        default=None, description="Method-specific notification parameters."
-    )
+    params: Any = Field(default=None, description="Method-specific notification parameters.")
 
 
 class CancelRequestNotification(WireModel):
@@ -5530,9 +5452,7 @@ class ProxyResponse(WireModel):
     """A JSON-RPC response object."""
 
     id: RequestId = Field(description="The id of the request this response answers.")
-    result: InitializeProxyResponse | ProxySuccessorResponse | None = Field(
-        default=None, exclude_if=is_none, description="Method-specific response data."
-    )
+    result: Any = Field(default=None, description="Method-specific response data.")
     error: Error | None = Field(
         default=None, exclude_if=is_none, description="Method-specific error data."
     )
