@@ -33,7 +33,7 @@ import secrets
 import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias
 
 import anyio.to_thread
 
@@ -65,7 +65,7 @@ _O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 # A FIFO or device must not block the open; regular files ignore the flag.
 _O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 
-OpenBuffer = Callable[[Path], "str | None"]
+OpenBuffer: TypeAlias = Callable[[Path], str | None]
 """A hook from the embedding editor: the unsaved text of the buffer open for a path, or None.
 
 It receives the resolved (real) path and must not block; ``fs/read_text_file`` serves its text
