@@ -1,0 +1,428 @@
+"""The engine protocol: what an engine implements so that the agent runtime can serve it over ACP.
+
+An *engine* is whatever produces the work of a session: a model loop, a framework adapter, a
+scripted test double. The runtime does everything ACP asks of an agent around it (sessions,
+the store, capabilities, controls, permissions, cancellation, ``session/update``) and talks to
+the engine through three small types:
+
+:class:`Engine`
+    One per process. Declares :class:`EngineCapabilities` (what prompts it accepts, which
+    modes, config options and slash commands it offers) and opens sessions. An engine that
+    offers no controls makes the runtime advertise none.
+:class:`EngineSession`
+    One per ACP session, built by :meth:`Engine.open_session` from a :class:`SessionContext`
+    (the place to build a model client, connect MCP servers, restore history). Runs prompt
+    turns: :meth:`EngineSession.run_turn` is an async generator of canonical events.
+:class:`TurnContext`
+    Given to each turn: the turn's id, the current mode and config values, permission
+    requests, and the cancellation signal.
+
+A turn, from the engine's side::
+
+    async def run_turn(self, prompt, turn):
+        reply = new_id()
+        async for delta in self.model.stream(prompt):
+            yield TextChunk(message_id=reply, content=TextContentBlock(text=delta))
+        yield ToolCallStarted(tool_call_id="t1", title="Edit main.py", tool_kind="edit")
+        decision = await turn.request_permission(ToolCallUpdate(tool_call_id="t1"), OPTIONS)
+        if not decision.allowed:
+            yield ToolCallEnded(tool_call_id="t1", status="failed")
+        ...
+        yield StateSnapshot(state=self.history_as_json())
+        yield TurnCompleted(stop_reason="end_turn")
+
+Rules the runtime enforces (breaking one raises :class:`~accord.errors.LocalProtocolError`
+into the turn, which then fails):
+
+* Chunk events carry a ``message_id``: the same for every chunk of one message, a fresh
+  :func:`~accord.events.new_id` for the next message.
+* Tool calls follow ``pending -> in_progress -> completed | failed``
+  (:mod:`accord.events._tool_state`); ids are unique within the session. Progress events
+  carry only what changed.
+* ``TurnCompleted`` is optional and, if yielded, last. Returning without it completes the turn
+  with ``end_turn`` (or ``cancelled`` if the turn was cancelled).
+* ``UserMessageChunk``, ``PermissionPending`` and ``TurnError`` are the runtime's to publish:
+  it records the prompt, each permission request, and any exception the turn raises.
+* To persist state across ``session/load``, yield a ``StateSnapshot``; its ``state`` returns
+  as :attr:`SessionContext.history`.
+
+This module sits on :mod:`accord.events` and :mod:`accord.schema`; the agent runtime (above)
+drives engines through it, and :mod:`accord.engines` adapts frameworks to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal, Protocol, TypeAlias, final
+
+import anyio
+from pydantic import JsonValue
+
+from ..events import ROOT_AGENT_ID, Event, SubAgentEvent
+from ..schema import (
+    AvailableCommand,
+    ContentBlock,
+    McpServer,
+    PermissionOption,
+    SessionConfigOption,
+    SessionMode,
+    TerminalOutputResponse,
+    ToolCallUpdate,
+    WaitForTerminalExitResponse,
+)
+
+__all__ = (
+    "ConfigValue",
+    "Engine",
+    "EngineCapabilities",
+    "EngineSession",
+    "PermissionDecision",
+    "PermissionOutcome",
+    "PermissionRequester",
+    "SessionContext",
+    "Terminal",
+    "TerminalHost",
+    "TextFileReader",
+    "TextFileWriter",
+    "TurnContext",
+    "TurnOutput",
+)
+
+ConfigValue: TypeAlias = str | bool
+"""A config option's value: the value id of a ``select`` option, or a ``boolean``."""
+
+TurnOutput: TypeAlias = Event | SubAgentEvent
+"""What a turn yields: an event of the root agent, or one of a sub-agent."""
+
+PermissionOutcome: TypeAlias = Literal[
+    "allow_once", "allow_always", "reject_once", "reject_always", "cancelled"
+]
+"""How a permission request ended: the kind of the option the user chose, or cancelled."""
+
+_ALLOWING: Final = frozenset({"allow_once", "allow_always"})
+_EMPTY: Final[Mapping[str, ConfigValue]] = MappingProxyType({})
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineCapabilities:
+    """What an engine accepts and offers; the runtime advertises exactly this.
+
+    Attributes:
+        image: Prompts may contain image blocks.
+        audio: Prompts may contain audio blocks.
+        embedded_context: Prompts may contain embedded resources (``resource`` blocks).
+            Text and resource links are always accepted.
+        mcp_http: The engine connects to MCP servers over HTTP (stdio is mandatory).
+        mcp_sse: The engine connects to MCP servers over SSE (deprecated by MCP).
+        modes: The session modes offered; empty means no modes.
+        default_mode_id: The mode a new session starts in (default: the first mode).
+        config_options: The config options offered, each with its default as current value.
+        commands: The slash commands offered (sent as ``available_commands_update``).
+
+    Raises:
+        ValueError: ``default_mode_id`` is not one of ``modes``.
+    """
+
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+    mcp_http: bool = False
+    mcp_sse: bool = False
+    modes: tuple[SessionMode, ...] = ()
+    default_mode_id: str | None = None
+    config_options: tuple[SessionConfigOption, ...] = ()
+    commands: tuple[AvailableCommand, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Check that the default mode is one of the modes."""
+        if self.default_mode_id is not None and all(
+            mode.id != self.default_mode_id for mode in self.modes
+        ):
+            raise ValueError(f"default_mode_id {self.default_mode_id!r} is not among modes")
+
+    @property
+    def initial_mode_id(self) -> str | None:
+        """The mode a new session starts in, or ``None`` when no modes are offered."""
+        if self.default_mode_id is not None:
+            return self.default_mode_id
+        return self.modes[0].id if self.modes else None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionDecision:
+    """The answer to :meth:`TurnContext.request_permission`.
+
+    Attributes:
+        outcome: The kind of the option chosen, or ``cancelled`` (the turn was cancelled, or
+            the client could not ask).
+        option_id: The chosen option's id; ``None`` when cancelled.
+    """
+
+    outcome: PermissionOutcome
+    option_id: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """Whether the tool call may run (``allow_once`` or ``allow_always``)."""
+        return self.outcome in _ALLOWING
+
+
+PermissionRequester: TypeAlias = Callable[
+    [str, ToolCallUpdate, Sequence[PermissionOption]], Awaitable[PermissionDecision]
+]
+"""The runtime's side of a permission request: ``(agent_id, tool_call, options)``."""
+
+
+class TextFileReader(Protocol):
+    """Reads text files through the client (``fs/read_text_file``), unsaved edits included."""
+
+    async def read_text_file(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        """Return the file's text from 1-based ``line`` for at most ``limit`` lines.
+
+        Raises:
+            RequestError: the client refused or failed (e.g. the file does not exist).
+        """
+        ...
+
+
+class TextFileWriter(Protocol):
+    """Writes text files through the client (``fs/write_text_file``)."""
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        """Create or overwrite the file at absolute ``path`` with ``content``.
+
+        Raises:
+            RequestError: the client refused or failed.
+        """
+        ...
+
+
+class Terminal(Protocol):
+    """A command running in the client's terminal; release it when done."""
+
+    @property
+    def terminal_id(self) -> str:
+        """The id to embed as tool-call content (``TerminalToolCallContent``)."""
+        ...
+
+    async def output(self) -> TerminalOutputResponse:
+        """Return the output so far (truncated from the start) and the exit status if done."""
+        ...
+
+    async def wait_for_exit(self) -> WaitForTerminalExitResponse:
+        """Wait for the command to exit and return its exit code or signal."""
+        ...
+
+    async def kill(self) -> None:
+        """Kill the command; output and exit status stay readable until released."""
+        ...
+
+    async def release(self) -> None:
+        """Kill the command if it still runs and free the terminal (mandatory)."""
+        ...
+
+
+class TerminalHost(Protocol):
+    """Runs commands in the client's terminals (``terminal/*``)."""
+
+    async def create_terminal(
+        self,
+        command: str,
+        *,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+    ) -> Terminal:
+        """Start ``command`` with ``args``; returns at once, the command runs on.
+
+        Raises:
+            RequestError: the client refused or failed.
+        """
+        ...
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionContext:
+    """Everything an engine gets when a session is created, loaded or resumed.
+
+    Attributes:
+        session_id: The ACP session id.
+        cwd: The session's absolute working directory.
+        additional_directories: More absolute workspace roots, in the client's order.
+        mcp_servers: MCP servers the client asked the agent to connect to.
+        history: The ``state`` of the session's last ``StateSnapshot``; ``None`` for a new
+            session (or one whose engine never saved state).
+        mode_id: The current mode (``None`` when no modes are offered).
+        config_values: The current value of each config option, by option id.
+        file_reader: Reads files through the client; ``None`` unless the client advertised
+            ``fs.readTextFile``.
+        file_writer: Writes files through the client; ``None`` unless the client advertised
+            ``fs.writeTextFile``.
+        terminals: Runs commands in the client; ``None`` unless the client advertised
+            ``terminal``.
+    """
+
+    session_id: str
+    cwd: str
+    additional_directories: tuple[str, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
+    history: JsonValue = None
+    mode_id: str | None = None
+    config_values: Mapping[str, ConfigValue] = field(default_factory=lambda: _EMPTY)
+    file_reader: TextFileReader | None = None
+    file_writer: TextFileWriter | None = None
+    terminals: TerminalHost | None = None
+
+
+@final
+class TurnContext:
+    """What one prompt turn gives its engine: ids, controls, permissions, cancellation.
+
+    Built by the runtime; engines only read it and call :meth:`request_permission`. Tests
+    build it directly.
+
+    Args:
+        turn_id: The turn's id (UUID v7), shared by every event of the turn.
+        request_permission: The runtime's permission requester.
+        cancel_event: Set by the runtime when the client sends ``session/cancel``.
+        agent_id: The agent this context is for (:data:`ROOT_AGENT_ID` unless derived with
+            :meth:`for_sub_agent`).
+        mode_id: The session's mode when the turn began.
+        config_values: The config values when the turn began.
+    """
+
+    __slots__ = (
+        "_cancel_event",
+        "_request_permission",
+        "agent_id",
+        "config_values",
+        "mode_id",
+        "turn_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn_id: str,
+        request_permission: PermissionRequester,
+        cancel_event: anyio.Event,
+        agent_id: str = ROOT_AGENT_ID,
+        mode_id: str | None = None,
+        config_values: Mapping[str, ConfigValue] = _EMPTY,
+    ) -> None:
+        """Create a turn context; see the class docstring for the arguments."""
+        self.turn_id = turn_id
+        self.agent_id = agent_id
+        self.mode_id = mode_id
+        self.config_values = config_values
+        self._request_permission = request_permission
+        self._cancel_event = cancel_event
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled the turn.
+
+        Check it between steps; when it turns true, stop calling the model and tools, end
+        running tool calls (``failed``), and return. The runtime answers the prompt with
+        ``cancelled`` however the turn ends; an engine that does not stop is cancelled at its
+        next ``await`` after a grace period.
+        """
+        return self._cancel_event.is_set()
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the turn is cancelled (race it against long waits in a task group)."""
+        await self._cancel_event.wait()
+
+    async def request_permission(
+        self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
+    ) -> PermissionDecision:
+        """Ask the user to confirm a tool call and wait for the answer.
+
+        ``tool_call`` names the call (its ``tool_call_id``, and whatever else the user should
+        see); ``options`` are the choices, each of a kind ``allow_once``, ``allow_always``,
+        ``reject_once`` or ``reject_always``. Returns ``cancelled`` at once if the turn is
+        already cancelled, and ``cancelled`` if the turn is cancelled while waiting.
+        """
+        if self.cancelled:
+            return PermissionDecision(outcome="cancelled")
+        return await self._request_permission(self.agent_id, tool_call, options)
+
+    def for_sub_agent(self, agent_id: str) -> TurnContext:
+        """Return this turn's context as seen by sub-agent ``agent_id``.
+
+        Same turn, controls and cancellation; permission requests are attributed to it.
+        """
+        return TurnContext(
+            turn_id=self.turn_id,
+            request_permission=self._request_permission,
+            cancel_event=self._cancel_event,
+            agent_id=agent_id,
+            mode_id=self.mode_id,
+            config_values=self.config_values,
+        )
+
+
+class EngineSession(Protocol):
+    """One session of an engine. Subclass it explicitly to inherit the default hooks."""
+
+    def run_turn(
+        self, prompt: Sequence[ContentBlock], turn: TurnContext
+    ) -> AsyncIterator[TurnOutput]:
+        """Run one prompt turn, yielding events as they happen (an async generator).
+
+        ``prompt`` holds only block types the engine's capabilities accept (the runtime
+        checks). Turns of one session never overlap. Raising an exception fails the turn:
+        the runtime records a ``TurnError`` and answers the prompt with an error (or with
+        ``cancelled`` if the turn was cancelled).
+        """
+        ...
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Hook: the client switched to ``mode_id`` (one of the offered modes).
+
+        May be called while a turn runs; the next turn's context carries the new mode either
+        way. The default does nothing.
+        """
+        return None
+
+    async def set_config_option(
+        self, config_id: str, value: ConfigValue
+    ) -> Sequence[SessionConfigOption] | None:
+        """Hook: the client set config option ``config_id`` to ``value`` (already validated).
+
+        Return the complete option list if the change affects other options; return
+        ``None`` (the default) to let the runtime just record the value.
+
+        Raises:
+            RequestError: to refuse the change (e.g. ``InvalidParams``).
+        """
+        return None
+
+    async def aclose(self) -> None:
+        """Release what :meth:`Engine.open_session` acquired; called once, at session end."""
+        return None
+
+
+class Engine(Protocol):
+    """Produces sessions; one engine serves every session of an agent process."""
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        """What the engine accepts and offers (read once, when the runtime starts)."""
+        ...
+
+    async def open_session(self, context: SessionContext) -> EngineSession:
+        """Build the session's engine state: called on ``session/new``, load and resume.
+
+        Raises:
+            RequestError: to refuse the session (e.g. ``AuthRequired``).
+        """
+        ...

@@ -1,0 +1,457 @@
+"""The canonical event classes: what an engine (or the runtime) says happened in a session.
+
+Every event is a frozen, slotted, keyword-only dataclass with a ``kind`` literal, and ``Event``
+is the closed union of all of them. Consumers dispatch with ``match`` and close the match with
+``assert_never`` so that adding a class without handling it fails the type check.
+
+Each class has a fixed ``layer`` (a class variable, never per instance):
+
+* ``render``: what a user sees (message, thought and tool-call streams, plans, controls).
+* ``state``: turn boundaries and engine state (``TurnCompleted``, ``StateSnapshot``).
+* ``observe``: telemetry (model calls, compaction, errors, sub-agents); lossy, never blocks.
+
+Payloads reuse the wire types of :mod:`accord.schema` (``ContentBlock``, ``ToolCallContent``,
+``PlanEntry``, ...) so that nothing is translated twice; sequences are tuples so that events stay
+immutable.
+
+Message ids: the producer of chunk events stamps ``message_id`` on every chunk. All chunks of one
+message share one id; a new message gets a new id from :func:`new_id` (a UUID v7). The mapping to
+``session/update`` copies it into ``messageId`` unchanged, so live streams and replays agree.
+
+This module sits on :mod:`accord.schema` and imports nothing else of ours; envelopes, the mapping
+to ``session/update``, sinks, the store and the agent runtime sit above it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Final, Literal, TypeAlias, final
+
+import uuid_utils
+from pydantic import JsonValue
+
+from ..schema import (
+    AvailableCommand,
+    ContentBlock,
+    Cost,
+    PermissionOption,
+    PlanEntry,
+    SessionConfigOption,
+    StopReason,
+    ToolCallContent,
+    ToolCallLocation,
+    ToolKind,
+)
+
+__all__ = (
+    "ROOT_AGENT_ID",
+    "BudgetResource",
+    "BudgetWarning",
+    "CommandsChanged",
+    "ConfigChanged",
+    "Event",
+    "EventKind",
+    "Layer",
+    "MessagesCompacted",
+    "ModeChanged",
+    "ModelCallEnded",
+    "ModelCallStarted",
+    "PermissionPending",
+    "PlanUpdated",
+    "StateSnapshot",
+    "SubAgentStarted",
+    "SubAgentStopped",
+    "TextChunk",
+    "ThinkingChunk",
+    "TitleChanged",
+    "ToolCallEnded",
+    "ToolCallProgress",
+    "ToolCallStarted",
+    "TurnCompleted",
+    "TurnError",
+    "UsageReported",
+    "UserMessageChunk",
+    "new_id",
+)
+
+Layer: TypeAlias = Literal["render", "state", "observe"]
+"""Delivery class of an event: ordered and blocking (render, state) or lossy (observe)."""
+
+ROOT_AGENT_ID: Final = "root"
+"""The ``agent_id`` of the session's own agent; sub-agents use ids of their own."""
+
+BudgetResource: TypeAlias = Literal["tokens", "cost", "model_requests", "time"]
+"""What a :class:`BudgetWarning` is about."""
+
+
+def new_id() -> str:
+    """Return a fresh UUID v7 as text: the id format for turns, messages and sub-agents.
+
+    UUID v7 sorts by creation time, so ids of one session sort in the order they were made.
+    """
+    return str(uuid_utils.uuid7())
+
+
+# --------------------------------------------------------------------------- render layer
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessageChunk:
+    """A piece of the user's prompt, recorded so that ``session/load`` can replay it.
+
+    The runtime publishes one per prompt content block, all with the same ``message_id``.
+    """
+
+    kind: Literal["user_message_chunk"] = "user_message_chunk"
+    layer: ClassVar[Layer] = "render"
+    message_id: str
+    content: ContentBlock
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextChunk:
+    """A piece of the agent's reply (``agent_message_chunk``).
+
+    ``message_id`` is the same for every chunk of one reply; start a new reply with a new
+    :func:`new_id`.
+    """
+
+    kind: Literal["text_chunk"] = "text_chunk"
+    layer: ClassVar[Layer] = "render"
+    message_id: str
+    content: ContentBlock
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingChunk:
+    """A piece of the agent's reasoning (``agent_thought_chunk``); ids work as for text."""
+
+    kind: Literal["thinking_chunk"] = "thinking_chunk"
+    layer: ClassVar[Layer] = "render"
+    message_id: str
+    content: ContentBlock
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    """A tool call was created (``tool_call``).
+
+    ``tool_call_id`` must be unique within the session. ``kind`` comes from the tool's
+    declared behaviour (``read``, ``edit``, ``execute``, ...). A call starts ``pending``
+    (input still streaming, or awaiting permission) or directly ``in_progress``.
+    """
+
+    kind: Literal["tool_call_started"] = "tool_call_started"
+    layer: ClassVar[Layer] = "render"
+    tool_call_id: str
+    title: str
+    tool_kind: ToolKind = "other"
+    status: Literal["pending", "in_progress"] = "pending"
+    content: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
+    raw_input: JsonValue = None
+    name: str | None = None
+    """Programmatic tool name (e.g. ``read_file``); unstable on the wire, so not sent."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallProgress:
+    """A running tool call changed (``tool_call_update``): only the changed fields are set.
+
+    ``None`` means unchanged. ``content`` and ``locations`` replace the whole collection when
+    set (ACP has no append). The only status a progress event can set is ``in_progress``
+    (``pending -> in_progress``); ending a call is :class:`ToolCallEnded`.
+    """
+
+    kind: Literal["tool_call_progress"] = "tool_call_progress"
+    layer: ClassVar[Layer] = "render"
+    tool_call_id: str
+    status: Literal["in_progress"] | None = None
+    title: str | None = None
+    tool_kind: ToolKind | None = None
+    content: tuple[ToolCallContent, ...] | None = None
+    locations: tuple[ToolCallLocation, ...] | None = None
+    raw_input: JsonValue = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEnded:
+    """A tool call finished (``tool_call_update`` with ``completed`` or ``failed``).
+
+    ``content`` (when set) replaces the call's content, typically with the result, a diff or
+    the terminal; ``raw_output`` is the tool's result for clients that show it raw.
+    """
+
+    kind: Literal["tool_call_ended"] = "tool_call_ended"
+    layer: ClassVar[Layer] = "render"
+    tool_call_id: str
+    status: Literal["completed", "failed"]
+    title: str | None = None
+    content: tuple[ToolCallContent, ...] | None = None
+    locations: tuple[ToolCallLocation, ...] | None = None
+    raw_output: JsonValue = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanUpdated:
+    """The agent's plan, complete each time (``plan``); the client replaces what it had."""
+
+    kind: Literal["plan_updated"] = "plan_updated"
+    layer: ClassVar[Layer] = "render"
+    entries: tuple[PlanEntry, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionPending:
+    """The runtime asked the client to confirm a tool call and is waiting for the answer.
+
+    Published by the runtime (not the engine) when it sends ``session/request_permission``;
+    the request itself is what the client shows, so this has no ``session/update``.
+    """
+
+    kind: Literal["permission_pending"] = "permission_pending"
+    layer: ClassVar[Layer] = "render"
+    tool_call_id: str
+    options: tuple[PermissionOption, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetWarning:
+    """A budget is nearly used up: ``used`` out of ``limit`` units of ``resource``.
+
+    ACP v1 has no stable update for this; extended clients see it, and a mapper can turn it
+    into an (unstable) ``notice``.
+    """
+
+    kind: Literal["budget_warning"] = "budget_warning"
+    layer: ClassVar[Layer] = "render"
+    resource: BudgetResource
+    used: float
+    limit: float
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeChanged:
+    """The session's mode changed (``current_mode_update``)."""
+
+    kind: Literal["mode_changed"] = "mode_changed"
+    layer: ClassVar[Layer] = "render"
+    mode_id: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChanged:
+    """Config options changed (``config_option_update``): the complete list, current values."""
+
+    kind: Literal["config_changed"] = "config_changed"
+    layer: ClassVar[Layer] = "render"
+    config_options: tuple[SessionConfigOption, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandsChanged:
+    """The slash commands on offer changed (``available_commands_update``): the full list."""
+
+    kind: Literal["commands_changed"] = "commands_changed"
+    layer: ClassVar[Layer] = "render"
+    commands: tuple[AvailableCommand, ...]
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TitleChanged:
+    """The session title changed (``session_info_update``); ``None`` clears it."""
+
+    kind: Literal["title_changed"] = "title_changed"
+    layer: ClassVar[Layer] = "render"
+    title: str | None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageReported:
+    """Context usage (``usage_update``): ``used`` of ``size`` tokens, cumulative ``cost``.
+
+    Publish it only when the engine knows the numbers; no usage event means no
+    ``usage_update``.
+    """
+
+    kind: Literal["usage_reported"] = "usage_reported"
+    layer: ClassVar[Layer] = "render"
+    used: int
+    size: int
+    cost: Cost | None = None
+
+
+# --------------------------------------------------------------------------- state layer
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCompleted:
+    """The turn ended; the runtime answers ``session/prompt`` with ``stop_reason``.
+
+    It has no ``session/update``: it *is* the end of the prompt response. Being on the state
+    layer, it reaches each client after every render event of its turn.
+    """
+
+    kind: Literal["turn_completed"] = "turn_completed"
+    layer: ClassVar[Layer] = "state"
+    stop_reason: StopReason
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateSnapshot:
+    """The engine's own state (e.g. its model message history) as JSON, for the store.
+
+    The last snapshot of a session comes back as ``SessionContext.history`` when the session
+    is loaded or resumed. Never sent to clients.
+    """
+
+    kind: Literal["state_snapshot"] = "state_snapshot"
+    layer: ClassVar[Layer] = "state"
+    state: JsonValue
+
+
+# --------------------------------------------------------------------------- observe layer
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallStarted:
+    """A request to the model began; ``call_id`` pairs it with :class:`ModelCallEnded`."""
+
+    kind: Literal["model_call_started"] = "model_call_started"
+    layer: ClassVar[Layer] = "observe"
+    call_id: str
+    model: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallEnded:
+    """A request to the model ended, with token counts when the model reported them."""
+
+    kind: Literal["model_call_ended"] = "model_call_ended"
+    layer: ClassVar[Layer] = "observe"
+    call_id: str
+    outcome: Literal["ok", "error", "cancelled"] = "ok"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessagesCompacted:
+    """The engine compacted its history from ``messages_before`` to ``messages_after``."""
+
+    kind: Literal["messages_compacted"] = "messages_compacted"
+    layer: ClassVar[Layer] = "observe"
+    messages_before: int
+    messages_after: int
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnError:
+    """The turn failed with an exception: its type name and message (never sent as text)."""
+
+    kind: Literal["turn_error"] = "turn_error"
+    layer: ClassVar[Layer] = "observe"
+    error_type: str
+    message: str
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentStarted:
+    """A sub-agent began work for the tool call ``parent_tool_call_id`` of its parent.
+
+    The sub-agent's own events carry ``sub_agent_id`` as their ``agent_id``. Standard clients
+    see only the delegating tool call; extended clients see everything.
+    """
+
+    kind: Literal["sub_agent_started"] = "sub_agent_started"
+    layer: ClassVar[Layer] = "observe"
+    sub_agent_id: str
+    name: str
+    parent_tool_call_id: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentStopped:
+    """A sub-agent finished."""
+
+    kind: Literal["sub_agent_stopped"] = "sub_agent_stopped"
+    layer: ClassVar[Layer] = "observe"
+    sub_agent_id: str
+    outcome: Literal["completed", "failed", "cancelled"] = "completed"
+
+
+Event: TypeAlias = (
+    UserMessageChunk
+    | TextChunk
+    | ThinkingChunk
+    | ToolCallStarted
+    | ToolCallProgress
+    | ToolCallEnded
+    | PlanUpdated
+    | PermissionPending
+    | BudgetWarning
+    | ModeChanged
+    | ConfigChanged
+    | CommandsChanged
+    | TitleChanged
+    | UsageReported
+    | TurnCompleted
+    | StateSnapshot
+    | ModelCallStarted
+    | ModelCallEnded
+    | MessagesCompacted
+    | TurnError
+    | SubAgentStarted
+    | SubAgentStopped
+)
+"""Every canonical event; dispatch with ``match`` and close with ``assert_never``."""
+
+EventKind: TypeAlias = Literal[
+    "user_message_chunk",
+    "text_chunk",
+    "thinking_chunk",
+    "tool_call_started",
+    "tool_call_progress",
+    "tool_call_ended",
+    "plan_updated",
+    "permission_pending",
+    "budget_warning",
+    "mode_changed",
+    "config_changed",
+    "commands_changed",
+    "title_changed",
+    "usage_reported",
+    "turn_completed",
+    "state_snapshot",
+    "model_call_started",
+    "model_call_ended",
+    "messages_compacted",
+    "turn_error",
+    "sub_agent_started",
+    "sub_agent_stopped",
+]
+"""The ``kind`` of every event class (a test keeps it equal to the union)."""
