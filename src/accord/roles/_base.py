@@ -20,6 +20,7 @@ from ..jsonrpc import Connection, ConnectionStatistics
 from ..jsonrpc._errors import validation_error_data
 from ..schema import WireModel
 from ..schema.methods import MethodSpec
+from ._capabilities import is_advertised, required_capability
 
 if TYPE_CHECKING:
     from ..transports import Transport
@@ -87,24 +88,22 @@ class RoleConnection:
 
     # ------------------------------------------------------------------ outgoing
 
-    def _require_advertised(self, spec: MethodSpec) -> None:
-        if spec.capability is None:
+    def _require_advertised(self, spec: MethodSpec, request: WireModel) -> None:
+        path = required_capability(spec, request)
+        if path is None:
             return
-        from ._capabilities import is_advertised
-
         if self._peer_capabilities is None:
             raise LocalProtocolError(
                 f"cannot send {spec.method} before initialize: the peer's capabilities are "
                 "not known yet"
             )
-        if not is_advertised(self._peer_capabilities, spec.capability):
+        if not is_advertised(self._peer_capabilities, path):
             raise LocalProtocolError(
-                f"the peer did not advertise {'.'.join(spec.capability)}, "
-                f"so {spec.method} may not be sent"
+                f"the peer did not advertise {'.'.join(path)}, so {spec.method} may not be sent"
             )
 
     async def _call(self, spec: MethodSpec, request: WireModel) -> Any:
-        self._require_advertised(spec)
+        self._require_advertised(spec, request)
         result = await self._connection.request(spec.method, request.to_wire())
         assert spec.result_type is not None
         try:

@@ -10,6 +10,7 @@ capabilities as they were sent on the wire).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -17,9 +18,12 @@ from ..schema.methods import MethodSpec
 
 __all__ = (
     "BOOLEAN_CAPABILITIES",
+    "CAPABILITY_VALUES",
+    "GATED_BY_FIELD",
     "capability_tree",
     "implemented_methods",
     "is_advertised",
+    "required_capability",
 )
 
 #: Capability leaves that are booleans on the wire; every other leaf is an object marker
@@ -27,6 +31,19 @@ __all__ = (
 BOOLEAN_CAPABILITIES: frozenset[tuple[str, ...]] = frozenset(
     {("loadSession",), ("fs", "readTextFile"), ("fs", "writeTextFile"), ("terminal",)}
 )
+
+
+#: Capability leaves whose marker object must name what is supported: ``elicitation: {}``
+#: advertises no mode at all, so a client that handles ``elicitation/create`` advertises
+#: both modes (its handler sees every request and may decline one it cannot serve; override
+#: ``Client.client_capabilities`` to advertise fewer).
+CAPABILITY_VALUES: dict[tuple[str, ...], dict[str, Any]] = {
+    ("elicitation",): {"form": {}, "url": {}},
+}
+
+#: Methods gated per request: the request attribute whose value ends the capability path
+#: (``elicitation/create`` with ``mode: "url"`` needs ``elicitation.url``).
+GATED_BY_FIELD: dict[str, str] = {"elicitation/create": "mode"}
 
 
 def implemented_methods(impl: object, base: type, handler_names: Mapping[str, str]) -> set[str]:
@@ -50,8 +67,20 @@ def capability_tree(specs: Iterable[MethodSpec]) -> dict[str, Any]:
         node: dict[str, Any] = tree
         for key in path[:-1]:
             node = node.setdefault(key, {})
-        node[path[-1]] = True if path in BOOLEAN_CAPABILITIES else {}
+        if path in BOOLEAN_CAPABILITIES:
+            node[path[-1]] = True
+        else:
+            node[path[-1]] = copy.deepcopy(CAPABILITY_VALUES.get(path, {}))
     return tree
+
+
+def required_capability(spec: MethodSpec, request: object) -> tuple[str, ...] | None:
+    """The capability path the peer must advertise before ``request`` may be sent."""
+    path = spec.capability
+    field = GATED_BY_FIELD.get(spec.method)
+    if path is None or field is None:
+        return path
+    return (*path, str(getattr(request, field)))
 
 
 def is_advertised(capabilities: Mapping[str, Any] | None, path: tuple[str, ...]) -> bool:
