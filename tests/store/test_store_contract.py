@@ -173,6 +173,37 @@ async def test_append_then_read_returns_events_verbatim(store: SessionStore) -> 
     assert await store.read_events("s1") == batch
 
 
+async def test_envelope_strings_round_trip_across_batches(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.create_session(record("s2"))
+    first = [
+        replace(e, agent_id="root", kind="turn_started", layer="control")
+        for e in events("s1", 1, 2, turn_id="turn-a")
+    ]
+    second = [
+        *events("s1", 3, 2, turn_id="turn-b"),
+        replace(events("s1", 5, 1, turn_id=None)[0], agent_id="sub-1", kind="é ü ✓", layer=""),
+        *events("s1", 6, 1, turn_id="turn-a"),
+    ]
+    other = [replace(e, agent_id="sub-1") for e in events("s2", 1, 2, turn_id="turn-b")]
+    await store.append_events(first)
+    await store.append_events([*second, *other])
+
+    assert await store.read_events("s1") == [*first, *second]
+    assert await store.read_events("s2") == other
+    assert await store.read_events("s1", after_seq=4) == second[2:]
+
+
+async def test_many_distinct_strings_in_one_batch(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    batch = [
+        replace(e, turn_id=f"turn-{e.seq}", agent_id=f"agent-{e.seq % 700}")
+        for e in events("s1", 1, 1500)
+    ]
+    await store.append_events(batch)
+    assert await store.read_events("s1", limit=2000) == batch
+
+
 async def test_append_advances_last_seq_and_updated_at(store: SessionStore) -> None:
     await store.create_session(record("s1", updated=0))
     await store.append_events(events("s1", 1, 5, when=30))
@@ -539,3 +570,14 @@ async def test_many_tasks_share_one_store(store: SessionStore) -> None:
     for n in range(8):
         stored: list[StoredEvent] = await store.read_events(f"s{n}")
         assert [e.seq for e in stored] == list(range(1, 50))
+
+
+async def test_cancelled_write_stores_nothing_and_store_carries_on(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await store.append_events(events("s1", 1, 3))
+    assert scope.cancelled_caught
+    assert await store.read_events("s1") == []
+    await store.append_events(events("s1", 1, 3))
+    assert len(await store.read_events("s1")) == 3

@@ -44,14 +44,21 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_by_update ON sessions (updated_at DESC, session_id DESC);
 CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC);
+CREATE TABLE labels (
+    sid INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+    label INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (sid, label),
+    UNIQUE (sid, text)
+) WITHOUT ROWID;
 CREATE TABLE events (
     sid INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     epoch INTEGER NOT NULL,
-    turn_id TEXT,
-    agent_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    layer TEXT NOT NULL,
+    turn INTEGER,
+    agent INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    layer INTEGER NOT NULL,
     payload BLOB NOT NULL,
     created_at INTEGER NOT NULL,
     PRIMARY KEY (sid, seq)
@@ -69,8 +76,12 @@ def _write_v1_file_by_hand(path: Path) -> None:
         (to_micros(T0), to_micros(at(9))),
     )
     db.executemany(
-        "INSERT INTO events VALUES (7, ?, 1, 'turn-1', 'root', 'text_chunk', 'transcript', ?, ?)",
-        [(seq, delta_payload(seq), to_micros(at(1))) for seq in (1, 2)],
+        "INSERT INTO labels VALUES (7, ?, ?)",
+        [(1, "turn-1"), (2, "root"), (3, "text_chunk"), (4, "transcript"), (5, "notice")],
+    )
+    db.executemany(
+        "INSERT INTO events VALUES (7, ?, 1, ?, 2, ?, 4, ?, ?)",
+        [(1, 1, 3, delta_payload(1), to_micros(at(1))), (2, None, 5, b"{}", to_micros(at(2)))],
     )
     db.commit()
     db.close()
@@ -192,16 +203,26 @@ async def test_opens_a_v1_file_written_by_hand(tmp_path: Path) -> None:
         assert await store.read_events("s1") == [
             StoredEvent(
                 session_id="s1",
-                seq=seq,
+                seq=1,
                 epoch=1,
                 turn_id="turn-1",
                 agent_id="root",
                 kind="text_chunk",
                 layer="transcript",
-                payload=delta_payload(seq),
+                payload=delta_payload(1),
                 created_at=at(1),
-            )
-            for seq in (1, 2)
+            ),
+            StoredEvent(
+                session_id="s1",
+                seq=2,
+                epoch=1,
+                turn_id=None,
+                agent_id="root",
+                kind="notice",
+                layer="transcript",
+                payload=b"{}",
+                created_at=at(2),
+            ),
         ]
         await store.append_events(events("s1", 3, 1))
         await store.delete_session("s1")
@@ -319,6 +340,41 @@ async def test_database_errors_surface_as_store_errors(
         # The failed transaction was rolled back; the store carries on.
         await store.append_events(events("s1", 1, 1))
         assert len(await store.read_events("s1")) == 1
+
+
+async def test_delete_leaves_no_rows_behind(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s1"))
+        await store.append_events(events("s1", 1, 5, turn_id="turn-1"))
+        await store.fork_session("s1", record("fork"))
+        await store.delete_session("s1")
+        await store.delete_session("fork")
+    db = sqlite3.connect(path)
+    try:
+        counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _TABLES]
+    finally:
+        db.close()
+    assert counts == [0, 0, 0]
+
+
+async def test_event_rows_hold_numbers_for_repeated_strings(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s1"))
+        for first in range(1, 100, 10):
+            await store.append_events(events("s1", first, 10, turn_id="turn-1"))
+    db = sqlite3.connect(path)
+    try:
+        labels = db.execute("SELECT label, text FROM labels ORDER BY label").fetchall()
+        kinds = db.execute("SELECT DISTINCT typeof(turn), typeof(kind) FROM events").fetchall()
+    finally:
+        db.close()
+    assert labels == [(1, "turn-1"), (2, "root"), (3, "text_chunk"), (4, "transcript")]
+    assert kinds == [("integer", "integer")]
+
+
+_TABLES = ("sessions", "labels", "events")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")

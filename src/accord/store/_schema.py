@@ -10,11 +10,15 @@ the state after the first ``n`` functions of :data:`MIGRATIONS` have run, so a n
   transaction;
 * add a frozen copy of the old schema with data to ``tests/store/`` showing that it migrates.
 
-Layout (version 1): ``sessions`` has an integer key ``sid`` so that each event row carries 8
-bytes rather than a 36-character session id; ``events`` is a ``WITHOUT ROWID`` table clustered
-on ``(sid, seq)``, so reading a session in order is one sequential range scan and deleting a
-session removes one contiguous key range. Timestamps are integer microseconds since the Unix
-epoch (UTC), JSON columns are UTF-8 blobs. Above: ``_sqlite``. Below: ``sqlite3``.
+Layout (version 1). A streamed turn is thousands of ~150-byte deltas, so the event row is kept
+lean: ``sessions`` has an integer key ``sid``, and the short strings every event repeats (turn
+id, agent id, kind, layer) are numbered per session in ``labels``, so an event row holds 1-byte
+numbers where it would hold ~60 bytes of text (a quarter of the row). ``events`` is a
+``WITHOUT ROWID`` table clustered on ``(sid, seq)``: reading a session in order is one range
+scan, deleting a session removes one contiguous key range, and ``labels`` rows go with their
+session (``ON DELETE CASCADE``), so nothing is left behind. Timestamps are integer microseconds
+since the Unix epoch (UTC); JSON columns are UTF-8 blobs. Above: ``_sqlite_ops``. Below:
+``sqlite3``.
 """
 
 from __future__ import annotations
@@ -50,14 +54,25 @@ def _v1_initial(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, session_id DESC)")
     db.execute(
         """
+        CREATE TABLE labels (
+            sid INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+            label INTEGER NOT NULL,                -- 1, 2, ... within the session
+            text TEXT NOT NULL,
+            PRIMARY KEY (sid, label),
+            UNIQUE (sid, text)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute(
+        """
         CREATE TABLE events (
             sid INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
             seq INTEGER NOT NULL,
             epoch INTEGER NOT NULL,
-            turn_id TEXT,
-            agent_id TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            layer TEXT NOT NULL,
+            turn INTEGER,                          -- labels.label of the turn id, or NULL
+            agent INTEGER NOT NULL,                -- labels.label of the agent id
+            kind INTEGER NOT NULL,                 -- labels.label of the kind
+            layer INTEGER NOT NULL,                -- labels.label of the layer
             payload BLOB NOT NULL,                 -- the event as JSON, verbatim
             created_at INTEGER NOT NULL,
             PRIMARY KEY (sid, seq)

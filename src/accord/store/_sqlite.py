@@ -2,10 +2,10 @@
 
 One ``sqlite3`` connection per store, used from anyio worker threads one call at a time (a
 ``CapacityLimiter(1)``), so the event loop never blocks on disk and the store runs on asyncio
-and trio alike (aiosqlite is asyncio-only). Every public method is one worker-thread call and
-every write is one ``BEGIN IMMEDIATE`` transaction. The schema and its migrations live in
-``_schema``. Above: the agent runtime and ``GroupCommitWriter``. Below: ``sqlite3``,
-``_schema``, ``_codec``, ``_records``, ``_errors``.
+and trio alike (aiosqlite is asyncio-only). This module owns the file (opening, pragmas,
+migration, closing) and the threading; every public method is one worker-thread call to one
+function of ``_sqlite_ops``. Above: the agent runtime and ``GroupCommitWriter``. Below:
+``_sqlite_ops``, ``_schema``, ``sqlite3``.
 """
 
 from __future__ import annotations
@@ -13,28 +13,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self, TypeVar
+from typing import Final, Literal, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-import orjson
 import platformdirs
 
-from ._codec import (
-    check_follows,
-    decode_cursor,
-    dump_json,
-    encode_cursor,
-    from_micros,
-    group_events,
-    to_micros,
-)
-from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
+from . import _sqlite_ops as ops
+from ._codec import decode_cursor, dump_json, to_micros
+from ._errors import StoreClosed, StoreError
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -42,7 +34,7 @@ from ._protocol import (
     UNCHANGED,
     Unchanged,
 )
-from ._records import JsonObject, SessionPage, SessionRecord, SessionSummary, StoredEvent
+from ._records import JsonObject, SessionPage, SessionRecord, StoredEvent
 from ._schema import migrate
 
 _T = TypeVar("_T")
@@ -55,23 +47,6 @@ BUSY_TIMEOUT_SECONDS: Final = 5.0
 #: burst of writes does not leave a large ``-wal`` file behind for the life of the process.
 WAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 
-_SESSION_COLUMNS = (
-    "session_id, cwd, additional_directories, mcp_servers, title,"
-    " created_at, updated_at, epoch, last_seq, state"
-)
-_SUMMARY_COLUMNS = (
-    "session_id, cwd, additional_directories, title, created_at, updated_at, last_seq"
-)
-_INSERT_EVENT = (
-    "INSERT INTO events (sid, seq, epoch, turn_id, agent_id, kind, layer, payload, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_SELECT_EVENTS = (
-    "SELECT seq, epoch, turn_id, agent_id, kind, layer, payload, created_at FROM events"
-    " WHERE sid = (SELECT sid FROM sessions WHERE session_id = ?) AND seq > ?"
-    " ORDER BY seq LIMIT ?"
-)
-
 
 def default_store_path() -> Path:
     """Return the default database path, ``<user data dir>/accord/sessions.sqlite3``.
@@ -82,208 +57,6 @@ def default_store_path() -> Path:
     directory = Path(platformdirs.user_data_dir("accord", appauthor=False))
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     return directory / "sessions.sqlite3"
-
-
-def _record(row: Any) -> SessionRecord:
-    return SessionRecord(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        mcp_servers=tuple(orjson.loads(row[3])),
-        title=row[4],
-        created_at=from_micros(row[5]),
-        updated_at=from_micros(row[6]),
-        epoch=row[7],
-        last_seq=row[8],
-        state=orjson.loads(row[9]),
-    )
-
-
-def _summary(row: Any) -> SessionSummary:
-    return SessionSummary(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        title=row[3],
-        created_at=from_micros(row[4]),
-        updated_at=from_micros(row[5]),
-        last_seq=row[6],
-    )
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Generator[None]:
-    """A write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front, so the busy
-    timeout applies and two writers never deadlock upgrading a read lock."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        db.execute("COMMIT")
-    except BaseException:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise
-
-
-def _select_record(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    row = db.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return None if row is None else _record(row)
-
-
-def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> int:
-    if db.execute("SELECT 1 FROM sessions WHERE session_id = ?", (record.session_id,)).fetchone():
-        raise SessionExists(f"session {record.session_id!r} is already stored")
-    cursor = db.execute(
-        f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            record.session_id,
-            record.cwd,
-            dump_json(list(record.additional_directories)),
-            dump_json(list(record.mcp_servers)),
-            record.title,
-            to_micros(record.created_at),
-            to_micros(record.updated_at),
-            record.epoch,
-            record.last_seq,
-            dump_json(record.state),
-        ),
-    )
-    sid = cursor.lastrowid
-    assert sid is not None
-    return sid
-
-
-def _create(db: sqlite3.Connection, record: SessionRecord) -> None:
-    with _transaction(db):
-        _insert_session(db, record)
-
-
-def _update(db: sqlite3.Connection, session_id: str, changes: dict[str, object]) -> SessionRecord:
-    with _transaction(db):
-        if changes:
-            assignments = ", ".join(f"{column} = ?" for column in changes)
-            cursor = db.execute(
-                f"UPDATE sessions SET {assignments} WHERE session_id = ?",
-                (*changes.values(), session_id),
-            )
-            found = cursor.rowcount > 0
-        else:
-            found = True
-        record = _select_record(db, session_id) if found else None
-        if record is None:
-            raise UnknownSession(f"no stored session {session_id!r}")
-        return record
-
-
-def _append(db: sqlite3.Connection, events: Sequence[StoredEvent]) -> None:
-    groups = group_events(events)
-    if not groups:
-        return
-    with _transaction(db):
-        for session_id, group in groups.items():
-            row = db.execute(
-                "SELECT sid, last_seq FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSession(f"no stored session {session_id!r}")
-            sid, last_seq = row
-            check_follows(session_id, last_seq, group)
-            db.executemany(
-                _INSERT_EVENT,
-                [
-                    (
-                        sid,
-                        event.seq,
-                        event.epoch,
-                        event.turn_id,
-                        event.agent_id,
-                        event.kind,
-                        event.layer,
-                        event.payload,
-                        to_micros(event.created_at),
-                    )
-                    for event in group
-                ],
-            )
-            last = group[-1]
-            db.execute(
-                "UPDATE sessions SET last_seq = ?, updated_at = max(updated_at, ?) WHERE sid = ?",
-                (last.seq, to_micros(last.created_at), sid),
-            )
-
-
-def _read(db: sqlite3.Connection, session_id: str, after_seq: int, limit: int) -> list[StoredEvent]:
-    rows = db.execute(_SELECT_EVENTS, (session_id, after_seq, limit)).fetchall()
-    event = StoredEvent
-    at = from_micros
-    return [
-        event(
-            session_id=session_id,
-            seq=seq,
-            epoch=epoch,
-            turn_id=turn_id,
-            agent_id=agent_id,
-            kind=kind,
-            layer=layer,
-            payload=payload,
-            created_at=at(created_at),
-        )
-        for seq, epoch, turn_id, agent_id, kind, layer, payload, created_at in rows
-    ]
-
-
-def _fork(db: sqlite3.Connection, source_id: str, new_record: SessionRecord) -> SessionRecord:
-    with _transaction(db):
-        source = db.execute(
-            "SELECT sid, state, epoch, last_seq FROM sessions WHERE session_id = ?", (source_id,)
-        ).fetchone()
-        if source is None:
-            raise UnknownSession(f"no stored session {source_id!r}")
-        source_sid, state, epoch, last_seq = source
-        new_sid = _insert_session(db, new_record)
-        db.execute(
-            "UPDATE sessions SET state = ?, epoch = ?, last_seq = ? WHERE sid = ?",
-            (state, epoch, last_seq, new_sid),
-        )
-        db.execute(
-            "INSERT INTO events"
-            " (sid, seq, epoch, turn_id, agent_id, kind, layer, payload, created_at)"
-            " SELECT ?, seq, epoch, turn_id, agent_id, kind, layer, payload, created_at"
-            " FROM events WHERE sid = ? ORDER BY seq",
-            (new_sid, source_sid),
-        )
-        record = _select_record(db, new_record.session_id)
-        assert record is not None
-        return record
-
-
-def _list(
-    db: sqlite3.Connection, cwd: str | None, after: tuple[int, str] | None, limit: int
-) -> SessionPage:
-    clauses: list[str] = []
-    params: list[object] = []
-    if cwd is not None:
-        clauses.append("cwd = ?")
-        params.append(cwd)
-    if after is not None:
-        clauses.append("(updated_at, session_id) < (?, ?)")
-        params.extend(after)
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = db.execute(
-        f"SELECT {_SUMMARY_COLUMNS} FROM sessions {where}"
-        " ORDER BY updated_at DESC, session_id DESC LIMIT ?",
-        (*params, limit + 1),
-    ).fetchall()
-    page = rows[:limit]
-    next_cursor = encode_cursor(page[-1][5], page[-1][0]) if len(rows) > limit else None
-    return SessionPage(sessions=tuple(_summary(row) for row in page), next_cursor=next_cursor)
-
-
-def _delete(db: sqlite3.Connection, session_id: str) -> None:
-    with _transaction(db):
-        db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
 
 
 class SqliteSessionStore:
@@ -375,11 +148,11 @@ class SqliteSessionStore:
 
     async def create_session(self, record: SessionRecord) -> None:
         """See :meth:`SessionStore.create_session`."""
-        await self._call(lambda db: _create(db, record))
+        await self._call(lambda db: ops.create(db, record))
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """See :meth:`SessionStore.get_session`."""
-        return await self._call(lambda db: _select_record(db, session_id))
+        return await self._call(lambda db: ops.select_record(db, session_id))
 
     async def update_session(
         self,
@@ -409,12 +182,12 @@ class SqliteSessionStore:
             changes["epoch"] = epoch
         if not isinstance(updated_at, Unchanged):
             changes["updated_at"] = to_micros(updated_at)
-        return await self._call(lambda db: _update(db, session_id, changes))
+        return await self._call(lambda db: ops.update(db, session_id, changes))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`."""
         if events:
-            await self._call(lambda db: _append(db, events))
+            await self._call(lambda db: ops.append(db, events))
         else:
             await anyio.lowlevel.checkpoint()
 
@@ -424,11 +197,11 @@ class SqliteSessionStore:
         """See :meth:`SessionStore.read_events`."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        return await self._call(lambda db: _read(db, session_id, after_seq, limit))
+        return await self._call(lambda db: ops.read(db, session_id, after_seq, limit))
 
     async def fork_session(self, source_id: str, new_record: SessionRecord) -> SessionRecord:
         """See :meth:`SessionStore.fork_session`."""
-        return await self._call(lambda db: _fork(db, source_id, new_record))
+        return await self._call(lambda db: ops.fork(db, source_id, new_record))
 
     async def list_sessions(
         self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
@@ -438,11 +211,11 @@ class SqliteSessionStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         after = None if cursor is None else decode_cursor(cursor)
         page_size = min(limit, MAX_PAGE_SIZE)
-        return await self._call(lambda db: _list(db, cwd, after, page_size))
+        return await self._call(lambda db: ops.list_page(db, cwd, after, page_size))
 
     async def delete_session(self, session_id: str) -> None:
         """See :meth:`SessionStore.delete_session`."""
-        await self._call(lambda db: _delete(db, session_id))
+        await self._call(lambda db: ops.delete(db, session_id))
 
     async def aclose(self) -> None:
         """Close the database (waiting for a running call to finish); idempotent."""
