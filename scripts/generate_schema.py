@@ -64,11 +64,6 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "providers/list": ("providers",),
     "providers/set": ("providers",),
     "providers/disable": ("providers",),
-    "nes/start": ("nes",),
-    "nes/suggest": ("nes",),
-    "nes/accept": ("nes",),
-    "nes/reject": ("nes",),
-    "nes/close": ("nes",),
     # clientCapabilities
     "fs/read_text_file": ("fs", "readTextFile"),
     "fs/write_text_file": ("fs", "writeTextFile"),
@@ -161,8 +156,8 @@ class ClassSpec:
     doc: str | None
     base: str
     fields: list[FieldSpec]
-    tags: list[tuple[str, str, str]] = field(default_factory=list)
-    deps: set[str] = field(default_factory=set)
+    tags: list[tuple[str, str, str]] = field(default_factory=list[tuple[str, str, str]])
+    deps: set[str] = field(default_factory=set[str])
 
 
 @dataclass
@@ -170,7 +165,7 @@ class AliasSpec:
     name: str
     doc: str | None
     expr: str
-    deps: set[str] = field(default_factory=set)
+    deps: set[str] = field(default_factory=set[str])
 
 
 Decl = ClassSpec | AliasSpec
@@ -221,7 +216,7 @@ def nullable(schema: Schema) -> bool:
 
 def const_tag(member: Schema) -> tuple[str, Any] | None:
     """`(property, value)` when a union member is tagged by one const property."""
-    consts = [
+    consts: list[tuple[str, Any]] = [
         (name, prop["const"])
         for name, prop in member.get("properties", {}).items()
         if isinstance(prop, dict) and "const" in prop
@@ -336,7 +331,8 @@ class Generator:
         t = schema.get("type")
         if t is None:
             return "Any"
-        types = [x for x in (t if isinstance(t, list) else [t]) if x != "null"]
+        listed: list[Any] = t if isinstance(t, list) else [t]  # pyright: ignore[reportUnknownVariableType]
+        types = [x for x in listed if x != "null"]
         if not types:
             return "None"
         assert len(types) == 1, schema
@@ -457,7 +453,7 @@ class Generator:
     @staticmethod
     def _container_kind(prop: Schema) -> str | None:
         t = prop.get("type")
-        types = t if isinstance(t, list) else [t]
+        types: list[Any] = t if isinstance(t, list) else [t]  # pyright: ignore[reportUnknownVariableType]
         if "array" in types:
             return "list"
         if "object" in types and "additionalProperties" in prop and not prop.get("properties"):
@@ -610,11 +606,12 @@ class Generator:
 
     def build_tagged(self, name: str, schema: Schema) -> None:
         members: list[Schema] = schema.get("oneOf") or schema["anyOf"]
-        tag = schema.get("discriminator", {}).get("propertyName")
+        tag: str | None = schema.get("discriminator", {}).get("propertyName")
         if tag is None:
             tags = {t[0] for m in members if (t := const_tag(m))}
             assert len(tags) == 1, (name, tags)
             tag = tags.pop()
+        assert tag is not None
         attr = snake(tag)
         # Properties every variant shares (SessionConfigOption's id/name/...).
         base_props: dict[str, Schema] = schema.get("properties", {})
@@ -649,7 +646,7 @@ class Generator:
                 doc = doc_text(member.get("description")) or (
                     doc_text(self.defs[ref].get("description")) if ref else None
                 )
-                if ref == cls and not base_props:
+                if ref is not None and ref == cls and not base_props:
                     # The def already is the variant (e.g. IdleStateUpdate): tag it in place.
                     target = self.defs[ref]
                     assert tag not in target.get("properties", {}), cls
@@ -687,8 +684,9 @@ class Generator:
                 assert is_pure_ref(member), (name, member)
                 target = single_ref({k: v for k, v in member.items() if k != "title"})
                 assert target is not None
-                fallback = member.get("title") or target
-                variants.append((target, fallback))
+                fallback_tag: str = member.get("title") or target
+                fallback = fallback_tag
+                variants.append((target, fallback_tag))
                 deps.add(target)
         open_union = other is not None or fallback is not None
         if not open_union:
@@ -969,15 +967,23 @@ def docstring(text: str, indent: str) -> str:
     return f'{indent}"""{text}"""'
 
 
-def ruff_format(path: Path) -> None:
-    """Sort imports and `__all__` the way ruff wants them, then `ruff format`."""
+def ruff_format(text: str, path: Path) -> str:
+    """Sort imports and `__all__` the way ruff wants them, then `ruff format` (via stdin, with
+    the project's config for `path`)."""
     local = Path(sys.executable).parent / "ruff"
     ruff = str(local) if local.exists() else "ruff"
-    # The generated models are excluded from ruff's lint config; passing the path explicitly
-    # still checks it (no --force-exclude).
+    name = ["--stdin-filename", str(path)]
+    # The generated models are excluded from ruff's lint config; without --force-exclude a
+    # file named on the command line is still checked.
     fix = [ruff, "check", "--quiet", "--no-cache", "--fix-only", "--select", "I001,RUF022"]
-    subprocess.run([*fix, str(path)], check=True, cwd=ROOT)
-    subprocess.run([ruff, "format", "--quiet", "--no-cache", str(path)], check=True, cwd=ROOT)
+    for cmd in (
+        [*fix, "--exit-zero", *name, "-"],
+        [ruff, "format", "--quiet", "--no-cache", *name, "-"],
+    ):
+        text = subprocess.run(
+            cmd, input=text, capture_output=True, text=True, check=True, cwd=ROOT
+        ).stdout
+    return text
 
 
 INIT_PATH = ROOT / "src" / "accord" / "schema" / "__init__.py"
@@ -1002,41 +1008,46 @@ def init_block(target: Target, names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def update_init(target: Target, names: list[str]) -> None:
-    text = INIT_PATH.read_text(encoding="utf-8")
+def with_init_block(text: str, block: str) -> str:
     start = text.index(INIT_BEGIN)
     end = text.index(INIT_END) + len(INIT_END)
-    INIT_PATH.write_text(text[:start] + init_block(target, names) + text[end:], encoding="utf-8")
+    return text[:start] + block + text[end:]
 
 
-def generate(target: Target) -> list[Path]:
+def generate(target: Target) -> dict[Path, str]:
+    """The generated files' formatted contents, by path."""
     if not target.schema_path.exists():
         raise SystemExit(f"{target.schema_path} is missing; run scripts/fetch_schema.sh first")
     schema = json.loads(target.schema_path.read_text(encoding="utf-8"))
     stable = json.loads(target.stable_path.read_text(encoding="utf-8"))
     gen = Generator(schema, stable, target)
     gen.run()
-    written: list[Path] = []
-    for path, text in (
-        (target.models_path, gen.emit_models()),
-        (target.methods_path, gen.emit_methods()),
-    ):
-        path.write_text(text, encoding="utf-8")
-        ruff_format(path)
-        written.append(path)
+    files = {target.models_path: gen.emit_models(), target.methods_path: gen.emit_methods()}
     if target.protocol == "v1":  # accord.schema re-exports the v1 models
-        update_init(target, sorted(gen.decls))
-        ruff_format(INIT_PATH)
-        written.append(INIT_PATH)
-    return written
+        init = INIT_PATH.read_text(encoding="utf-8")
+        files[INIT_PATH] = with_init_block(init, init_block(target, sorted(gen.decls)))
+    return {path: ruff_format(text, path) for path, text in files.items()}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--protocol", default="v1", help="protocol version directory (v1)")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if the committed files are out of date"
+    )
     args = parser.parse_args()
-    for path in generate(Target(args.protocol)):
-        print(f"wrote {path.relative_to(ROOT)}")
+    stale: list[Path] = []
+    for path, text in generate(Target(args.protocol)).items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(ROOT)}")
+    if args.check and stale:
+        names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+        raise SystemExit(f"out of date: {names}; run scripts/generate_schema.py")
 
 
 if __name__ == "__main__":

@@ -75,9 +75,13 @@ class WireModel(BaseModel):
         """Dump for the wire: JSON types, wire names, only the fields that were set."""
         # What model_dump(mode="json", by_alias=True, exclude_unset=True) does, minus its
         # Python-level argument handling (this runs for every message sent).
-        return self.__pydantic_serializer__.to_python(
+        wire: dict[str, Any] = self.__pydantic_serializer__.to_python(
             self, mode="json", by_alias=True, exclude_unset=True
         )
+        # A variant validated on its own from a dict without its tag has the tag unset.
+        for _, alias, value in self.__wire_tags__:
+            wire.setdefault(alias, value)
+        return wire
 
 
 def empty_list() -> list[Any]:
