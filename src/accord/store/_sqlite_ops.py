@@ -235,9 +235,11 @@ def read(db: sqlite3.Connection, session_id: str, after_seq: int, limit: int) ->
         if sid is None:
             return []
         rows = db.execute(_SELECT_EVENTS, (sid, after_seq, limit)).fetchall()
-        used = {n for row in rows for n in row[2:6]}
+        used: set[int | None] = set()
+        for row in rows:
+            used.update(row[2:6])
         used.discard(None)
-        text = _label_texts(db, sid, list(used))
+        text = _label_texts(db, sid, [label for label in used if label is not None])
     event = StoredEvent
     at = from_micros
     return [

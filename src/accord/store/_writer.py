@@ -78,6 +78,9 @@ class GroupCommitWriter:
 
     One writer may carry many sessions. Before deleting a session, stop producing its events
     and ``flush()``: a batch that names a deleted session fails with ``UnknownSession``.
+    Likewise ``flush()`` before ``update_session`` when the stored state must not run ahead of
+    the stored events. ``on_committed`` must not wait on the writer (``append`` or ``flush``):
+    the commit task is the one that would have to make room, so it would wait for itself.
     """
 
     def __init__(
