@@ -628,6 +628,12 @@ class Generator:
                 if "allOf" in member
                 else None
             )
+            if ref is not None and self.def_kind[ref] not in ("class", "merged", "subclass"):
+                # v2's SessionUpdate has `state_update` wrapping the StateUpdate union.
+                raise NotImplementedError(
+                    f"variant of {name} wraps {ref}, a {self.def_kind[ref]}: nested unions are "
+                    "not supported yet"
+                )
             if ct is not None:
                 assert ct[0] == tag, (name, ct)
                 value = ct[1]
@@ -958,13 +964,17 @@ def header(protocol: str) -> list[str]:
 
 
 def docstring(text: str, indent: str) -> str:
-    text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    prefix = ""
+    if "\\" in text and '"""' not in text and not text.endswith("\\"):
+        prefix = "r"  # markdown escapes such as `\[1\]` read better raw
+    else:
+        text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
     if text.endswith('"'):
         text += " "
     body = "\n".join((indent + line) if line.strip() else "" for line in text.splitlines())
     if "\n" in text:
-        return f'{indent}"""{body.lstrip()}\n{indent}"""'
-    return f'{indent}"""{text}"""'
+        return f'{indent}{prefix}"""{body.lstrip()}\n{indent}"""'
+    return f'{indent}{prefix}"""{text}"""'
 
 
 def ruff_format(text: str, path: Path) -> str:
