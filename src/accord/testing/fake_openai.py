@@ -56,8 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             partial.write_text(f"{server.port}\n", encoding="utf-8")
             os.replace(partial, args.port_file)
         print(server.port, flush=True)
-        while not stop.wait(0.5):
-            pass
+        stop.wait()  # a signal interrupts the wait and its handler sets `stop`
     return 0
 
 
