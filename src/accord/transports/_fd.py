@@ -8,6 +8,7 @@ avoids a thread hop per message. The original blocking mode is restored on close
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 
@@ -34,7 +35,13 @@ class _FdBase:
 
 
 class FdReceiveStream(_FdBase, ByteReceiveStream):
-    """Read bytes from a file descriptor without blocking the event loop."""
+    """Read bytes from a file descriptor without blocking the event loop.
+
+    Closing the stream leaves the descriptor open unless :attr:`owns_fd` is set (a pipe
+    this process created, such as a child's stdout).
+    """
+
+    owns_fd: bool = False
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Read up to ``max_bytes``; raises ``anyio.EndOfStream`` at end of file."""
@@ -53,12 +60,34 @@ class FdReceiveStream(_FdBase, ByteReceiveStream):
             return data
 
     async def aclose(self) -> None:
-        """Stop reading (the descriptor itself stays open: it belongs to the process)."""
-        self._restore()
+        """Stop reading; close the descriptor if this stream owns it."""
+        if not self._closed:
+            self._restore()
+            if self.owns_fd:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
 
 
 class FdSendStream(_FdBase, ByteSendStream):
     """Write bytes to a file descriptor without blocking the event loop."""
+
+    def write_nowait(self, data: bytes | memoryview) -> int:
+        """Write what the pipe takes now, without waiting; returns the bytes written.
+
+        Raises:
+            anyio.ClosedResourceError: the stream was closed.
+            anyio.BrokenResourceError: the reader is gone.
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise anyio.BrokenResourceError from exc
+            raise
 
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting while the pipe is full."""

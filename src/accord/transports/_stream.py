@@ -23,6 +23,7 @@ from ..jsonrpc._framing import (
     decode_line,
     encode_message,
 )
+from ._fd import FdSendStream
 
 __all__ = ("READ_SIZE", "StreamTransport")
 
@@ -52,13 +53,35 @@ class StreamTransport:
         self._frames: deque[bytes | MalformedFrame] = deque()
         self._eof = False
         self._write_lock = anyio.Lock(fast_acquire=True)
+        # A pipe we write with non-blocking system calls: lines that fit go out at once,
+        # without taking the lock, as long as no earlier line is still waiting to be written.
+        self._fd_writer = writer if isinstance(writer, FdSendStream) else None
+        self._writers_waiting = 0
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as a JSON line."""
         data = encode_message(message)
         try:
-            async with self._write_lock:
-                await self._writer.send(data)
+            fd_writer = self._fd_writer
+            if fd_writer is not None and not self._writers_waiting:
+                written = fd_writer.write_nowait(data)
+                if written == len(data):
+                    return
+                data = data[written:]
+                # The rest must go out before any later line: the writers behind us queue up.
+                self._writers_waiting += 1
+                try:
+                    async with self._write_lock:
+                        await self._writer.send(data)
+                finally:
+                    self._writers_waiting -= 1
+                return
+            self._writers_waiting += 1
+            try:
+                async with self._write_lock:
+                    await self._writer.send(data)
+            finally:
+                self._writers_waiting -= 1
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise ConnectionClosed(f"cannot write to the peer: {exc!r}") from exc
 

@@ -26,6 +26,7 @@ from anyio.abc import Process
 
 from ..errors import AgentProcessExited, ConnectionClosed
 from ..jsonrpc._framing import MAX_MESSAGE_BYTES
+from ._fd import FdReceiveStream, FdSendStream
 from ._stream import StreamTransport
 
 if TYPE_CHECKING:
@@ -106,10 +107,19 @@ class SubprocessTransport(StreamTransport):
     """A transport to a spawned agent process; build it with :func:`spawn_agent`."""
 
     def __init__(
-        self, process: Process, stderr: _StderrRing, limits: _Limits, max_message_bytes: int
+        self,
+        process: Process,
+        stdin_fd: int,
+        stdout_fd: int,
+        stderr: _StderrRing,
+        limits: _Limits,
+        max_message_bytes: int,
     ) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        # The agent's stdin and stdout are our own pipes, written and read with non-blocking
+        # system calls (see ``_fd.py``): no event-loop transport sits between us and the pipe.
+        reader = FdReceiveStream(stdout_fd)
+        reader.owns_fd = True
+        super().__init__(reader, FdSendStream(stdin_fd), max_message_bytes=max_message_bytes)
         self.process = process
         self._stderr = stderr
         self._stderr_done = anyio.Event()
@@ -241,17 +251,29 @@ async def spawn_agent(
     full_env = dict(os.environ) if inherit_env else {}
     if env:
         full_env.update(env)
-    process = await anyio.open_process(
-        list(command),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=Path(cwd) if cwd is not None else None,
-        env=full_env,
-        start_new_session=True,
-    )
+    child_stdin, parent_stdin = os.pipe()
+    parent_stdout, child_stdout = os.pipe()
+    try:
+        process = await anyio.open_process(
+            list(command),
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=subprocess.PIPE,
+            cwd=Path(cwd) if cwd is not None else None,
+            env=full_env,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(parent_stdin)
+        os.close(parent_stdout)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
     transport = SubprocessTransport(
         process,
+        parent_stdin,
+        parent_stdout,
         _StderrRing(stderr_tail_bytes),
         _Limits(shutdown_grace, terminate_timeout, kill_timeout),
         max_message_bytes,
