@@ -52,7 +52,7 @@ class WireModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
-        defer_build=False,
+        defer_build=True,
     )
 
     # Tag fields of a tagged-union variant: (attribute, wire name, value). Constructing the
