@@ -307,3 +307,26 @@ async def test_request_error_from_a_handler_is_answered_as_is() -> None:
         [wire_error] = _error_replies(pair.agent_wire.sent)
     assert wire_error == {"code": -32042, "message": "quota exceeded", "data": {"retryAfter": 30}}
     assert (caught.value.code, caught.value.data) == (-32042, {"retryAfter": 30})
+
+
+@pytest.mark.anyio
+async def test_handler_returning_the_wrong_type_answers_internal_error() -> None:
+    """One typed response out: ``None`` or another model never reaches the wire as a result."""
+
+    class SloppyAgent(MinimalAgent):
+        async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+            return None  # type: ignore[return-value]
+
+        async def prompt(self, request: PromptRequest) -> PromptResponse:
+            return {"stopReason": "end_turn"}  # type: ignore[return-value]
+
+    async with connect(SloppyAgent(), MinimalClient()) as pair:
+        with anyio.fail_after(TIMEOUT):
+            with pytest.raises(InternalError) as no_return:
+                await pair.client.new_session(NewSessionRequest(cwd="/work", mcp_servers=[]))
+            with pytest.raises(InternalError) as a_dict:
+                await pair.client.prompt(PromptRequest(session_id=SID, prompt=[]))
+        [initialized] = [m["result"] for m in pair.agent_wire.sent if "result" in m]
+        assert "protocolVersion" in initialized
+    assert "new_session() returned NoneType, not NewSessionResponse" in str(no_return.value.data)
+    assert "prompt() returned dict, not PromptResponse" in str(a_dict.value.data)

@@ -147,8 +147,16 @@ class RoleConnection:
             )
         request = spec.params_type.model_validate(_object_params(method, params))
         response = await self._request_handlers[method](self._role, request)
+        result_type = spec.result_type
+        assert result_type is not None  # every request has a result type
+        if not isinstance(response, result_type):
+            # A handler bug (a forgotten return, the wrong model): answer -32603 rather than
+            # put a result of the wrong shape on the wire.
+            raise TypeError(
+                f"{spec.handler}() returned {type(response).__name__}, not {result_type.__name__}"
+            )
         self._after_request(method, request, response)
-        return response.to_wire() if isinstance(response, WireModel) else response
+        return response.to_wire()
 
     def _after_request(self, method: str, request: Any, response: Any) -> None:
         """Hook for subclasses (e.g. record capabilities exchanged in ``initialize``)."""
