@@ -1,0 +1,61 @@
+"""Suite-wide fixtures: async backends and the schema check of every message on the wire.
+
+Every test runs with a process-wide wire observer (``accord.jsonrpc.set_wire_observer``) that
+validates each JSON-RPC message sent or received by any connection in the test process against
+the official ACP v1 ``schema.unstable.json`` (fetched by ``scripts/fetch_schema.sh``): params by
+method, results through the id of the request they answer. A message that does not validate
+fails the test at teardown, with the schema's explanation. Tests that feed deliberately
+malformed input (an in-process peer that misbehaves on purpose, garbage frames) or talk to
+third-party agents whose output is not ours to vouch for, opt out with
+``@pytest.mark.wire_unchecked("reason")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import pytest
+from schema_validation import WireValidator
+
+from accord.jsonrpc import set_wire_observer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "wire_unchecked(reason): do not schema-check the messages of this test",
+    )
+
+
+@pytest.fixture(scope="session")
+def wire_validator() -> WireValidator:
+    """The schema validator shared by the whole run (the schema is loaded once)."""
+    return WireValidator()
+
+
+@pytest.fixture(autouse=True)
+def _check_wire_messages(
+    request: pytest.FixtureRequest, wire_validator: WireValidator
+) -> Iterator[list[str]]:
+    """Validate every message crossing a connection during the test (see module doc)."""
+    failures: list[str] = []
+    if request.node.get_closest_marker("wire_unchecked") is not None:
+        yield failures
+        return
+
+    def observe(direction: Literal["sent", "received"], message: Any) -> None:
+        try:
+            wire_validator.validate(message, direction)
+        except AssertionError as error:
+            failures.append(str(error))
+
+    previous = set_wire_observer(observe)
+    try:
+        yield failures
+    finally:
+        set_wire_observer(previous)
+    if failures:
+        shown = "\n\n".join(failures[:5])
+        more = f"\n\n... and {len(failures) - 5} more" if len(failures) > 5 else ""
+        pytest.fail(f"{len(failures)} message(s) on the wire broke the ACP schema:\n{shown}{more}")
