@@ -27,15 +27,17 @@ from accord.errors import (
     MethodNotFound,
     RequestError,
 )
-from accord.roles import RoleConnection
+from accord.roles import ClientSideConnection, RoleConnection
 from accord.schema import (
     CreateTerminalRequest,
     CreateTerminalResponse,
+    LoadSessionRequest,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
     PromptResponse,
 )
+from accord.transports import memory_transport_pair
 
 SID = "session-1"
 WIRE_PATH = "/work/a.txt"
@@ -330,3 +332,26 @@ async def test_handler_returning_the_wrong_type_answers_internal_error() -> None
         assert "protocolVersion" in initialized
     assert "new_session() returned NoneType, not NewSessionResponse" in str(no_return.value.data)
     assert "prompt() returned dict, not PromptResponse" in str(a_dict.value.data)
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    raises=BaseExceptionGroup,
+    strict=True,
+    reason="accord.jsonrpc.Connection.__aexit__ hands the body's exception to its task group, "
+    "which re-raises it wrapped in an ExceptionGroup",
+)
+async def test_an_error_in_the_connection_body_surfaces_as_itself() -> None:
+    """``except LocalProtocolError`` around ``async with ClientSideConnection`` must work."""
+    agent_end, client_end = memory_transport_pair()
+    request = LoadSessionRequest(session_id=SID, cwd="/work", mcp_servers=[])
+
+    async def load_before_initialize() -> None:
+        async with ClientSideConnection(MinimalClient(), client_end) as conn:
+            await conn.load_session(request)  # refused locally: raises LocalProtocolError
+
+    try:
+        with pytest.raises(LocalProtocolError):
+            await load_before_initialize()
+    finally:
+        await agent_end.aclose()
