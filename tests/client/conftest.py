@@ -1,11 +1,25 @@
-"""Fixtures for the client's host services: both anyio backends."""
+"""Fixtures for the client runtime tests: both anyio backends, a wire-level agent."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
+from _client_agents import WireAgent
+
+from accord.transports import memory_transport_pair
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Run every async test of this package on asyncio and on trio."""
     return request.param
+
+
+@pytest.fixture
+async def wire() -> AsyncIterator[WireAgent]:
+    """A scripted wire-level agent; hand ``wire.client_end`` to ``connect``."""
+    client_end, agent_end = memory_transport_pair()
+    yield WireAgent(agent_end, client_end)
+    await agent_end.aclose()
+    await client_end.aclose()

@@ -1,0 +1,114 @@
+"""The client side of ACP as a runtime: drive any ACP agent from a Python program.
+
+``async with connect(agent) as conn:`` spawns an agent (or takes a transport, or serves an
+in-process :class:`accord.roles.Agent`), initializes it, and yields an
+:class:`AgentConnection` with typed calls for every agent method. A :class:`ClientSession`
+prompts (``await session.prompt("...")``) or streams a turn (``async for event in
+session.stream("...")``: a closed union of :data:`TurnEvent` dataclasses ending with
+:class:`TurnFinished`), and folds everything the agent reports into its :class:`SessionView`.
+The host services (files, terminals) are advertised only when enabled and confined to each
+session's directories; permission requests go to a :class:`PermissionPolicy`.
+
+Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
+:mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
+"""
+
+from ._connection import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
+from ._connection import AgentConnection as AgentConnection
+from ._connection import AgentConnectionStatistics as AgentConnectionStatistics
+from ._connection import AgentSpec as AgentSpec
+from ._connection import connect as connect
+from ._events import CommandsChanged as CommandsChanged
+from ._events import ConfigChanged as ConfigChanged
+from ._events import ModeChanged as ModeChanged
+from ._events import OtherUpdate as OtherUpdate
+from ._events import PermissionRequested as PermissionRequested
+from ._events import PermissionResolved as PermissionResolved
+from ._events import PlanUpdated as PlanUpdated
+from ._events import TextDelta as TextDelta
+from ._events import ThoughtDelta as ThoughtDelta
+from ._events import TitleChanged as TitleChanged
+from ._events import ToolCallStarted as ToolCallStarted
+from ._events import ToolCallUpdated as ToolCallUpdated
+from ._events import TurnEvent as TurnEvent
+from ._events import TurnFinished as TurnFinished
+from ._events import UsageUpdated as UsageUpdated
+from ._events import UserMessageDelta as UserMessageDelta
+from ._fs import FileSystemHost as FileSystemHost
+from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
+from ._permissions import AllowAll as AllowAll
+from ._permissions import AskCallback as AskCallback
+from ._permissions import Cancel as Cancel
+from ._permissions import DenyAll as DenyAll
+from ._permissions import PermissionContext as PermissionContext
+from ._permissions import PermissionDecision as PermissionDecision
+from ._permissions import PermissionPolicy as PermissionPolicy
+from ._permissions import Rule as Rule
+from ._permissions import RuleAction as RuleAction
+from ._permissions import Rules as Rules
+from ._permissions import Select as Select
+from ._render import TurnRenderer as TurnRenderer
+from ._render import render_event as render_event
+from ._session import ClientSession as ClientSession
+from ._session import PromptContent as PromptContent
+from ._state import Message as Message
+from ._state import MessageRole as MessageRole
+from ._state import ToolCallState as ToolCallState
+from ._state import ToolCallStatusView as ToolCallStatusView
+from ._terminals import TerminalHost as TerminalHost
+from ._turn import TURN_EVENT_BUFFER as TURN_EVENT_BUFFER
+from ._turn import SessionState as SessionState
+from ._turn import TurnResult as TurnResult
+from ._turn import TurnStream as TurnStream
+from ._view import SessionView as SessionView
+
+__all__ = (
+    "INITIALIZE_TIMEOUT",
+    "MAX_EARLY_UPDATES",
+    "TURN_EVENT_BUFFER",
+    "AgentConnection",
+    "AgentConnectionStatistics",
+    "AgentSpec",
+    "AllowAll",
+    "AskCallback",
+    "Cancel",
+    "ClientSession",
+    "CommandsChanged",
+    "ConfigChanged",
+    "DenyAll",
+    "FileSystemHost",
+    "Message",
+    "MessageRole",
+    "ModeChanged",
+    "OtherUpdate",
+    "PermissionContext",
+    "PermissionDecision",
+    "PermissionPolicy",
+    "PermissionRequested",
+    "PermissionResolved",
+    "PlanUpdated",
+    "PromptContent",
+    "Rule",
+    "RuleAction",
+    "Rules",
+    "Select",
+    "SessionState",
+    "SessionView",
+    "TerminalHost",
+    "TextDelta",
+    "ThoughtDelta",
+    "TitleChanged",
+    "ToolCallStarted",
+    "ToolCallState",
+    "ToolCallStatusView",
+    "ToolCallUpdated",
+    "TurnEvent",
+    "TurnFinished",
+    "TurnRenderer",
+    "TurnResult",
+    "TurnStream",
+    "UsageUpdated",
+    "UserMessageDelta",
+    "connect",
+    "render_event",
+)

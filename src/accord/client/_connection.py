@@ -1,0 +1,576 @@
+"""``connect()`` and ``AgentConnection``: drive any ACP agent from Python.
+
+``async with connect(agent) as conn:`` accepts a command line (the agent is spawned, its stderr
+drained, and shut down on exit), a :class:`~accord.transports.Transport`, or an in-process
+:class:`accord.roles.Agent` (served through the in-memory transport pair: the canonical test
+idiom). It negotiates the protocol version and capabilities with ``initialize`` (bounded by a
+timeout; slow agents are fine) and yields an :class:`AgentConnection` that owns the transport,
+the typed :class:`~accord.roles.ClientSideConnection`, the host services and one task group
+(streamed turns, the in-process agent).
+
+Sessions come from :meth:`AgentConnection.new_session` / ``load_session`` / ``resume_session``
+/ ``fork_session``; the rest of the agent's methods are typed calls here. Every call the agent
+did not advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
+
+Above: programs (CI bots, orchestrators, ``accord run``). Below: :mod:`accord.roles`,
+:mod:`accord.transports`, the sessions and host services of this package.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeAlias, cast
+
+import anyio
+
+from ..errors import LocalProtocolError, SessionNotFound
+from ..jsonrpc import ConnectionStatistics
+from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
+from ..roles._capabilities import is_advertised
+from ..schema import (
+    AgentCapabilities,
+    AuthenticateRequest,
+    AuthMethod,
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LogoutRequest,
+    McpServer,
+    NewSessionRequest,
+    ResumeSessionRequest,
+    SessionInfo,
+)
+from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
+from ._boundary import TurnBoundaryTransport
+from ._fs import FileSystemHost
+from ._handlers import Hub, client_class
+from ._permissions import DenyAll, PermissionPolicy
+from ._session import ClientSession, _Runtime
+from ._terminals import TerminalHost
+from ._turn import TURN_EVENT_BUFFER
+
+__all__ = (
+    "INITIALIZE_TIMEOUT",
+    "AgentConnection",
+    "AgentConnectionStatistics",
+    "AgentSpec",
+    "connect",
+)
+
+#: How long ``initialize`` may take. Agents launched through package runners (``npx``,
+#: ``uvx``) may download and compile first, so this is generous; pass None to wait forever.
+INITIALIZE_TIMEOUT = 120.0
+
+AgentSpec: TypeAlias = Sequence[str] | Transport | Agent
+"""What :func:`connect` accepts: a command line, a transport, or an in-process agent."""
+
+
+def _default_client_info() -> Implementation:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        accord_version = version("accord")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        accord_version = "0"
+    return Implementation(name="accord", title="accord", version=accord_version)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConnectionStatistics:
+    """A snapshot of an :class:`AgentConnection`.
+
+    Attributes:
+        sessions: sessions open on this connection.
+        running_turns: those running a prompt turn.
+        pending_permissions: permission requests the policy is deciding.
+        early_updates: updates held for sessions not known yet.
+        connection: the JSON-RPC connection's queues.
+    """
+
+    sessions: int
+    running_turns: int
+    pending_permissions: int
+    early_updates: int
+    connection: ConnectionStatistics
+
+
+class AgentConnection:
+    """A live, initialized connection to an agent; made by :func:`connect`."""
+
+    def __init__(
+        self,
+        calls: ClientSideConnection,
+        hub: Hub,
+        runtime: _Runtime,
+        transport: Transport,
+        default_cwd: str,
+    ) -> None:
+        self._calls = calls
+        self._hub = hub
+        self._runtime = runtime
+        self._transport = transport
+        self._default_cwd = default_cwd
+        response = calls.initialize_response
+        assert response is not None
+        self._initialize_response: InitializeResponse = response
+
+    def __repr__(self) -> str:
+        info = self.agent_info
+        name = f"{info.name} {info.version}" if info else "unnamed agent"
+        return f"AgentConnection({name!r}, sessions={len(self._hub.sessions)})"
+
+    # ------------------------------------------------------------------ what was negotiated
+
+    @property
+    def initialize_response(self) -> InitializeResponse:
+        """The agent's answer to ``initialize``."""
+        return self._initialize_response
+
+    @property
+    def protocol_version(self) -> int:
+        """The ACP version spoken on this connection."""
+        return self._initialize_response.protocol_version
+
+    @property
+    def agent_info(self) -> Implementation | None:
+        """The agent's name and version, if it sent them."""
+        return self._initialize_response.agent_info
+
+    @property
+    def agent_capabilities(self) -> AgentCapabilities:
+        """What the agent advertised."""
+        return self._initialize_response.agent_capabilities
+
+    @property
+    def auth_methods(self) -> Sequence[AuthMethod]:
+        """The ways the agent offers to authenticate (empty: it needs none)."""
+        return self._initialize_response.auth_methods
+
+    @property
+    def calls(self) -> ClientSideConnection:
+        """The typed connection underneath, for calls this class does not wrap."""
+        return self._calls
+
+    @property
+    def transport(self) -> Transport:
+        """The transport to the agent (a ``SubprocessTransport`` for a spawned agent)."""
+        return self._transport
+
+    @property
+    def closed(self) -> bool:
+        """Whether the agent's side has ended (it exited, or closed the transport)."""
+        return self._calls.closed
+
+    def supports(self, *capability: str) -> bool:
+        """Whether the agent advertised a capability, by its wire path.
+
+        For example ``conn.supports("loadSession")`` or
+        ``conn.supports("sessionCapabilities", "list")``.
+        """
+        return is_advertised(self._calls.agent_capabilities, capability)
+
+    def statistics(self) -> AgentConnectionStatistics:
+        """Counts of sessions, turns, pending permissions and queued messages."""
+        sessions = self._hub.sessions.values()
+        return AgentConnectionStatistics(
+            sessions=len(sessions),
+            running_turns=sum(s.state in ("running", "cancelling") for s in sessions),
+            pending_permissions=sum(len(s._pending_permissions) for s in sessions),
+            early_updates=self._hub.early_updates,
+            connection=self._calls.statistics(),
+        )
+
+    # ------------------------------------------------------------------ authentication
+
+    async def authenticate(self, method_id: str) -> None:
+        """Authenticate with one of :attr:`auth_methods` (an ``agent``-type method).
+
+        Raises:
+            RequestError: the agent refused.
+        """
+        await self._calls.authenticate(AuthenticateRequest(method_id=method_id))
+
+    async def logout(self) -> None:
+        """Log out; new sessions need :meth:`authenticate` again.
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``logout``.
+        """
+        await self._calls.logout(LogoutRequest())
+
+    # ------------------------------------------------------------------ sessions
+
+    @property
+    def sessions(self) -> Mapping[str, ClientSession]:
+        """The sessions open on this connection, by id."""
+        return self._hub.sessions
+
+    def session(self, session_id: str) -> ClientSession:
+        """The open session with that id.
+
+        Raises:
+            SessionNotFound: no such session is open on this connection.
+        """
+        session = self._hub.sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(f"no session {session_id!r} is open on this connection")
+        return session
+
+    async def new_session(
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        mcp_servers: Sequence[McpServer] = (),
+    ) -> ClientSession:
+        """Create a session (``session/new``).
+
+        Args:
+            cwd: the session's working directory; default: the ``cwd`` given to
+                :func:`connect`, else this process's. Made absolute.
+            additional_directories: further workspace roots (the agent must advertise
+                ``sessionCapabilities.additionalDirectories``).
+            mcp_servers: MCP servers the agent should connect to.
+
+        Raises:
+            AuthRequired: the agent wants :meth:`authenticate` first.
+            LocalProtocolError: additional directories the agent does not accept.
+            RequestError: the agent refused otherwise.
+        """
+        root, extra = self._roots(cwd, additional_directories)
+        request = NewSessionRequest(cwd=root, mcp_servers=list(mcp_servers))
+        if extra:
+            request.additional_directories = list(extra)
+        response = await self._calls.new_session(request)
+        session = self._open(response.session_id, root, extra)
+        session._apply_setup(response.modes, response.config_options)
+        return session
+
+    async def load_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        mcp_servers: Sequence[McpServer] = (),
+    ) -> ClientSession:
+        """Open an existing session (``session/load``); the agent replays its history first.
+
+        The replayed messages, tool calls and plan fold into the returned session's view.
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/load``, or the session is
+                already open on this connection.
+            RequestError: the agent refused (e.g. an unknown session).
+        """
+        root, extra = self._roots(cwd, additional_directories)
+        request = LoadSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
+        if extra:
+            request.additional_directories = list(extra)
+        session = self._open(session_id, root, extra)
+        try:
+            response = await self._calls.load_session(request)
+        except BaseException:
+            self._hub.forget(session_id)
+            raise
+        session._apply_setup(response.modes, response.config_options)
+        return session
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        mcp_servers: Sequence[McpServer] = (),
+    ) -> ClientSession:
+        """Reopen an existing session without replay (``session/resume``).
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/resume``, or the session
+                is already open on this connection.
+            RequestError: the agent refused.
+        """
+        root, extra = self._roots(cwd, additional_directories)
+        request = ResumeSessionRequest(
+            session_id=session_id, cwd=root, mcp_servers=list(mcp_servers)
+        )
+        if extra:
+            request.additional_directories = list(extra)
+        session = self._open(session_id, root, extra)
+        try:
+            response = await self._calls.resume_session(request)
+        except BaseException:
+            self._hub.forget(session_id)
+            raise
+        session._apply_setup(response.modes, response.config_options)
+        return session
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        additional_directories: Sequence[str | os.PathLike[str]] = (),
+        mcp_servers: Sequence[McpServer] = (),
+    ) -> ClientSession:
+        """Fork a session into a new one (``session/fork``, unstable ACP).
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/fork``.
+            RequestError: the agent refused.
+        """
+        root, extra = self._roots(cwd, additional_directories)
+        request = ForkSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
+        if extra:
+            request.additional_directories = list(extra)
+        response = await self._calls.fork_session(request)
+        session = self._open(response.session_id, root, extra)
+        session._apply_setup(response.modes, response.config_options)
+        return session
+
+    async def list_sessions(
+        self, cwd: str | os.PathLike[str] | None = None, *, cursor: str | None = None
+    ) -> ListSessionsResponse:
+        """One page of the agent's sessions (``session/list``), optionally only under ``cwd``.
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/list``.
+        """
+        request = ListSessionsRequest()
+        if cwd is not None:
+            request.cwd = _absolute(cwd)
+        if cursor is not None:
+            request.cursor = cursor
+        return await self._calls.list_sessions(request)
+
+    async def iter_sessions(
+        self, cwd: str | os.PathLike[str] | None = None
+    ) -> AsyncIterator[SessionInfo]:
+        """Every session the agent lists, page after page.
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/list``.
+        """
+        cursor: str | None = None
+        while True:
+            page = await self.list_sessions(cwd, cursor=cursor)
+            for info in page.sessions:
+                yield info
+            if not page.next_cursor or page.next_cursor == cursor:
+                return
+            cursor = page.next_cursor
+
+    async def close_session(self, session_id: str) -> None:
+        """Close a session by id (see :meth:`ClientSession.close`).
+
+        Raises:
+            LocalProtocolError: the session is not open here and the agent does not offer
+                ``session/close``.
+        """
+        session = self._hub.sessions.get(session_id)
+        if session is not None:
+            await session.close()
+        else:
+            await self._calls.close_session(CloseSessionRequest(session_id=session_id))
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session from the agent's list (``session/delete``).
+
+        Raises:
+            LocalProtocolError: the agent does not offer ``session/delete``.
+        """
+        await self._calls.delete_session(DeleteSessionRequest(session_id=session_id))
+
+    # ------------------------------------------------------------------ extensions
+
+    async def ext_request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send an extension request (name starting with ``_``) and return its result.
+
+        Raises:
+            LocalProtocolError: the name does not start with ``_``.
+            RequestError: the agent answered with an error (-32601 if it does not know it).
+        """
+        return await self._calls.ext_request(method, params)
+
+    async def ext_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send an extension notification (name starting with ``_``)."""
+        await self._calls.ext_notification(method, params)
+
+    # ------------------------------------------------------------------ internals
+
+    def _roots(
+        self,
+        cwd: str | os.PathLike[str] | None,
+        additional: Sequence[str | os.PathLike[str]],
+    ) -> tuple[str, tuple[str, ...]]:
+        root = _absolute(cwd if cwd is not None else self._default_cwd)
+        extra = tuple(_absolute(path) for path in additional)
+        if extra and not self.supports("sessionCapabilities", "additionalDirectories"):
+            raise LocalProtocolError(
+                "the agent did not advertise sessionCapabilities.additionalDirectories"
+            )
+        return root, extra
+
+    def _open(self, session_id: str, cwd: str, extra: Sequence[str]) -> ClientSession:
+        if session_id in self._hub.sessions:
+            raise LocalProtocolError(f"session {session_id!r} is already open on this connection")
+        session = ClientSession(self._runtime, session_id, cwd, extra)
+        self._hub.add(session)
+        return session
+
+    async def _shutdown(self, owns_terminals: bool) -> None:
+        """Leave every session (answering pending permission requests ``cancelled``)."""
+        sessions = list(self._hub.sessions.values())
+        for session in sessions:
+            session._answer_pending_cancelled()
+        terminals = self._runtime.terminals
+        if terminals is not None and not owns_terminals:
+            with anyio.CancelScope(shield=True):
+                for session in sessions:
+                    await terminals.release_session(session.session_id)
+
+
+@asynccontextmanager
+async def connect(
+    agent: AgentSpec,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    fs: bool | FileSystemHost = False,
+    terminals: bool | TerminalHost = False,
+    permission_policy: PermissionPolicy | None = None,
+    client_info: Implementation | None = None,
+    initialize_timeout: float | None = INITIALIZE_TIMEOUT,
+    event_buffer: int = TURN_EVENT_BUFFER,
+) -> AsyncGenerator[AgentConnection]:
+    """Connect to an agent, initialize it, and yield the connection; close everything on exit.
+
+    Args:
+        agent: a command line (``["my-agent", "--acp"]``: spawned, no shell), a transport, or
+            an :class:`accord.roles.Agent` object (served in this process).
+        cwd: the spawned agent's working directory, and the default ``cwd`` of sessions.
+        env: variables set for a spawned agent, over this process's environment.
+        fs: host ``fs/read_text_file`` and ``fs/write_text_file`` (advertised only then),
+            confined to each session's directories; ``True`` for a default
+            :class:`~accord.client.FileSystemHost`, or pass one.
+        terminals: host ``terminal/*`` (advertised only then); ``True`` for a
+            :class:`~accord.client.TerminalHost` owned by this connection, or pass one that
+            you have entered (``async with``) yourself. Commands are killed on release, when
+            their session closes, and when the connection closes.
+        permission_policy: answers ``session/request_permission``; default
+            :class:`~accord.client.DenyAll`.
+        client_info: sent as ``clientInfo``; default: accord and its version.
+        initialize_timeout: seconds ``initialize`` may take (None: no limit).
+        event_buffer: events a turn stream holds before the agent waits.
+
+    Raises:
+        TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
+        RemoteProtocolError: the agent speaks an ACP version accord does not.
+        AgentProcessExited: the spawned agent exited (with its exit code and stderr tail).
+        FileNotFoundError: the agent's program does not exist.
+    """
+    if isinstance(agent, str):
+        raise TypeError("pass the agent's command line as a list of arguments, not a string")
+    if env is not None and isinstance(agent, Agent | Transport):
+        raise TypeError("env applies only to an agent given as a command line")
+    fs_host = FileSystemHost() if fs is True else (fs or None)
+    owns_terminals = terminals is True
+    terminal_host = TerminalHost() if terminals is True else (terminals or None)
+    default_cwd = _absolute(cwd if cwd is not None else os.getcwd())
+    try:
+        async with AsyncExitStack() as stack:
+            in_process: tuple[Agent, Transport] | None = None
+            transport: Transport
+            if isinstance(agent, Agent):
+                transport, agent_side = memory_transport_pair()
+                in_process = (agent, agent_side)
+            elif isinstance(agent, Transport):
+                transport = agent
+            else:
+                transport = await stack.enter_async_context(
+                    spawn_agent(list(agent), cwd=cwd, env=env)
+                )
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(task_group.cancel_scope.cancel)
+            if owns_terminals and terminal_host is not None:
+                await stack.enter_async_context(terminal_host)
+            hub = Hub(fs_host, terminal_host)
+            client = client_class(fs=fs_host is not None, terminals=terminal_host is not None)(
+                hub, client_info or _default_client_info()
+            )
+            marked = TurnBoundaryTransport(transport, hub.prompt_sent)
+            hub.marker_token = marked.token
+            calls = await stack.enter_async_context(ClientSideConnection(client, marked))
+            if in_process is not None:
+                task_group.start_soon(serve_agent, *in_process, name="in-process agent")
+            await _initialize(calls, client, transport, initialize_timeout)
+            runtime = _Runtime(
+                calls=calls,
+                task_group=task_group,
+                policy=permission_policy or DenyAll(),
+                terminals=terminal_host,
+                forget=hub.forget,
+                permission_ids=itertools.count(1),
+                event_buffer=event_buffer,
+            )
+            connection = AgentConnection(calls, hub, runtime, transport, default_cwd)
+            try:
+                yield connection
+            finally:
+                await connection._shutdown(owns_terminals)
+    except BaseExceptionGroup as group:
+        single = _single_exception(group)
+        if single is None:
+            raise
+        _reraise_alone(single)
+
+
+async def _initialize(
+    calls: ClientSideConnection, client: Client, transport: Transport, within: float | None
+) -> None:
+    request = InitializeRequest(
+        protocol_version=LATEST_PROTOCOL_VERSION,
+        client_capabilities=client.client_capabilities(),
+        client_info=client.client_info,
+    )
+    try:
+        with anyio.fail_after(within):
+            await calls.initialize(request)
+    except TimeoutError:
+        message = f"the agent did not answer initialize within {within} seconds"
+        if isinstance(transport, SubprocessTransport) and transport.stderr_tail():
+            message += f"; last stderr output:\n{transport.stderr_tail()}"
+        raise TimeoutError(message) from None
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+def _reraise_alone(exc: BaseException) -> NoReturn:
+    """Raise ``exc`` (out of the task groups' wrapping) with its own cause and context."""
+    cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
+    try:
+        raise exc
+    finally:
+        exc.__cause__, exc.__context__ = cause, context
+        exc.__suppress_context__ = suppress
+
+
+def _single_exception(exc: BaseException) -> BaseException | None:
+    """The one exception inside nested single-member groups, else None."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    members: tuple[BaseException, ...] = cast("BaseExceptionGroup[BaseException]", exc).exceptions
+    return _single_exception(members[0]) if len(members) == 1 else None

@@ -1,0 +1,229 @@
+"""The client's side of incoming traffic: the typed ``Client`` that routes what the agent sends.
+
+:class:`Hub` keeps the connection's open sessions and routes each message from the agent:
+``session/update`` to the session's view and running turn, ``session/request_permission`` to the
+session (which asks the policy), ``fs/*`` and ``terminal/*`` to the host services with the
+session's roots. Updates for a session id not known yet (``session/new`` and ``session/fork``
+answer after the agent may already have sent updates for the new session) wait in a bounded
+buffer and are folded in when the session appears.
+
+Capabilities are derived from the handlers a ``Client`` class overrides
+(:mod:`accord.roles`), so a host service is advertised exactly when it is wired: one small
+class per combination, chosen by :func:`client_class`. Without a file-system host the agent's
+``fs/read_text_file`` is answered -32601, and an accord agent refuses to even send it.
+
+Above: :class:`~accord.client.AgentConnection`. Below: :class:`accord.roles.Client`, the
+sessions, the host services.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ResourceNotFound
+from ..roles import Client
+from ..schema import (
+    CreateTerminalRequest,
+    CreateTerminalResponse,
+    Implementation,
+    KillTerminalRequest,
+    KillTerminalResponse,
+    ReadTextFileRequest,
+    ReadTextFileResponse,
+    ReleaseTerminalRequest,
+    ReleaseTerminalResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SessionNotification,
+    SessionUpdate,
+    TerminalOutputRequest,
+    TerminalOutputResponse,
+    WaitForTerminalExitRequest,
+    WaitForTerminalExitResponse,
+    WriteTextFileRequest,
+    WriteTextFileResponse,
+)
+from ._boundary import PROMPT_ANSWERED
+
+if TYPE_CHECKING:
+    from ._fs import FileSystemHost
+    from ._session import ClientSession
+    from ._terminals import TerminalHost
+
+__all__ = ("MAX_EARLY_UPDATES", "Hub", "client_class")
+
+logger = logging.getLogger("accord.client")
+
+#: Updates held for sessions whose id the client does not know yet, over all such sessions.
+#: An agent typically sends a handful (its command list, a title) before answering
+#: ``session/new``; the bound keeps a confused agent from filling memory.
+MAX_EARLY_UPDATES = 1024
+
+
+class Hub:
+    """The open sessions of a connection, and where each incoming message goes."""
+
+    def __init__(self, fs: FileSystemHost | None, terminals: TerminalHost | None) -> None:
+        self.sessions: dict[str, ClientSession] = {}
+        self.fs = fs
+        self.terminals = terminals
+        self._early: dict[str, list[SessionUpdate]] = {}
+        self._early_count = 0
+        #: The token of this connection's turn markers (see :mod:`accord.client._boundary`).
+        self.marker_token: str | None = None
+
+    @property
+    def early_updates(self) -> int:
+        """Updates waiting for their session to be known."""
+        return self._early_count
+
+    def session(self, session_id: str) -> ClientSession:
+        """The open session with that id.
+
+        Raises:
+            ResourceNotFound: no such session is open on this connection.
+        """
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise ResourceNotFound(
+                f"no session {session_id!r} is open on this client", {"sessionId": session_id}
+            )
+        return session
+
+    def add(self, session: ClientSession) -> None:
+        """Register a session and fold in the updates that arrived before it was known."""
+        self.sessions[session.session_id] = session
+        early = self._early.pop(session.session_id, None)
+        if early:
+            self._early_count -= len(early)
+            for update in early:
+                session.view.apply(update)
+
+    def forget(self, session_id: str) -> None:
+        """Stop routing to a session (it was closed)."""
+        self.sessions.pop(session_id, None)
+
+    async def on_update(self, notification: SessionNotification) -> None:
+        """Route one ``session/update``."""
+        session = self.sessions.get(notification.session_id)
+        if session is not None:
+            await session._on_update(notification.update)
+            return
+        if self._early_count >= MAX_EARLY_UPDATES:
+            logger.warning(
+                "session/update for unknown session %r dropped: %d updates already wait for "
+                "sessions this client does not know",
+                notification.session_id,
+                self._early_count,
+            )
+            return
+        self._early.setdefault(notification.session_id, []).append(notification.update)
+        self._early_count += 1
+
+    def prompt_sent(self, session_id: str, request_id: object) -> None:
+        """A ``session/prompt`` is going out with that id."""
+        session = self.sessions.get(session_id)
+        if session is not None:
+            session._on_prompt_sent(request_id)
+
+    def on_marker(self, params: dict[str, Any]) -> None:
+        """The answer to a prompt arrived here, in notification order."""
+        if self.marker_token is None or params.get("token") != self.marker_token:
+            logger.debug("ignored a forged or stale %s", PROMPT_ANSWERED)
+            return
+        session = self.sessions.get(params.get("sessionId", ""))
+        if session is not None:
+            session._on_prompt_answered(params.get("id"))
+
+    def roots(self, session_id: str) -> tuple[str, ...]:
+        """The directories a session's file and terminal requests are confined to."""
+        return self.session(session_id).roots
+
+
+class _RuntimeClient(Client):
+    """Routes updates and permission requests; hosts nothing."""
+
+    def __init__(self, hub: Hub, client_info: Implementation | None) -> None:
+        self._hub = hub
+        self.client_info = client_info
+
+    async def session_update(self, notification: SessionNotification) -> None:
+        """Fold the update into its session (and its running turn's stream)."""
+        await self._hub.on_update(notification)
+
+    async def request_permission(
+        self, request: RequestPermissionRequest
+    ) -> RequestPermissionResponse:
+        """Ask the session's policy."""
+        return await self._hub.session(request.session_id)._on_permission(request)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Turn markers go to the sessions; other extension notifications are ignored."""
+        if method == PROMPT_ANSWERED:
+            self._hub.on_marker(params)
+        else:
+            logger.debug("extension notification %r ignored", method)
+
+
+class _FsClient(_RuntimeClient):
+    """Also serves ``fs/*`` from the file-system host, inside the session's roots."""
+
+    async def read_text_file(self, request: ReadTextFileRequest) -> ReadTextFileResponse:
+        """Read a file inside the session's roots."""
+        hub = self._hub
+        assert hub.fs is not None
+        return await hub.fs.read_text_file(request, hub.roots(request.session_id))
+
+    async def write_text_file(self, request: WriteTextFileRequest) -> WriteTextFileResponse:
+        """Write a file inside the session's roots."""
+        hub = self._hub
+        assert hub.fs is not None
+        return await hub.fs.write_text_file(request, hub.roots(request.session_id))
+
+
+class _TerminalClient(_RuntimeClient):
+    """Also serves ``terminal/*`` from the terminal host."""
+
+    def _host(self, session_id: str) -> TerminalHost:
+        self._hub.session(session_id)  # refuse sessions this client does not know
+        assert self._hub.terminals is not None
+        return self._hub.terminals
+
+    async def create_terminal(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
+        """Start a command, its working directory inside the session's roots."""
+        host = self._host(request.session_id)
+        return await host.create_terminal(request, self._hub.roots(request.session_id))
+
+    async def terminal_output(self, request: TerminalOutputRequest) -> TerminalOutputResponse:
+        """The command's output so far."""
+        return await self._host(request.session_id).terminal_output(request)
+
+    async def wait_for_terminal_exit(
+        self, request: WaitForTerminalExitRequest
+    ) -> WaitForTerminalExitResponse:
+        """Wait for the command to exit."""
+        return await self._host(request.session_id).wait_for_terminal_exit(request)
+
+    async def kill_terminal(self, request: KillTerminalRequest) -> KillTerminalResponse:
+        """Kill the command; the terminal stays readable."""
+        return await self._host(request.session_id).kill_terminal(request)
+
+    async def release_terminal(self, request: ReleaseTerminalRequest) -> ReleaseTerminalResponse:
+        """Kill the command if it runs and forget the terminal."""
+        return await self._host(request.session_id).release_terminal(request)
+
+
+class _FsTerminalClient(_FsClient, _TerminalClient):
+    """Serves both ``fs/*`` and ``terminal/*``."""
+
+
+def client_class(*, fs: bool, terminals: bool) -> type[_RuntimeClient]:
+    """The ``Client`` class that advertises (and serves) exactly the requested services."""
+    if fs and terminals:
+        return _FsTerminalClient
+    if fs:
+        return _FsClient
+    if terminals:
+        return _TerminalClient
+    return _RuntimeClient

@@ -1,0 +1,448 @@
+"""``ClientSession``: one ACP session seen from the client, with its view and its turns.
+
+A session folds every ``session/update`` for it into its :class:`~accord.client.SessionView`
+(inside a turn or not: before the first prompt, after a prompt's answer, during a
+``session/load`` replay), forwards the events of the running turn to its
+:class:`~accord.client.TurnStream`, and answers the agent's permission requests through the
+connection's policy. :meth:`ClientSession.cancel` sends ``session/cancel``, answers every
+pending permission request ``cancelled`` and marks unfinished tool calls ``cancelled``.
+
+Above: :class:`~accord.client.AgentConnection`, which creates sessions and routes the agent's
+messages to them. Below: the typed calls of :class:`~accord.roles.ClientSideConnection`, the
+view, the turn machinery and the permission policies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+import anyio
+
+from ..errors import ConnectionClosed, LocalProtocolError
+from ..schema import (
+    CancelledRequestPermissionOutcome,
+    CancelNotification,
+    CloseSessionRequest,
+    ContentBlock,
+    PermissionOption,
+    PromptRequest,
+    PromptResponse,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedRequestPermissionOutcome,
+    SessionConfigOption,
+    SessionModeState,
+    SessionUpdate,
+    SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
+    TextContentBlock,
+)
+from ._events import (
+    PermissionRequested,
+    PermissionResolved,
+    TextDelta,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnEvent,
+    TurnFinished,
+)
+from ._permissions import Cancel, PermissionContext, PermissionDecision, PermissionPolicy, Select
+from ._turn import TURN_EVENT_BUFFER, SessionState, TurnResult, TurnStream, _Turn, transition
+from ._view import SessionView
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from ..roles import ClientSideConnection
+    from ._terminals import TerminalHost
+
+__all__ = ("CANCEL_NOTICE_TIMEOUT", "ClientSession", "PromptContent")
+
+logger = logging.getLogger("accord.client")
+
+#: How long sending ``session/cancel`` for an abandoned ``prompt()`` may take; it is a courtesy
+#: sent while the caller is being cancelled, so it must not hold the caller up.
+CANCEL_NOTICE_TIMEOUT = 1.0
+
+PromptContent: TypeAlias = str | ContentBlock | Sequence[str | ContentBlock]
+"""What a prompt may be given as: text, one content block, or a sequence of either."""
+
+# Content types an agent accepts only when it advertises them (text and resource links are
+# baseline), and the promptCapabilities flag that says so.
+_GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embedded_context"}
+
+
+@dataclass(slots=True, kw_only=True)
+class _Runtime:
+    """What sessions share with their connection."""
+
+    calls: ClientSideConnection
+    task_group: TaskGroup
+    policy: PermissionPolicy
+    terminals: TerminalHost | None
+    forget: Callable[[str], None]
+    permission_ids: itertools.count[int]
+    event_buffer: int = TURN_EVENT_BUFFER
+
+
+class ClientSession:
+    """A session with an agent: prompt it, stream its turns, read its folded state.
+
+    Created by :meth:`AgentConnection.new_session` (or ``load_session``, ``resume_session``,
+    ``fork_session``); not constructed directly.
+    """
+
+    def __init__(
+        self,
+        runtime: _Runtime,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+    ) -> None:
+        self._runtime = runtime
+        #: The agent's id for this session.
+        self.session_id = session_id
+        #: The session's working directory (absolute).
+        self.cwd = cwd
+        #: Further workspace roots the session was opened with.
+        self.additional_directories: tuple[str, ...] = tuple(additional_directories)
+        self._view = SessionView(session_id)
+        self._state: SessionState = "idle"
+        self._turn: _Turn | None = None
+        self._pending_permissions: dict[int, anyio.CancelScope] = {}
+        self._idle = anyio.Event()
+        self._idle.set()
+
+    def __repr__(self) -> str:
+        return f"ClientSession(session_id={self.session_id!r}, state={self._state!r})"
+
+    @property
+    def view(self) -> SessionView:
+        """The session's state, folded from everything the agent reported."""
+        return self._view
+
+    @property
+    def state(self) -> SessionState:
+        """``idle``, ``running``, ``cancelling`` or ``closed``."""
+        return self._state
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """The directories the agent's file and terminal requests are confined to."""
+        return (self.cwd, *self.additional_directories)
+
+    # ------------------------------------------------------------------ turns
+
+    async def prompt(self, content: PromptContent) -> TurnResult:
+        """Send a prompt and wait for the turn to end; its updates fold into :attr:`view`.
+
+        If the caller is cancelled, ``session/cancel`` is sent to the agent.
+
+        Raises:
+            SessionBusy: a turn is already running.
+            LocalProtocolError: the session is closed, or the content uses a type the agent
+                did not advertise (image, audio, embedded resource).
+            RequestError: the agent answered the prompt with an error.
+            ConnectionClosed: the connection ended first (``AgentProcessExited`` with the exit
+                code and stderr tail if the agent process died).
+        """
+        request = self._begin(content)
+        turn = _Turn(None)
+        self._turn = turn
+        try:
+            response = await self._runtime.calls.prompt(request)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
+                await self._send_cancel()
+            self._end(turn)
+            raise
+        except Exception as exc:
+            self._end(turn, error=exc)
+            raise
+        result = self._end(turn, response=response)
+        assert result is not None
+        return result
+
+    def stream(self, content: PromptContent) -> TurnStream:
+        """Send a prompt now and return the stream of the turn's events.
+
+        Iterate the stream to the end (or close it): it holds at most
+        :data:`~accord.client.TURN_EVENT_BUFFER` events, and while it is full the agent's
+        updates wait.
+
+        Raises:
+            SessionBusy: a turn is already running.
+            LocalProtocolError: the session is closed, or the content uses a type the agent
+                did not advertise.
+        """
+        request = self._begin(content)
+        send, receive = anyio.create_memory_object_stream[TurnEvent](self._runtime.event_buffer)
+        turn = _Turn(send)
+        self._turn = turn
+        self._runtime.task_group.start_soon(
+            self._run_streamed_turn, turn, request, name=f"turn of session {self.session_id}"
+        )
+        return TurnStream(turn, receive)
+
+    async def _run_streamed_turn(self, turn: _Turn, request: PromptRequest) -> None:
+        try:
+            response = await self._runtime.calls.prompt(request)
+        except Exception as exc:
+            self._end(turn, error=exc)
+        else:
+            result = self._end(turn, response=response, close_stream=False)
+            assert result is not None
+            await turn.emit(TurnFinished(stop_reason=result.stop_reason, usage=result.usage))
+        finally:
+            if not turn.done.is_set():  # cancelled: the connection is closing
+                self._end(turn, error=ConnectionClosed("the connection closed during the turn"))
+            turn.close_stream()
+
+    def _begin(self, content: PromptContent) -> PromptRequest:
+        blocks = self._blocks(content)
+        self._state = transition(self.session_id, self._state, "prompt")
+        self._idle = anyio.Event()
+        self._view._add_prompt(blocks)
+        return PromptRequest(session_id=self.session_id, prompt=blocks)
+
+    def _end(
+        self,
+        turn: _Turn,
+        *,
+        response: PromptResponse | None = None,
+        error: BaseException | None = None,
+        close_stream: bool = True,
+    ) -> TurnResult | None:
+        self._close_to_updates(turn)
+        result: TurnResult | None = None
+        if response is not None:
+            view = self._view
+            view.last_stop_reason = response.stop_reason
+            view.last_turn_usage = response.usage
+            result = TurnResult(
+                stop_reason=response.stop_reason,
+                text=turn.text,
+                tool_calls=turn.tool_calls,
+                usage=response.usage,
+                response=response,
+            )
+        turn.result = result
+        turn.error = error
+        turn.done.set()
+        if close_stream:
+            turn.close_stream()
+        if self._turn is turn:
+            self._turn = None
+            self._state = transition(self.session_id, self._state, "finish")
+            self._idle.set()
+        return result
+
+    def _close_to_updates(self, turn: _Turn) -> None:
+        """The turn is answered: take its text and tool calls; later updates are not its."""
+        if turn.answered:
+            return
+        turn.answered = True
+        turn.text = "".join(turn.text_parts)
+        turn.text_parts = []
+        calls = self._view.tool_calls
+        turn.tool_calls = tuple(calls[i] for i in turn.tool_call_ids if i in calls)
+
+    def _on_prompt_sent(self, request_id: object) -> None:
+        if self._turn is not None:
+            self._turn.request_id = request_id
+
+    def _on_prompt_answered(self, request_id: object) -> None:
+        turn = self._turn
+        if turn is not None and turn.request_id == request_id:
+            self._close_to_updates(turn)
+
+    async def wait_idle(self) -> None:
+        """Wait until no turn is running."""
+        await self._idle.wait()
+
+    async def cancel(self) -> None:
+        """Cancel the running turn.
+
+        Sends ``session/cancel``, answers every pending permission request ``cancelled``
+        (and any that arrives until the turn ends), and marks the turn's unfinished tool calls
+        ``cancelled`` in the view. The agent then ends the turn with stop reason
+        ``cancelled``; the turn's stream and ``prompt()`` report that as usual. Cancelling an
+        idle session sends ``session/cancel`` all the same (harmless, and allowed any time).
+
+        Raises:
+            LocalProtocolError: the session is closed.
+        """
+        self._state = transition(self.session_id, self._state, "cancel")
+        self._answer_pending_cancelled()
+        if self._state == "cancelling":
+            self._view._cancel_unfinished()
+        await self._send_cancel()
+
+    async def _send_cancel(self) -> None:
+        await self._runtime.calls.cancel(CancelNotification(session_id=self.session_id))
+
+    def _answer_pending_cancelled(self) -> None:
+        for scope in self._pending_permissions.values():
+            scope.cancel()
+
+    # ------------------------------------------------------------------ session controls
+
+    async def set_mode(self, mode_id: str) -> None:
+        """Switch the session's mode (``session/set_mode``).
+
+        Raises:
+            RequestError: the agent refused (e.g. an unknown mode).
+        """
+        request = SetSessionModeRequest(session_id=self.session_id, mode_id=mode_id)
+        await self._runtime.calls.set_session_mode(request)
+        self._view.current_mode_id = mode_id
+
+    async def set_config_option(
+        self, config_id: str, value: str | bool
+    ) -> tuple[SessionConfigOption, ...]:
+        """Set a configuration option; returns (and stores in the view) all options.
+
+        ``value`` is a value id for a select option, a bool for a boolean option.
+
+        Raises:
+            RequestError: the agent refused the value.
+        """
+        if isinstance(value, bool):
+            request = SetSessionConfigOptionRequest(
+                session_id=self.session_id, config_id=config_id, type="boolean", value=value
+            )
+        else:
+            request = SetSessionConfigOptionRequest(
+                session_id=self.session_id, config_id=config_id, value=value
+            )
+        response = await self._runtime.calls.set_session_config_option(request)
+        self._view._set_config_options(response.config_options)
+        return self._view.config_options
+
+    async def close(self) -> None:
+        """Close the session: ``session/close`` when the agent offers it, then local cleanup.
+
+        Pending permission requests are answered ``cancelled`` and the session's terminals
+        are released (their processes killed). Closing twice is harmless.
+
+        Raises:
+            RequestError: the agent refused ``session/close``.
+        """
+        if self._state == "closed":
+            return
+        self._state = transition(self.session_id, self._state, "close")
+        self._answer_pending_cancelled()
+        try:
+            calls = self._runtime.calls
+            if _advertised(calls, ("sessionCapabilities", "close")):
+                await calls.close_session(CloseSessionRequest(session_id=self.session_id))
+        finally:
+            self._runtime.forget(self.session_id)
+            self._idle.set()
+            if self._runtime.terminals is not None:
+                await self._runtime.terminals.release_session(self.session_id)
+
+    # ------------------------------------------------------------------ from the agent
+
+    async def _on_update(self, update: SessionUpdate) -> None:
+        event = self._view.apply(update)
+        turn = self._turn
+        if turn is None or turn.answered:
+            return
+        if isinstance(event, TextDelta):
+            turn.text_parts.append(event.text)
+        elif isinstance(event, ToolCallStarted | ToolCallUpdated):
+            turn.tool_call_ids[event.tool_call.tool_call_id] = None
+        if turn.send is not None:
+            await turn.emit(event)
+
+    async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        runtime = self._runtime
+        context = PermissionContext(
+            session_id=self.session_id,
+            request=request,
+            tool_call=self._view._tool_call_with(request.tool_call),
+        )
+        request_id = next(runtime.permission_ids)
+        turn = self._turn
+        if turn is not None:
+            await turn.emit(
+                PermissionRequested(
+                    request_id=request_id,
+                    tool_call=context.tool_call,
+                    options=tuple(request.options),
+                )
+            )
+        decision: PermissionDecision = Cancel()
+        if self._state not in ("cancelling", "closed"):
+            scope = anyio.CancelScope()
+            self._pending_permissions[request_id] = scope
+            try:
+                with scope:
+                    decision = await runtime.policy.decide(context)
+            finally:
+                del self._pending_permissions[request_id]
+            if scope.cancelled_caught:
+                decision = Cancel()
+        decision, option = _checked(decision, context)
+        if turn is not None:
+            await turn.emit(
+                PermissionResolved(request_id=request_id, decision=decision, option=option)
+            )
+        if isinstance(decision, Select):
+            return RequestPermissionResponse(
+                outcome=SelectedRequestPermissionOutcome(option_id=decision.option_id)
+            )
+        return RequestPermissionResponse(outcome=CancelledRequestPermissionOutcome())
+
+    def _apply_setup(
+        self, modes: SessionModeState | None, config_options: Sequence[SessionConfigOption] | None
+    ) -> None:
+        self._view._set_modes(modes)
+        self._view._set_config_options(config_options)
+
+    def _blocks(self, content: PromptContent) -> list[ContentBlock]:
+        items: Sequence[str | ContentBlock]
+        if isinstance(content, str):
+            items = [content]
+        elif isinstance(content, Sequence):
+            items = content
+        else:
+            items = [content]
+        blocks = [TextContentBlock(text=item) if isinstance(item, str) else item for item in items]
+        response = self._runtime.calls.initialize_response
+        prompt_caps = response.agent_capabilities.prompt_capabilities if response else None
+        for block in blocks:
+            flag = _GATED_CONTENT.get(block.type)
+            if flag is not None and not (prompt_caps and getattr(prompt_caps, flag)):
+                raise LocalProtocolError(
+                    f"the agent did not advertise promptCapabilities for {block.type!r} content"
+                )
+        return blocks
+
+
+def _checked(
+    decision: PermissionDecision, context: PermissionContext
+) -> tuple[PermissionDecision, PermissionOption | None]:
+    """The decision and its option; a selection of an option not offered becomes a cancel."""
+    if isinstance(decision, Cancel):
+        return decision, None
+    for option in context.options:
+        if option.option_id == decision.option_id:
+            return decision, option
+    logger.warning(
+        "permission policy selected %r, which the agent did not offer (%s); answering cancelled",
+        decision.option_id,
+        ", ".join(option.option_id for option in context.options),
+    )
+    return Cancel(), None
+
+
+def _advertised(calls: ClientSideConnection, path: tuple[str, ...]) -> bool:
+    from ..roles._capabilities import is_advertised
+
+    return is_advertised(calls.agent_capabilities, path)

@@ -1,0 +1,220 @@
+"""Prompt turns: the session's lifecycle table, the per-turn event stream, the turn's result.
+
+Everything that decides a session's state lives in :data:`TRANSITIONS` (h11-style: a state
+change anywhere else is a bug)::
+
+    idle --prompt--> running --cancel--> cancelling
+    running/cancelling --finish--> idle          any --close--> closed
+
+A turn's events travel through one bounded memory stream from the connection's notification
+worker (which folds each update into the view, then hands the event over without a task per
+message) to whoever iterates the :class:`TurnStream`. A slow reader slows the agent down
+(backpressure) instead of piling up memory; a reader that stops early simply stops receiving,
+and the turn goes on folding into the view.
+
+Above: :class:`~accord.client.ClientSession`. Below: the events and anyio memory streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Self, TypeAlias
+
+import anyio
+
+from ..errors import LocalProtocolError, SessionBusy
+from ..schema import PromptResponse, StopReason, Usage
+from ._events import TurnEvent
+from ._state import ToolCallState
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = (
+    "TRANSITIONS",
+    "TURN_EVENT_BUFFER",
+    "SessionState",
+    "TurnResult",
+    "TurnStream",
+    "transition",
+)
+
+#: Events a turn stream holds before the agent is made to wait: a few screens of streamed
+#: text, so a reader that renders in bursts never stalls the agent, while memory stays small.
+TURN_EVENT_BUFFER = 512
+
+SessionState: TypeAlias = Literal["idle", "running", "cancelling", "closed"]
+"""Where a session is in its lifecycle (see :data:`TRANSITIONS`)."""
+
+_SessionEvent: TypeAlias = Literal["prompt", "cancel", "finish", "close"]
+
+#: (state, event) -> next state. Pairs not listed are illegal.
+TRANSITIONS: dict[tuple[SessionState, _SessionEvent], SessionState] = {
+    ("idle", "prompt"): "running",
+    ("idle", "cancel"): "idle",
+    ("running", "cancel"): "cancelling",
+    ("cancelling", "cancel"): "cancelling",
+    ("running", "finish"): "idle",
+    ("cancelling", "finish"): "idle",
+    ("closed", "finish"): "closed",
+    ("idle", "close"): "closed",
+    ("running", "close"): "closed",
+    ("cancelling", "close"): "closed",
+    ("closed", "close"): "closed",
+}
+
+
+def transition(session_id: str, state: SessionState, event: _SessionEvent) -> SessionState:
+    """The state after ``event``.
+
+    Raises:
+        SessionBusy: a prompt while a turn is running (ACP allows one at a time).
+        LocalProtocolError: any other illegal step, e.g. a prompt on a closed session.
+    """
+    new = TRANSITIONS.get((state, event))
+    if new is not None:
+        return new
+    if event == "prompt" and state in ("running", "cancelling"):
+        raise SessionBusy(f"session {session_id} is already running a prompt turn")
+    raise LocalProtocolError(f"cannot {event} session {session_id}: it is {state}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """How a prompt turn ended.
+
+    Attributes:
+        stop_reason: why the agent stopped (``end_turn``, ``cancelled``, ...).
+        text: the text of the agent's messages in this turn.
+        tool_calls: the tool calls started or updated in this turn (latest snapshots).
+        usage: the turn's token usage, when the agent reports it (unstable ACP).
+        response: the agent's ``session/prompt`` answer as received.
+    """
+
+    stop_reason: StopReason
+    text: str
+    tool_calls: tuple[ToolCallState, ...]
+    usage: Usage | None
+    response: PromptResponse
+
+
+class _Turn:
+    """The bookkeeping of the running turn (one per session at a time)."""
+
+    __slots__ = (
+        "answered",
+        "done",
+        "error",
+        "request_id",
+        "result",
+        "send",
+        "text",
+        "text_parts",
+        "tool_call_ids",
+        "tool_calls",
+    )
+
+    def __init__(self, send: MemoryObjectSendStream[TurnEvent] | None) -> None:
+        self.send = send
+        #: The JSON-RPC id of the turn's ``session/prompt``, once sent.
+        self.request_id: object = None
+        #: Set where the agent's answer falls among the updates: later ones are not the turn's.
+        self.answered = False
+        self.tool_call_ids: dict[str, None] = {}
+        self.text_parts: list[str] = []
+        # The turn's text and tool calls, taken when the turn is answered.
+        self.text = ""
+        self.tool_calls: tuple[ToolCallState, ...] = ()
+        self.result: TurnResult | None = None
+        self.error: BaseException | None = None
+        self.done = anyio.Event()
+
+    async def emit(self, event: TurnEvent) -> None:
+        """Hand an event to the stream's reader, waiting while its buffer is full."""
+        send = self.send
+        if send is None:
+            return
+        try:
+            send.send_nowait(event)
+        except anyio.WouldBlock:
+            try:
+                await send.send(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.send = None  # the reader left: the view still gets everything
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.send = None
+
+    def close_stream(self) -> None:
+        if self.send is not None:
+            self.send.close()
+            self.send = None
+
+
+class TurnStream:
+    """The events of one prompt turn, ending with :class:`~accord.client.TurnFinished`.
+
+    Iterate it (``async for event in session.stream("...")``) to the end, or leave early with
+    :meth:`aclose` (or ``async with``): the turn goes on, folding into the session's view,
+    and :meth:`wait_finished` still returns its result. If the turn fails (the agent answered
+    with an error, or died), iteration raises that error after the events that preceded it.
+    """
+
+    def __init__(self, turn: _Turn, receive: MemoryObjectReceiveStream[TurnEvent]) -> None:
+        self._turn = turn
+        self._receive = receive
+        self._raised = False
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> TurnEvent:
+        receive = self._receive
+        try:
+            try:
+                return receive.receive_nowait()
+            except anyio.WouldBlock:
+                return await receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+        error = self._turn.error
+        if error is not None and not self._raised:
+            self._raised = True
+            raise error
+        raise StopAsyncIteration
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop receiving events; the turn itself goes on (cancel it with the session)."""
+        self._receive.close()
+        await anyio.lowlevel.checkpoint()
+
+    @property
+    def result(self) -> TurnResult | None:
+        """The turn's result once it has finished successfully, else None."""
+        return self._turn.result
+
+    async def wait_finished(self) -> TurnResult:
+        """Stop receiving events, wait for the turn's end and return its result.
+
+        Raises:
+            RequestError: the agent answered the prompt with an error.
+            ConnectionClosed: the connection ended first (``AgentProcessExited`` if the
+                agent process died).
+        """
+        self._receive.close()
+        await self._turn.done.wait()
+        if self._turn.error is not None:
+            raise self._turn.error
+        assert self._turn.result is not None
+        return self._turn.result

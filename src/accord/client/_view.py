@@ -1,0 +1,339 @@
+"""``SessionView``: a session's current state, folded from its ``session/update`` stream.
+
+Folding rules (ACP v1):
+
+* message chunks are grouped into :class:`~accord.client.Message` s by role and ``messageId``:
+  a chunk whose id was seen before (for that role) joins that message; a chunk without an id
+  continues the latest message if it has the same role and nothing (another message, a tool
+  call) came after it; anything else starts a new message;
+* tool calls are keyed by ``toolCallId``: a ``tool_call`` with a new id creates one, with a
+  known id it is an upsert of the fields it carries; a ``tool_call_update`` patches only the
+  fields it carries (in v1 ``null`` means "unchanged"; ``content`` and ``locations`` replace
+  the whole collection); an update for an unknown id creates the call;
+* the plan, the command list and the config options are replaced whole; the latest usage,
+  mode, title and ``updatedAt`` win.
+
+Folding one chunk appends one string to a list; text is joined only when read. History
+replayed by ``session/load`` folds exactly like live updates.
+
+Above: :class:`~accord.client.ClientSession` (feeds it and streams the events
+:meth:`SessionView.apply` returns). Below: :mod:`accord.client._state`, the events, the wire
+models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, assert_never
+
+from ..schema import (
+    AgentMessageChunkSessionUpdate,
+    AgentThoughtChunkSessionUpdate,
+    AvailableCommand,
+    AvailableCommandsUpdateSessionUpdate,
+    CompactionSummaryChunkSessionUpdate,
+    CompactionUpdateSessionUpdate,
+    ConfigOptionUpdateSessionUpdate,
+    ContentBlock,
+    Cost,
+    CurrentModeUpdateSessionUpdate,
+    NoticeSessionUpdate,
+    PlanEntry,
+    PlanRemovedSessionUpdate,
+    PlanSessionUpdate,
+    PlanUpdateSessionUpdate,
+    SessionConfigOption,
+    SessionInfoUpdateSessionUpdate,
+    SessionMessageChunkSessionUpdate,
+    SessionMessageSessionUpdate,
+    SessionMode,
+    SessionModeState,
+    SessionUpdate,
+    StopReason,
+    SubagentUpdateSessionUpdate,
+    ToolCallSessionUpdate,
+    ToolCallUpdate,
+    ToolCallUpdateSessionUpdate,
+    Usage,
+    UsageUpdateSessionUpdate,
+    UserMessageChunkSessionUpdate,
+)
+from ._events import (
+    CommandsChanged,
+    ConfigChanged,
+    ModeChanged,
+    OtherUpdate,
+    PlanUpdated,
+    TextDelta,
+    ThoughtDelta,
+    TitleChanged,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnEvent,
+    UsageUpdated,
+    UserMessageDelta,
+)
+from ._state import Message, MessageRole, ToolCallState
+
+__all__ = ("SessionView",)
+
+# ToolCallUpdate / ToolCall attribute -> ToolCallState field, for the fields a patch may carry.
+_PATCHABLE = ("title", "kind", "status", "raw_input", "raw_output", "name")
+
+
+class SessionView:
+    """The state of one session: messages, tool calls, plan, usage, mode, config, title.
+
+    A view is built and fed by :class:`~accord.client.ClientSession`; :meth:`apply` also folds
+    updates from any other source (a recorded transcript, say).
+    """
+
+    __slots__ = (
+        "_by_id",
+        "_messages",
+        "_timeline",
+        "_tool_calls",
+        "available_commands",
+        "available_modes",
+        "config_options",
+        "current_mode_id",
+        "last_stop_reason",
+        "last_turn_usage",
+        "plan",
+        "session_id",
+        "title",
+        "updated_at",
+        "updates_applied",
+        "usage_cost",
+        "usage_size",
+        "usage_used",
+    )
+
+    def __init__(self, session_id: str) -> None:
+        #: The session this view belongs to.
+        self.session_id = session_id
+        self._messages: list[Message] = []
+        # (role, messageId) -> message, for chunks that name their message.
+        self._by_id: dict[tuple[MessageRole, str], Message] = {}
+        self._tool_calls: dict[str, ToolCallState] = {}
+        # Messages and tool-call ids in the order they first appeared.
+        self._timeline: list[Message | str] = []
+        #: The agent's plan (replaced whole by each ``plan`` update).
+        self.plan: tuple[PlanEntry, ...] = ()
+        #: The slash commands the agent offers.
+        self.available_commands: tuple[AvailableCommand, ...] = ()
+        #: The session's configuration options with their current values.
+        self.config_options: tuple[SessionConfigOption, ...] = ()
+        #: The current mode (from the session's setup, ``set_mode`` or the agent).
+        self.current_mode_id: str | None = None
+        #: The modes the agent offers (from the session's setup).
+        self.available_modes: tuple[SessionMode, ...] = ()
+        #: The session's title and last-activity time, as the agent reports them.
+        self.title: str | None = None
+        self.updated_at: str | None = None
+        #: The latest ``usage_update``: tokens in context, window size, cost (None until one).
+        self.usage_used: int | None = None
+        self.usage_size: int | None = None
+        self.usage_cost: Cost | None = None
+        #: The stop reason and token usage of the last finished turn.
+        self.last_stop_reason: StopReason | None = None
+        self.last_turn_usage: Usage | None = None
+        #: How many updates have been folded in.
+        self.updates_applied = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionView(session_id={self.session_id!r}, messages={len(self._messages)}, "
+            f"tool_calls={len(self._tool_calls)}, updates_applied={self.updates_applied})"
+        )
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """Every message, in the order each started."""
+        return self._messages
+
+    @property
+    def tool_calls(self) -> Mapping[str, ToolCallState]:
+        """Every tool call by id, in the order each started (latest snapshots)."""
+        return self._tool_calls
+
+    @property
+    def timeline(self) -> tuple[Message | ToolCallState, ...]:
+        """Messages and tool calls interleaved in the order each first appeared."""
+        calls = self._tool_calls
+        return tuple(calls[item] if isinstance(item, str) else item for item in self._timeline)
+
+    def agent_text(self, since_message: int = 0) -> str:
+        """The text of the agent's messages from message index ``since_message`` on."""
+        return "".join(m.text for m in self._messages[since_message:] if m.role == "agent")
+
+    # ------------------------------------------------------------------ folding
+
+    def apply(self, update: SessionUpdate) -> TurnEvent:
+        """Fold one update into the view and return the event that describes it."""
+        self.updates_applied += 1
+        match update:
+            case AgentMessageChunkSessionUpdate(content=content, message_id=message_id):
+                text = self._chunk("agent", content, message_id)
+                return TextDelta(text=text, content=content, message_id=message_id)
+            case AgentThoughtChunkSessionUpdate(content=content, message_id=message_id):
+                text = self._chunk("thought", content, message_id)
+                return ThoughtDelta(text=text, content=content, message_id=message_id)
+            case ToolCallUpdateSessionUpdate():
+                return self._patch_tool_call(update)
+            case ToolCallSessionUpdate():
+                return self._upsert_tool_call(update)
+            case UserMessageChunkSessionUpdate(content=content, message_id=message_id):
+                text = self._chunk("user", content, message_id)
+                return UserMessageDelta(text=text, content=content, message_id=message_id)
+            case PlanSessionUpdate(entries=entries):
+                self.plan = tuple(entries)
+                return PlanUpdated(entries=self.plan)
+            case UsageUpdateSessionUpdate(used=used, size=size, cost=cost):
+                self.usage_used, self.usage_size, self.usage_cost = used, size, cost
+                return UsageUpdated(used=used, size=size, cost=cost)
+            case CurrentModeUpdateSessionUpdate(current_mode_id=mode_id):
+                self.current_mode_id = mode_id
+                return ModeChanged(mode_id=mode_id)
+            case ConfigOptionUpdateSessionUpdate(config_options=options):
+                self.config_options = tuple(options)
+                return ConfigChanged(config_options=self.config_options)
+            case AvailableCommandsUpdateSessionUpdate(available_commands=commands):
+                self.available_commands = tuple(commands)
+                return CommandsChanged(commands=self.available_commands)
+            case SessionInfoUpdateSessionUpdate():
+                self._session_info(update)
+                return TitleChanged(title=self.title, updated_at=self.updated_at)
+            case (
+                PlanUpdateSessionUpdate()
+                | PlanRemovedSessionUpdate()
+                | NoticeSessionUpdate()
+                | CompactionUpdateSessionUpdate()
+                | CompactionSummaryChunkSessionUpdate()
+                | SubagentUpdateSessionUpdate()
+                | SessionMessageSessionUpdate()
+                | SessionMessageChunkSessionUpdate()
+            ):
+                return OtherUpdate(update=update)
+            case _:
+                assert_never(update)
+
+    def _chunk(self, role: MessageRole, content: ContentBlock, message_id: str | None) -> str:
+        timeline = self._timeline
+        if message_id is None:
+            last = timeline[-1] if timeline else None
+            if isinstance(last, Message) and last.role == role:
+                return last._append(content)
+            message = Message(role)
+        else:
+            key = (role, message_id)
+            found = self._by_id.get(key)
+            if found is not None:
+                return found._append(content)
+            message = Message(role, message_id)
+            self._by_id[key] = message
+        self._messages.append(message)
+        timeline.append(message)
+        return message._append(content)
+
+    def _upsert_tool_call(self, update: ToolCallSessionUpdate) -> TurnEvent:
+        known = self._tool_calls.get(update.tool_call_id)
+        if known is None:
+            state = ToolCallState(
+                tool_call_id=update.tool_call_id,
+                title=update.title,
+                kind=update.kind or "other",
+                status=update.status or "pending",
+                content=tuple(update.content),
+                locations=tuple(update.locations),
+                raw_input=update.raw_input,
+                raw_output=update.raw_output,
+                name=update.name,
+            )
+            self._tool_calls[state.tool_call_id] = state
+            self._timeline.append(state.tool_call_id)
+            return ToolCallStarted(tool_call=state)
+        # A repeated ``tool_call``: the fields it carries replace, the rest stay.
+        given = update.model_fields_set
+        changes: dict[str, Any] = {"title": update.title}
+        for field in ("kind", "status", "raw_input", "raw_output", "name"):
+            value = getattr(update, field)
+            if field in given and value is not None:
+                changes[field] = value
+        if "content" in given:
+            changes["content"] = tuple(update.content)
+        if "locations" in given:
+            changes["locations"] = tuple(update.locations)
+        state = dataclasses.replace(known, **changes)
+        self._tool_calls[state.tool_call_id] = state
+        return ToolCallUpdated(tool_call=state, changed=frozenset(changes))
+
+    def _patch_tool_call(self, update: ToolCallUpdate) -> TurnEvent:
+        changes = _patch_fields(update)
+        known = self._tool_calls.get(update.tool_call_id)
+        if known is None:
+            state = ToolCallState(tool_call_id=update.tool_call_id, **changes)
+            self._tool_calls[state.tool_call_id] = state
+            self._timeline.append(state.tool_call_id)
+            return ToolCallStarted(tool_call=state)
+        state = dataclasses.replace(known, **changes) if changes else known
+        self._tool_calls[state.tool_call_id] = state
+        return ToolCallUpdated(tool_call=state, changed=frozenset(changes))
+
+    def _session_info(self, update: SessionInfoUpdateSessionUpdate) -> None:
+        given = update.model_fields_set
+        if "title" in given:
+            self.title = update.title
+        if "updated_at" in given:
+            self.updated_at = update.updated_at
+
+    # ------------------------------------------------------------------ runtime hooks
+
+    def _tool_call_with(self, update: ToolCallUpdate) -> ToolCallState:
+        """What the view knows of a tool call, with ``update`` laid over it (not stored)."""
+        changes = _patch_fields(update)
+        known = self._tool_calls.get(update.tool_call_id)
+        if known is None:
+            return ToolCallState(tool_call_id=update.tool_call_id, **changes)
+        return dataclasses.replace(known, **changes) if changes else known
+
+    def _add_prompt(self, blocks: Sequence[ContentBlock]) -> None:
+        """Record a prompt this client sent as a user message."""
+        message = Message("user")
+        for block in blocks:
+            message._append(block)
+        self._messages.append(message)
+        self._timeline.append(message)
+
+    def _set_modes(self, modes: SessionModeState | None) -> None:
+        if modes is not None:
+            self.current_mode_id = modes.current_mode_id
+            self.available_modes = tuple(modes.available_modes)
+
+    def _set_config_options(self, options: Sequence[SessionConfigOption] | None) -> None:
+        if options is not None:
+            self.config_options = tuple(options)
+
+    def _cancel_unfinished(self) -> None:
+        """Mark every unfinished tool call ``cancelled`` (the client's side of a cancel)."""
+        calls = self._tool_calls
+        for tool_call_id, state in calls.items():
+            if not state.finished:
+                calls[tool_call_id] = dataclasses.replace(state, status="cancelled")
+
+
+def _patch_fields(update: ToolCallUpdate) -> dict[str, Any]:
+    """The fields a ``tool_call_update`` carries (v1: ``null`` = unchanged)."""
+    changes: dict[str, Any] = {}
+    for field in _PATCHABLE:
+        value = getattr(update, field)
+        if value is not None:
+            changes[field] = value
+    if update.content is not None:
+        changes["content"] = tuple(update.content)
+    if update.locations is not None:
+        changes["locations"] = tuple(update.locations)
+    return changes
