@@ -335,12 +335,6 @@ async def test_handler_returning_the_wrong_type_answers_internal_error() -> None
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    raises=BaseExceptionGroup,
-    strict=True,
-    reason="accord.jsonrpc.Connection.__aexit__ hands the body's exception to its task group, "
-    "which re-raises it wrapped in an ExceptionGroup",
-)
 async def test_an_error_in_the_connection_body_surfaces_as_itself() -> None:
     """``except LocalProtocolError`` around ``async with ClientSideConnection`` must work."""
     agent_end, client_end = memory_transport_pair()

@@ -200,6 +200,11 @@ class Connection:
         self._task_group.cancel_scope.cancel()
         try:
             return await self._task_group.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            # The task group wraps the body's own exception; callers should see it as is.
+            if exc is not None and _only_this_exception(group, exc):
+                raise exc from exc.__cause__
+            raise
         finally:
             self._fail_waiters(ConnectionClosed("the connection was closed"))
             for _, event in self._barrier_waiters:
@@ -459,3 +464,15 @@ class Connection:
                 waiter.event.set()
         for request_id in self._endpoint.pending_ids():
             self._endpoint.forget(request_id)
+
+
+def _only_this_exception(group: BaseExceptionGroup[BaseException], exc: BaseException) -> bool:
+    """Whether ``group`` holds nothing but ``exc`` (and cancellations caused by it)."""
+    cancelled = anyio.get_cancelled_exc_class()
+    for leaf in group.exceptions:
+        if isinstance(leaf, BaseExceptionGroup):
+            if not _only_this_exception(leaf, exc):
+                return False
+        elif leaf is not exc and not isinstance(leaf, cancelled):
+            return False
+    return True
