@@ -1,0 +1,174 @@
+"""Restoring a stored session: its state, and (for ``session/load``) its replay.
+
+:class:`RestoredState` starts from the session's state record (:mod:`._session` documents the
+layout) and folds in the events stored after ``stateSeq``: a crash between an event's commit
+and the record's update loses nothing a client saw. The events that change state are
+``ModeChanged``, ``ConfigChanged``, ``TitleChanged``, ``CommandsChanged`` and
+``StateSnapshot``; remembered permission answers live only in the record (they are saved
+before the answer is acted on).
+
+:func:`replay` sends a stored session to a client for ``session/load``: the whole chain, in
+``seq`` order, read from the store in batches; each batch is shortened by
+:func:`~accord.events.compact_for_replay` (chunks of one message merged, tool-call progress
+folded: the client ends in the same state with fewer messages); observe events are skipped
+without being decoded. While it reads, it folds state and rebuilds the tool-call tracker, so
+the runtime can end calls a crash left unfinished.
+
+Below: :mod:`accord.events`, :mod:`accord.store`, the controls and permissions. Above: the
+runtime's session methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pydantic import JsonValue, TypeAdapter
+
+from ..errors import InvalidParams, LocalProtocolError
+from ..events import (
+    CommandsChanged,
+    ConfigChanged,
+    Envelope,
+    ModeChanged,
+    StateSnapshot,
+    TitleChanged,
+    ToolCallEnded,
+    ToolCallProgress,
+    ToolCallStarted,
+    ToolCallTracker,
+    compact_for_replay,
+    event_from_json,
+)
+from ..schema import AvailableCommand
+from ..store import SessionRecord, SessionStore, StoredEvent, iter_events
+from ._controls import Controls
+from ._engine import EngineCapabilities
+from ._permissions import PermissionMemory
+
+__all__ = ("RestoredState", "envelope_from_stored", "replay")
+
+_COMMANDS: TypeAdapter[list[AvailableCommand]] = TypeAdapter(list[AvailableCommand])
+
+
+def envelope_from_stored(stored: StoredEvent) -> Envelope:
+    """Rebuild the envelope a stored event was made from.
+
+    Raises:
+        ValueError: the payload is not a valid event.
+    """
+    return Envelope(
+        session_id=stored.session_id,
+        session_seq=stored.seq,
+        session_epoch=stored.epoch,
+        turn_id=stored.turn_id,
+        agent_id=stored.agent_id,
+        event=event_from_json(stored.payload),
+    )
+
+
+class RestoredState:
+    """A stored session's state: its record, plus the events stored after ``stateSeq``.
+
+    Args:
+        record: The stored session.
+        capabilities: What the engine offers now (stored choices it no longer offers fall
+            back to its defaults).
+    """
+
+    __slots__ = ("commands", "controls", "engine_state", "permissions", "state_seq", "title")
+
+    def __init__(self, record: SessionRecord, capabilities: EngineCapabilities) -> None:
+        """Read the record; fold later events in with :meth:`fold`."""
+        state: Mapping[str, Any] = record.state
+        self.controls = Controls.restore(capabilities, state)
+        self.permissions = PermissionMemory.restore(state.get("permissions"))
+        self.title = record.title
+        self.commands: tuple[AvailableCommand, ...] | None = None
+        commands = state.get("commands")
+        if isinstance(commands, list):
+            try:
+                self.commands = tuple(_COMMANDS.validate_python(commands))
+            except ValueError:
+                self.commands = None
+        self.engine_state: JsonValue = state.get("engine")
+        seq = state.get("stateSeq")
+        self.state_seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+
+    def fold(self, envelope: Envelope) -> None:
+        """Apply a stored event that came after the record's ``stateSeq``."""
+        if envelope.session_seq <= self.state_seq:
+            return
+        event = envelope.event
+        match event:
+            case ModeChanged():
+                try:
+                    self.controls.check_mode(event.mode_id)
+                except InvalidParams:
+                    pass  # a mode the engine no longer offers
+                else:
+                    self.controls.mode_id = event.mode_id
+            case ConfigChanged():
+                for option in event.config_options:
+                    try:
+                        value = self.controls.check_value(
+                            option.id, option.current_value, boolean=True
+                        )
+                    except InvalidParams:
+                        continue  # an option (or value) the engine no longer offers
+                    self.controls.values[option.id] = value
+            case TitleChanged():
+                self.title = event.title
+            case CommandsChanged():
+                self.commands = event.commands
+            case StateSnapshot():
+                self.engine_state = event.state
+            case _:
+                return
+        self.state_seq = envelope.session_seq
+
+    async def catch_up(self, store: SessionStore, session_id: str) -> None:
+        """Fold the stored events after ``stateSeq`` (``session/resume`` and fork)."""
+        async for batch in iter_events(store, session_id, after_seq=self.state_seq):
+            for stored in batch:
+                if stored.kind in _STATE_KINDS:
+                    self.fold(envelope_from_stored(stored))
+
+
+_STATE_KINDS = frozenset(
+    {"mode_changed", "config_changed", "title_changed", "commands_changed", "state_snapshot"}
+)
+
+
+async def replay(
+    store: SessionStore,
+    session_id: str,
+    *,
+    deliver: Callable[[Envelope], Awaitable[None]],
+    restored: RestoredState,
+    tracker: ToolCallTracker,
+) -> int:
+    """Send a stored session's whole chain to ``deliver``; return the events read.
+
+    Also folds state into ``restored`` and tool-call events into ``tracker``.
+    """
+    count = 0
+    async for batch in iter_events(store, session_id):
+        envelopes: list[Envelope] = []
+        for stored in batch:
+            count += 1
+            if stored.layer == "observe":
+                continue
+            envelope = envelope_from_stored(stored)
+            event = envelope.event
+            if stored.kind in _STATE_KINDS:
+                restored.fold(envelope)
+            elif isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+                try:
+                    tracker.apply(event)
+                except LocalProtocolError:
+                    pass  # a stored chain is what it is; replay it anyway
+            envelopes.append(envelope)
+        for envelope in compact_for_replay(envelopes):
+            await deliver(envelope)
+    return count

@@ -1,0 +1,442 @@
+"""``AgentRuntime``: an ACP agent that serves any engine.
+
+The runtime is an :class:`accord.roles.Agent`: serve it with :func:`accord.roles.serve_agent`
+or :func:`accord.roles.run_agent_stdio` (or :meth:`AgentRuntime.serve`, which also closes the
+sessions at the end). Everything ACP asks of an agent happens here or in the modules it
+delegates to; the engine only produces events (:mod:`._engine`).
+
+What it advertises is derived, never written by hand: every session method is implemented,
+so ``loadSession`` and ``sessionCapabilities`` (``list``, ``delete``, ``resume``, ``close``,
+``fork``, ``additionalDirectories``) are advertised by :class:`~accord.roles.Agent` from the
+overridden handlers; ``promptCapabilities`` and ``mcpCapabilities`` come from the engine's
+:class:`EngineCapabilities`. Methods not implemented (``authenticate``, ``logout``, NES,
+providers, ...) answer -32601.
+
+Per method (details in the modules named):
+
+* session methods: :mod:`._sessions`;
+* ``session/prompt``: checks the content (:mod:`._content`), takes the session's lifecycle
+  to ``running`` (one prompt at a time: a concurrent one answers -32602, see
+  :mod:`._errors`), opens a :class:`~accord.store.GroupCommitWriter` for the turn, runs it
+  (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
+* ``session/cancel``: asks the running turn to stop (:class:`._session.TurnHandle`);
+* ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
+  the engine's hook runs; the change is published (``current_mode_update``,
+  ``config_option_update``), stored and saved in the session's state before the response.
+
+One runtime serves one client connection: the live sessions, the client's capabilities and its
+choice of extended events belong to it. To serve several connections from one process, build
+a runtime per connection on a shared store and engine (two runtimes must not have the same
+session live at once).
+
+Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above: engine adapters
+(:mod:`accord.engines`), the coding agent and the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, final
+
+import anyio
+
+from ..errors import MethodNotFound
+from ..events import ConfigChanged, ModeChanged, new_id, wants_extended_events
+from ..roles import Agent, serve_agent
+from ..schema import (
+    CancelNotification,
+    ClientCapabilities,
+    CloseSessionRequest,
+    CloseSessionResponse,
+    ContentBlock,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
+    ForkSessionRequest,
+    ForkSessionResponse,
+    Implementation,
+    InitializeRequest,
+    InitializeResponse,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionRequest,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptRequest,
+    PromptResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
+    SetSessionModeRequest,
+    SetSessionModeResponse,
+    StopReason,
+)
+from ..store import (
+    DEFAULT_MAX_PENDING,
+    DEFAULT_PAGE_SIZE,
+    GroupCommitWriter,
+    SessionStore,
+    SqliteSessionStore,
+    StoreError,
+)
+from ._content import check_prompt, prompt_capabilities
+from ._delivery import ClientChannel
+from ._engine import Engine
+from ._session import LiveSession, TurnHandle
+from ._sessions import SessionTable
+from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
+
+if TYPE_CHECKING:
+    from ..transports import Transport
+
+__all__ = ("AgentRuntime", "RuntimeStatistics")
+
+logger = logging.getLogger("accord.agent")
+
+_NO_CAPABILITIES: Final = ClientCapabilities()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RuntimeStatistics:
+    """Counts of one runtime.
+
+    Attributes:
+        live_sessions: Sessions open on this connection.
+        running_turns: Of those, sessions running a prompt turn.
+    """
+
+    live_sessions: int
+    running_turns: int
+
+
+def _boolean_options(capabilities: ClientCapabilities) -> bool:
+    session = capabilities.session
+    return (
+        session is not None
+        and session.config_options is not None
+        and session.config_options.boolean is not None
+    )
+
+
+class AgentRuntime(Agent):
+    """An ACP agent that serves ``engine``, persisting every session in ``store``.
+
+    Args:
+        engine: Produces the work of each session.
+        store: Where sessions and their events are kept (default: a
+            :class:`~accord.store.SqliteSessionStore` at
+            :func:`~accord.store.default_store_path`, owned and closed by the runtime).
+        agent_info: Sent as ``agentInfo`` in ``initialize``.
+        cancel_grace: Seconds a cancelled turn's engine may keep going before its current
+            step is cancelled.
+        list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
+        max_pending_events: Events a turn may have appended but not yet committed and sent
+            before it waits (backpressure from the disk and the client).
+    """
+
+    additional_directories = True
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        store: SessionStore | None = None,
+        agent_info: Implementation | None = None,
+        cancel_grace: float = CANCEL_GRACE_SECONDS,
+        list_page_size: int = DEFAULT_PAGE_SIZE,
+        max_pending_events: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        """Create the runtime; see the class docstring for the arguments."""
+        self._engine = engine
+        self._capabilities = engine.capabilities
+        self._owns_store = store is None
+        self._store: SessionStore = store if store is not None else SqliteSessionStore()
+        self.agent_info = agent_info
+        self._cancel_grace = cancel_grace
+        self._max_pending = max_pending_events
+        self._client_capabilities = _NO_CAPABILITIES
+        self._channel: ClientChannel | None = None
+        self._extended = False
+        self._sessions = SessionTable(
+            engine,
+            self._store,
+            connection=lambda: self.client,
+            channel=self._client_channel,
+            page_size=list_page_size,
+            turn_grace=cancel_grace,
+        )
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store."""
+        return self._store
+
+    @property
+    def engine(self) -> Engine:
+        """The engine."""
+        return self._engine
+
+    @property
+    def extended_events(self) -> bool:
+        """Whether the client opted in to ``_accord/event`` notifications."""
+        return self._extended
+
+    def statistics(self) -> RuntimeStatistics:
+        """Return the runtime's counts."""
+        live = self._sessions.live.values()
+        return RuntimeStatistics(
+            live_sessions=len(live),
+            running_turns=sum(1 for session in live if session.turn is not None),
+        )
+
+    def _client_channel(self) -> ClientChannel:
+        if self._channel is None:
+            self._channel = ClientChannel(
+                self.client,
+                extended=self._extended,
+                boolean_options=_boolean_options(self._client_capabilities),
+            )
+        return self._channel
+
+    @property
+    def _boolean(self) -> bool:
+        return _boolean_options(self._client_capabilities)
+
+    def _peer_closed(self) -> Any:
+        # accord.jsonrpc.Connection has no public "wait until the peer closed" yet; its reader
+        # sets this event at EOF (``Connection.closed`` reads it). Used to cancel the turns of
+        # a client that disconnects mid-turn.
+        return self.client.connection._reader_done.wait()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def aclose(self) -> None:
+        """Close every live session (their turns are cancelled) and, if the runtime created
+        it, the store."""
+        await self._sessions.close_all()
+        if self._owns_store:
+            await self._store.aclose()
+
+    async def serve(self, transport: Transport) -> None:
+        """Serve one client over ``transport`` until it disconnects, then :meth:`aclose`."""
+        try:
+            await serve_agent(self, transport)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+                await self.aclose()
+
+    # ------------------------------------------------------------------ capabilities
+
+    def prompt_capabilities(self) -> PromptCapabilities | None:
+        """Image, audio and embedded context exactly as the engine accepts them."""
+        return prompt_capabilities(self._capabilities)
+
+    def mcp_capabilities(self) -> McpCapabilities | None:
+        """MCP over HTTP / SSE when the engine connects to such servers."""
+        caps = self._capabilities
+        if not (caps.mcp_http or caps.mcp_sse):
+            return None
+        return McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse)
+
+    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
+        """Record the client's capabilities and event opt-in, then negotiate as usual."""
+        capabilities = request.client_capabilities
+        self._client_capabilities = capabilities
+        self._extended = wants_extended_events(request.meta) or wants_extended_events(
+            capabilities.meta
+        )
+        self._channel = None
+        return await super().initialize(request)
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session_fields(self, session: LiveSession) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        modes = session.controls.modes_state()
+        if modes is not None:
+            fields["modes"] = modes
+        options = session.controls.response_options(boolean=self._boolean)
+        if options is not None:
+            fields["config_options"] = options
+        return fields
+
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+        """``session/new``: see :meth:`SessionTable.create`."""
+        session = await self._sessions.create(
+            request.cwd, request.additional_directories, request.mcp_servers
+        )
+        return NewSessionResponse(session_id=session.session_id, **self._session_fields(session))
+
+    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+        """``session/load``: replay everything, then answer (see :mod:`._sessions`)."""
+        session = await self._sessions.restore(
+            request.session_id,
+            request.cwd,
+            request.additional_directories,
+            request.mcp_servers,
+            replay_history=True,
+        )
+        return LoadSessionResponse(**self._session_fields(session))
+
+    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
+        """``session/resume``: restore without replay (MCP servers default to the stored)."""
+        servers = request.mcp_servers if "mcp_servers" in request.model_fields_set else None
+        session = await self._sessions.restore(
+            request.session_id,
+            request.cwd,
+            request.additional_directories,
+            servers,
+            replay_history=False,
+        )
+        return ResumeSessionResponse(**self._session_fields(session))
+
+    async def fork_session(self, request: ForkSessionRequest) -> ForkSessionResponse:
+        """``session/fork`` (unstable): a live copy under a new id; the source is unchanged."""
+        session = await self._sessions.fork(
+            request.session_id, request.cwd, request.additional_directories, request.mcp_servers
+        )
+        return ForkSessionResponse(session_id=session.session_id, **self._session_fields(session))
+
+    async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
+        """``session/close``: cancel the turn, free the session, keep what is stored."""
+        await self._sessions.close(request.session_id)
+        return CloseSessionResponse()
+
+    async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
+        """``session/delete``: remove from the store (unknown ids succeed silently)."""
+        await self._sessions.delete(request.session_id)
+        return DeleteSessionResponse()
+
+    async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
+        """``session/list``: newest first, ``cwd`` filter, opaque cursor, capped page."""
+        return await self._sessions.list(request)
+
+    # ------------------------------------------------------------------ prompt turns
+
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
+        """``session/prompt``: run one turn (see :mod:`._turn`).
+
+        Raises:
+            SessionNotActive: the session is not live here (-32002).
+            InvalidParams: undeclared content (-32602), nothing recorded.
+            PromptInProgress: a turn already runs (-32602).
+        """
+        session = self._sessions.active(request.session_id)
+        check_prompt(request.prompt, self._capabilities)
+        session.lifecycle.apply("prompt")
+        turn = TurnHandle(new_id(), session.bus.epoch)
+        session.turn = turn
+        try:
+            stop = await self._run_turn(session, turn, request.prompt)
+        finally:
+            if session.turn is turn:
+                session.turn = None
+            if session.lifecycle.state != "closed":
+                session.lifecycle.apply("turn_end")
+            turn.done.set()
+        return PromptResponse(stop_reason=stop)
+
+    async def _run_turn(
+        self, session: LiveSession, turn: TurnHandle, prompt: list[ContentBlock]
+    ) -> StopReason:
+        runner = TurnRunner(
+            session,
+            turn,
+            connection=self.client,
+            store=self._store,
+            grace=self._cancel_grace,
+            peer_closed=self._peer_closed,
+        )
+        stop: StopReason = "end_turn"
+        try:
+            async with GroupCommitWriter(
+                self._store, session.durable.on_committed, max_pending=self._max_pending
+            ) as writer:
+                session.durable.attach_writer(writer)
+                try:
+                    stop = await runner.run(prompt)
+                finally:
+                    with (
+                        anyio.CancelScope(shield=True),
+                        anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS),
+                    ):
+                        await session.durable.detach_writer()
+        finally:
+            if turn.epoch == session.bus.epoch:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+                    try:
+                        await session.save(self._store)
+                    except StoreError as exc:
+                        logger.warning(
+                            "session %s: saving state failed: %s", session.session_id, exc
+                        )
+        return stop
+
+    async def cancel(self, notification: CancelNotification) -> None:
+        """``session/cancel``: ask the running turn to stop (nothing to do when idle)."""
+        session = self._sessions.live.get(notification.session_id)
+        if session is None:
+            logger.debug("session/cancel for inactive session %r", notification.session_id)
+            return
+        session.request_cancel()
+
+    # ------------------------------------------------------------------ controls
+
+    async def set_session_mode(self, request: SetSessionModeRequest) -> SetSessionModeResponse:
+        """``session/set_mode``: switch to an offered mode (-32602 otherwise, unchanged).
+
+        Raises:
+            MethodNotFound: the engine offers no modes.
+        """
+        session = self._sessions.active(request.session_id)
+        controls = session.controls
+        if not controls.offers_modes:
+            raise MethodNotFound(
+                "this agent offers no session modes", {"method": "session/set_mode"}
+            )
+        controls.check_mode(request.mode_id)
+        if request.mode_id != controls.mode_id:
+            await session.engine.set_mode(request.mode_id)
+            _, config_changed = controls.set_mode(request.mode_id)
+            await session.publish(ModeChanged(mode_id=request.mode_id))
+            if config_changed:
+                await session.publish(ConfigChanged(config_options=tuple(controls.options())))
+            await session.save(self._store)
+        return SetSessionModeResponse()
+
+    async def set_session_config_option(
+        self, request: SetSessionConfigOptionRequest
+    ) -> SetSessionConfigOptionResponse:
+        """``session/set_config_option``: set a value, answer the complete list.
+
+        Raises:
+            MethodNotFound: the engine offers no config options.
+            InvalidParams: unknown option, or a value it cannot take (nothing changes).
+        """
+        session = self._sessions.active(request.session_id)
+        controls = session.controls
+        if not controls.offers_options:
+            raise MethodNotFound(
+                "this agent offers no config options", {"method": "session/set_config_option"}
+            )
+        value = controls.check_value(request.config_id, request.value, boolean=self._boolean)
+        if value != controls.values.get(request.config_id):
+            returned = await session.engine.set_config_option(request.config_id, value)
+            if returned is not None:
+                mode_changed = controls.adopt(returned)
+            else:
+                _, mode_changed = controls.set_value(request.config_id, value)
+            await session.publish(ConfigChanged(config_options=tuple(controls.options())))
+            if mode_changed and controls.mode_id is not None:
+                await session.publish(ModeChanged(mode_id=controls.mode_id))
+            await session.save(self._store)
+        return SetSessionConfigOptionResponse(
+            config_options=controls.options(boolean=self._boolean)
+        )

@@ -1,0 +1,214 @@
+"""A live session: what the runtime keeps in memory for a session a client has open.
+
+:class:`LiveSession` ties together, for one session: the engine's session object, the event
+bus (stamping ``session_seq`` and ``session_epoch``) with its :class:`DurableSink`, the
+tool-call tracker, the lifecycle (:mod:`._lifecycle`), the controls, the remembered
+permission answers, the title, the slash commands and the engine's last state snapshot.
+:class:`TurnHandle` is the running prompt turn, if any: its ids and the means to stop it.
+
+The session's state record (``SessionRecord.state``) is :meth:`LiveSession.state_json`::
+
+    {"format": 1, "mode": "ask", "config": {"model": "fast"}, "permissions": {...},
+     "commands": [...] | null, "engine": <last StateSnapshot.state>, "stateSeq": 41}
+
+``stateSeq`` is the last ``session_seq`` whose effect the record includes; events after it
+(a crash between an event's commit and the record's update) are folded in again when the
+session is restored (:mod:`._restore`).
+
+Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: the runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import anyio
+from pydantic import JsonValue
+
+from ..events import ROOT_AGENT_ID, Envelope, Event, EventBus, ToolCallTracker
+from ..schema import AvailableCommand, McpServer
+from ..store import SessionStore
+from ._controls import Controls
+from ._delivery import DurableSink
+from ._engine import EngineSession
+from ._lifecycle import SessionLifecycle
+from ._permissions import PermissionMemory
+
+__all__ = ("STATE_FORMAT", "LiveSession", "TurnHandle")
+
+#: Version of the state record layout above.
+STATE_FORMAT: Final = 1
+
+
+class TurnHandle:
+    """One running prompt turn: its ids, its cancellation signal, and how to stop it hard.
+
+    ``cancel()`` is the cooperative request (``session/cancel``): it sets the signal the
+    engine sees as ``TurnContext.cancelled`` and cancels pending permission requests at once.
+    ``hard_cancel()`` cancels the engine's current step (the runtime calls it after the grace
+    period).
+    """
+
+    __slots__ = (
+        "_permission_scopes",
+        "_step",
+        "cancel_event",
+        "done",
+        "epoch",
+        "hard_cancelled",
+        "turn_id",
+    )
+
+    def __init__(self, turn_id: str, epoch: int) -> None:
+        """Create the handle of turn ``turn_id`` in ``epoch``."""
+        self.turn_id = turn_id
+        self.epoch = epoch
+        self.cancel_event = anyio.Event()
+        #: Set when the turn has ended and its events are delivered.
+        self.done = anyio.Event()
+        self.hard_cancelled = False
+        self._step: anyio.CancelScope | None = None
+        self._permission_scopes: set[anyio.CancelScope] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the turn was asked to stop."""
+        return self.cancel_event.is_set()
+
+    def cancel(self) -> None:
+        """Ask the turn to stop: set the signal, cancel pending permission requests."""
+        self.cancel_event.set()
+        for scope in self._permission_scopes:
+            scope.cancel()
+
+    def hard_cancel(self) -> None:
+        """Cancel the engine's current step; the turn reads no further output."""
+        self.hard_cancelled = True
+        if self._step is not None:
+            self._step.cancel()
+
+    def enter_step(self, scope: anyio.CancelScope) -> None:
+        """Register the cancel scope around the engine's next step."""
+        self._step = scope
+        if self.hard_cancelled:
+            scope.cancel()
+
+    def leave_step(self) -> None:
+        """Forget the step scope."""
+        self._step = None
+
+    def add_permission_scope(self, scope: anyio.CancelScope) -> None:
+        """Register a pending permission request (cancelled on :meth:`cancel`)."""
+        self._permission_scopes.add(scope)
+        if self.cancelled:
+            scope.cancel()
+
+    def discard_permission_scope(self, scope: anyio.CancelScope) -> None:
+        """Forget a permission request that ended."""
+        self._permission_scopes.discard(scope)
+
+
+class LiveSession:
+    """Everything the runtime holds for one session while a client has it open."""
+
+    __slots__ = (
+        "additional_directories",
+        "bus",
+        "commands",
+        "controls",
+        "cwd",
+        "durable",
+        "engine",
+        "engine_state",
+        "lifecycle",
+        "mcp_servers",
+        "permissions",
+        "session_id",
+        "title",
+        "tracker",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        cwd: str,
+        additional_directories: tuple[str, ...],
+        mcp_servers: tuple[McpServer, ...],
+        engine: EngineSession,
+        bus: EventBus,
+        durable: DurableSink,
+        controls: Controls,
+        permissions: PermissionMemory,
+        title: str | None,
+        commands: tuple[AvailableCommand, ...] | None,
+        engine_state: JsonValue,
+    ) -> None:
+        """Assemble a live session (the runtime builds these on new, load, resume, fork)."""
+        self.session_id = session_id
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.mcp_servers = mcp_servers
+        self.engine = engine
+        self.bus = bus
+        self.durable = durable
+        self.controls = controls
+        self.permissions = permissions
+        self.title = title
+        #: Slash commands changed by the engine during the session (``None``: the engine's).
+        self.commands = commands
+        self.engine_state: JsonValue = engine_state
+        self.lifecycle = SessionLifecycle(session_id)
+        self.tracker = ToolCallTracker()
+        self.turn: TurnHandle | None = None
+
+    async def publish(
+        self,
+        event: Event,
+        *,
+        turn_id: str | None = None,
+        agent_id: str = ROOT_AGENT_ID,
+        epoch: int | None = None,
+    ) -> Envelope | None:
+        """Publish ``event`` on the session's bus (current epoch unless given).
+
+        Returns ``None`` when the event belongs to an older epoch (and was dropped).
+        """
+        return await self.bus.publish(
+            event,
+            epoch=self.bus.epoch if epoch is None else epoch,
+            turn_id=turn_id,
+            agent_id=agent_id,
+        )
+
+    def request_cancel(self) -> None:
+        """``session/cancel``: ask the running turn, if any, to stop."""
+        if self.lifecycle.state == "closed":
+            return
+        self.lifecycle.apply("cancel")
+        if self.turn is not None:
+            self.turn.cancel()
+
+    @property
+    def last_seq(self) -> int:
+        """The ``session_seq`` of the last event published."""
+        return self.bus.statistics().next_seq - 1
+
+    def state_json(self) -> dict[str, Any]:
+        """The session's state record (see the module docstring)."""
+        return {
+            "format": STATE_FORMAT,
+            **self.controls.to_json(),
+            "permissions": self.permissions.to_json(),
+            "commands": None
+            if self.commands is None
+            else [command.to_wire() for command in self.commands],
+            "engine": self.engine_state,
+            "stateSeq": self.last_seq,
+        }
+
+    async def save(self, store: SessionStore) -> None:
+        """Persist title and state, once every event published so far is committed."""
+        await self.durable.flush()
+        await store.update_session(self.session_id, title=self.title, state=self.state_json())

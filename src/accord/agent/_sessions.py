@@ -1,0 +1,481 @@
+"""The runtime's sessions: create, load, resume, fork, close, delete, list.
+
+:class:`SessionTable` keeps the live sessions of one client connection and implements the
+ACP session methods against the store and the engine:
+
+* **new**: the record is stored first (``cwd`` and every additional directory must be
+  absolute; MCP servers are recorded as sent), then the engine opens the session.
+* **load**: an unknown id answers -32002; the request's ``cwd`` must equal the stored one.
+  The whole stored chain is replayed (:func:`._restore.replay`) before the response; tool
+  calls it leaves unfinished (a crash mid-turn) are then ended as ``failed``.
+* **resume**: as load, without the replay.
+* **fork**: the store copies the session under a new id (the source is unchanged) and the
+  copy becomes live.
+* **close**: cancels the running turn and waits for it to end, closes the engine session and
+  forgets the session; what is stored stays. Closing a stored but inactive session succeeds.
+* **delete**: closes the session if it is live, then removes it from the store; an unknown id
+  succeeds silently.
+* **list**: a page of the store's listing (``cwd`` filter, opaque cursor, capped page).
+
+Loading or resuming a session that is live here bumps its epoch on the same bus: a turn of
+the old epoch is cancelled, and whatever it still yields is dropped. Every activation bumps
+the stored epoch.
+
+Activation announcements (``available_commands_update`` when commands are offered, and
+``session_info_update`` with the title) are sent before the response: the JSON-RPC connection
+delivers them to the client ahead of it, and accord's client keeps updates for a session it
+does not know yet until the response names it.
+
+Operations on one session id are serialized (a per-id lock); different sessions proceed
+concurrently. Below: the store, the engine, :mod:`._restore`, :mod:`._session`. Above: the
+runtime (``AgentRuntime``), which owns one table.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import TypeAdapter
+
+from ..errors import InvalidParams
+from ..events import Envelope, EventBus, ToolCallEnded, ToolCallTracker, new_id
+from ..schema import (
+    AvailableCommandsUpdateSessionUpdate,
+    ListSessionsRequest,
+    ListSessionsResponse,
+    McpServer,
+    SessionInfo,
+    SessionInfoUpdateSessionUpdate,
+)
+from ..store import SessionRecord, SessionStore
+from ._client_services import client_services
+from ._controls import Controls
+from ._delivery import ClientChannel, DurableSink
+from ._engine import Engine, EngineCapabilities, SessionContext
+from ._errors import session_not_found
+from ._restore import RestoredState, replay
+from ._session import LiveSession
+from ._turn import CLEANUP_TIMEOUT_SECONDS
+
+if TYPE_CHECKING:
+    from ..roles import AgentSideConnection
+
+__all__ = ("SessionTable", "check_absolute", "iso_time")
+
+_MCP_SERVERS: TypeAdapter[list[McpServer]] = TypeAdapter(list[McpServer])
+
+
+def iso_time(moment: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z`` suffix, as ACP shows times."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def check_absolute(field: str, paths: Sequence[str]) -> None:
+    """Refuse relative paths (ACP requires absolute ones).
+
+    Raises:
+        InvalidParams: one of ``paths`` is not absolute.
+    """
+    for path in paths:
+        if not os.path.isabs(path):
+            raise InvalidParams(
+                f"{field} must be an absolute path, got {path!r}",
+                {"errors": [{"field": field, "problem": "not an absolute path", "value": path}]},
+            )
+
+
+class _KeyedLocks:
+    """One lock per key, created on demand and forgotten when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[anyio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncGenerator[None]:
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = anyio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+class SessionTable:
+    """The live sessions of one connection, and the session methods (module docstring).
+
+    Args:
+        engine: The engine that opens sessions.
+        store: Where sessions are kept.
+        connection: Returns the connection to the client.
+        channel: Returns how to send to the client.
+        page_size: ``session/list`` page size (the store caps it).
+        turn_grace: Seconds a cancelled turn gets before its engine step is cancelled.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        store: SessionStore,
+        *,
+        connection: Callable[[], AgentSideConnection],
+        channel: Callable[[], ClientChannel],
+        page_size: int,
+        turn_grace: float,
+    ) -> None:
+        """Create an empty table; see the class docstring for the arguments."""
+        self._engine = engine
+        self._capabilities: EngineCapabilities = engine.capabilities
+        self._store = store
+        self._connection = connection
+        self._channel = channel
+        self._page_size = page_size
+        self._turn_grace = turn_grace
+        self._locks = _KeyedLocks()
+        self.live: dict[str, LiveSession] = {}
+
+    # ------------------------------------------------------------------ lookups
+
+    def active(self, session_id: str) -> LiveSession:
+        """The live session ``session_id``.
+
+        Raises:
+            SessionNotActive: it is not live on this connection (-32002).
+        """
+        session = self.live.get(session_id)
+        if session is None or not session.lifecycle.live:
+            raise session_not_found(
+                session_id, "it is not active on this connection (load or resume it first)"
+            )
+        return session
+
+    async def _stored(self, session_id: str) -> SessionRecord:
+        record = await self._store.get_session(session_id)
+        if record is None:
+            raise session_not_found(session_id)
+        return record
+
+    # ------------------------------------------------------------------ new / fork
+
+    async def create(
+        self, cwd: str, additional_directories: Sequence[str], mcp_servers: Sequence[McpServer]
+    ) -> LiveSession:
+        """``session/new``: store a new session and open it.
+
+        Raises:
+            InvalidParams: ``cwd`` or a directory is not absolute.
+            RequestError: the engine refused the session (nothing stays stored).
+        """
+        check_absolute("cwd", [cwd])
+        check_absolute("additionalDirectories", additional_directories)
+        controls = Controls(self._capabilities)
+        now = datetime.now(UTC)
+        record = SessionRecord(
+            session_id=new_id(),
+            cwd=cwd,
+            additional_directories=tuple(additional_directories),
+            mcp_servers=tuple(server.to_wire() for server in mcp_servers),
+            created_at=now,
+            updated_at=now,
+            state={"format": 1, **controls.to_json(), "permissions": {}, "stateSeq": 0},
+        )
+        await self._store.create_session(record)
+        restored = RestoredState(record, self._capabilities)
+        try:
+            session = await self._open(record, restored, mcp_servers, epoch=0)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._store.delete_session(record.session_id)
+            raise
+        await self._announce(session, record.updated_at)
+        return session
+
+    async def fork(
+        self,
+        source_id: str,
+        cwd: str,
+        additional_directories: Sequence[str],
+        mcp_servers: Sequence[McpServer],
+    ) -> LiveSession:
+        """``session/fork``: copy a stored session under a new id and open the copy.
+
+        Raises:
+            SessionNotActive: the source is not stored (-32002).
+            InvalidParams: ``cwd`` or a directory is not absolute.
+        """
+        check_absolute("cwd", [cwd])
+        check_absolute("additionalDirectories", additional_directories)
+        source = await self._stored(source_id)
+        now = datetime.now(UTC)
+        forked = await self._store.fork_session(
+            source_id,
+            SessionRecord(
+                session_id=new_id(),
+                cwd=cwd,
+                additional_directories=tuple(additional_directories),
+                mcp_servers=tuple(server.to_wire() for server in mcp_servers),
+                title=source.title,
+                created_at=now,
+                updated_at=now,
+            ),
+        )
+        restored = RestoredState(forked, self._capabilities)
+        await restored.catch_up(self._store, forked.session_id)
+        forked = await self._store.update_session(forked.session_id, epoch=forked.epoch + 1)
+        try:
+            session = await self._open(forked, restored, mcp_servers, epoch=forked.epoch)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._store.delete_session(forked.session_id)
+            raise
+        await session.save(self._store)
+        await self._announce(session, forked.updated_at)
+        return session
+
+    # ------------------------------------------------------------------ load / resume
+
+    async def restore(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str],
+        mcp_servers: Sequence[McpServer] | None,
+        *,
+        replay_history: bool,
+    ) -> LiveSession:
+        """``session/load`` (``replay_history``) or ``session/resume``.
+
+        Raises:
+            SessionNotActive: no such session is stored (-32002).
+            InvalidParams: ``cwd`` differs from the stored one, or a path is not absolute.
+        """
+        check_absolute("cwd", [cwd])
+        check_absolute("additionalDirectories", additional_directories)
+        async with self._locks.hold(session_id):
+            record = await self._stored(session_id)
+            if cwd != record.cwd:
+                raise InvalidParams(
+                    f"session {session_id!r} belongs to {record.cwd!r}, not {cwd!r}",
+                    {"sessionId": session_id, "cwd": cwd, "storedCwd": record.cwd},
+                )
+            live = self.live.get(session_id)
+            if live is not None:
+                epoch = await self._quiesce(live)
+                record = await self._stored(session_id)
+            else:
+                epoch = record.epoch + 1
+            servers = (
+                list(mcp_servers)
+                if mcp_servers is not None
+                else _MCP_SERVERS.validate_python(list(record.mcp_servers))
+            )
+            record = await self._store.update_session(
+                session_id,
+                additional_directories=tuple(additional_directories),
+                mcp_servers=[server.to_wire() for server in servers],
+                epoch=epoch,
+            )
+            restored = RestoredState(record, self._capabilities)
+            tracker = ToolCallTracker()
+            try:
+                if replay_history:
+                    await replay(
+                        self._store,
+                        session_id,
+                        deliver=self._channel().deliver,
+                        restored=restored,
+                        tracker=tracker,
+                    )
+                else:
+                    await restored.catch_up(self._store, session_id)
+                session = await self._open(record, restored, servers, epoch=epoch, live=live)
+            except BaseException:
+                if live is not None:
+                    self._forget(live)
+                raise
+            session.tracker = tracker
+            await self._end_unfinished(session, tracker)
+            await session.save(self._store)
+            await self._announce(session, record.updated_at)
+            if session.lifecycle.state == "loading":
+                session.lifecycle.apply("ready")
+            return session
+
+    async def _quiesce(self, live: LiveSession) -> int:
+        """Stop a live session for a reload: new epoch, turn cancelled and ended, engine
+        session closed. Returns the new epoch."""
+        live.lifecycle.apply("reload")
+        epoch = live.bus.new_epoch()
+        turn = live.turn
+        if turn is not None:
+            turn.cancel()
+            with anyio.move_on_after(self._turn_grace + CLEANUP_TIMEOUT_SECONDS):
+                await turn.done.wait()
+        await live.engine.aclose()
+        return epoch
+
+    async def _end_unfinished(self, session: LiveSession, tracker: ToolCallTracker) -> None:
+        for tool_call_id in tracker.unfinished():
+            ended = ToolCallEnded(tool_call_id=tool_call_id, status="failed")
+            tracker.apply(ended)
+            await session.publish(ended)
+
+    async def _open(
+        self,
+        record: SessionRecord,
+        restored: RestoredState,
+        mcp_servers: Sequence[McpServer],
+        *,
+        epoch: int,
+        live: LiveSession | None = None,
+    ) -> LiveSession:
+        """Open the engine session for ``record`` and make it live (or refresh ``live``)."""
+        session_id = record.session_id
+        reader, writer, terminals = client_services(self._connection(), session_id)
+        engine_session = await self._engine.open_session(
+            SessionContext(
+                session_id=session_id,
+                cwd=record.cwd,
+                additional_directories=record.additional_directories,
+                mcp_servers=tuple(mcp_servers),
+                history=restored.engine_state,
+                mode_id=restored.controls.mode_id,
+                config_values=MappingProxyType(dict(restored.controls.values)),
+                file_reader=reader,
+                file_writer=writer,
+                terminals=terminals,
+            )
+        )
+        if live is None:
+            bus = EventBus(session_id, epoch=epoch, next_seq=record.last_seq + 1)
+            durable = DurableSink(self._store, self._forward)
+            bus.attach(durable)
+            live = LiveSession(
+                session_id=session_id,
+                cwd=record.cwd,
+                additional_directories=record.additional_directories,
+                mcp_servers=tuple(mcp_servers),
+                engine=engine_session,
+                bus=bus,
+                durable=durable,
+                controls=restored.controls,
+                permissions=restored.permissions,
+                title=restored.title,
+                commands=restored.commands,
+                engine_state=restored.engine_state,
+            )
+            self.live[session_id] = live
+            return live
+        live.cwd = record.cwd
+        live.additional_directories = record.additional_directories
+        live.mcp_servers = tuple(mcp_servers)
+        live.engine = engine_session
+        live.controls = restored.controls
+        live.permissions = restored.permissions
+        live.title = restored.title
+        live.commands = restored.commands
+        live.engine_state = restored.engine_state
+        return live
+
+    async def _forward(self, envelope: Envelope) -> None:
+        await self._channel().deliver(envelope)
+
+    async def _announce(self, session: LiveSession, updated_at: datetime) -> None:
+        channel = self._channel()
+        commands = session.commands
+        if commands is None:
+            commands = self._capabilities.commands
+        if commands:
+            await channel.send(
+                session.session_id,
+                AvailableCommandsUpdateSessionUpdate(available_commands=list(commands)),
+            )
+        await channel.send(
+            session.session_id,
+            SessionInfoUpdateSessionUpdate(title=session.title, updated_at=iso_time(updated_at)),
+        )
+
+    # ------------------------------------------------------------------ close / delete
+
+    async def close(self, session_id: str) -> None:
+        """``session/close``: stop and forget a live session; stored data stays.
+
+        Raises:
+            SessionNotActive: the session is neither live nor stored (-32002).
+        """
+        async with self._locks.hold(session_id):
+            live = self.live.get(session_id)
+            if live is None:
+                await self._stored(session_id)
+                return
+            await self._shut(live)
+
+    async def delete(self, session_id: str) -> None:
+        """``session/delete``: close the session if live, then remove it from the store."""
+        async with self._locks.hold(session_id):
+            live = self.live.get(session_id)
+            if live is not None:
+                await self._shut(live)
+            await self._store.delete_session(session_id)
+
+    async def _shut(self, live: LiveSession) -> None:
+        turn = live.turn
+        live.lifecycle.apply("close")
+        if turn is not None:
+            turn.cancel()
+            await turn.done.wait()
+        self._forget(live)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+            await live.engine.aclose()
+
+    def _forget(self, live: LiveSession) -> None:
+        if live.lifecycle.state != "closed":
+            live.lifecycle.state = "closed"
+        live.bus.close()
+        if self.live.get(live.session_id) is live:
+            del self.live[live.session_id]
+
+    async def close_all(self) -> None:
+        """Close every live session (the runtime is shutting down)."""
+        for session_id in list(self.live):
+            await self.close(session_id)
+
+    # ------------------------------------------------------------------ list
+
+    async def list(self, request: ListSessionsRequest) -> ListSessionsResponse:
+        """``session/list``: one page, newest first.
+
+        Raises:
+            InvalidParams: ``cwd`` is not absolute, or the cursor is invalid (-32602).
+        """
+        if request.cwd is not None:
+            check_absolute("cwd", [request.cwd])
+        page = await self._store.list_sessions(
+            cwd=request.cwd, cursor=request.cursor, limit=self._page_size
+        )
+        sessions = [
+            SessionInfo(
+                session_id=summary.session_id,
+                cwd=summary.cwd,
+                additional_directories=list(summary.additional_directories),
+                title=summary.title,
+                updated_at=iso_time(summary.updated_at),
+            )
+            for summary in page.sessions
+        ]
+        fields: dict[str, Any] = {"sessions": sessions}
+        if page.next_cursor is not None:
+            fields["next_cursor"] = page.next_cursor
+        return ListSessionsResponse(**fields)

@@ -1,0 +1,412 @@
+"""One prompt turn: drive the engine, check and publish what it yields, stop it on cancel.
+
+:class:`TurnRunner` runs one ``session/prompt``:
+
+1. The prompt is recorded as :class:`~accord.events.UserMessageChunk` events, one per block,
+   all with one new message id, so ``session/load`` replays it.
+2. The engine's ``run_turn`` is iterated one step at a time, each step inside its own cancel
+   scope. Every output is checked against the rules of the engine protocol (runtime-only
+   event kinds, message ids, the tool-call lifecycle through the session's
+   :class:`~accord.events.ToolCallTracker`, offered modes and config values); a broken rule
+   raises :class:`~accord.errors.LocalProtocolError` and fails the turn. Then it is published
+   on the session's bus (stored, then sent) and its effect applied (title, engine state,
+   controls, commands).
+3. Permission requests from the engine (:meth:`TurnContext.request_permission`) become
+   ``session/request_permission`` after everything published before them has reached the
+   client; remembered "always" answers are given without asking (:mod:`._permissions`).
+4. Cancellation (``session/cancel``, or the client disconnecting): the turn's signal is set
+   first so that a cooperative engine can wind down, pending permission requests are
+   cancelled at once (which sends ``$/cancel_request``; the engine gets ``cancelled``), and
+   after :data:`CANCEL_GRACE_SECONDS` the engine's current step is cancelled.
+5. At the end, tool calls still ``pending`` or ``in_progress`` are ended as ``failed``
+   (whatever ended the turn), then ``TurnCompleted`` is published with the stop reason:
+   ``cancelled`` if the turn was cancelled, whatever the engine said or raised; else the
+   engine's ``TurnCompleted`` reason, or ``end_turn``. An engine exception in a turn that was
+   not cancelled fails the prompt: a :class:`~accord.errors.RequestError` as raised, anything
+   else as -32603 with the exception's type and message in ``data``.
+
+A turn that started in an older epoch (the session was loaded or resumed meanwhile) stops at
+its next output; its events are dropped by the bus and its effects are not applied.
+
+Below: :mod:`accord.events`, :mod:`accord.roles` (the connection), the engine protocol. Above:
+the runtime, which owns the writer around each turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    LocalProtocolError,
+    RequestError,
+    TransportError,
+)
+from ..events import (
+    ROOT_AGENT_ID,
+    CommandsChanged,
+    ConfigChanged,
+    Event,
+    ModeChanged,
+    PermissionPending,
+    StateSnapshot,
+    SubAgentEvent,
+    TextChunk,
+    ThinkingChunk,
+    TitleChanged,
+    ToolCallEnded,
+    ToolCallProgress,
+    ToolCallStarted,
+    TurnCompleted,
+    TurnError,
+    UserMessageChunk,
+    new_id,
+)
+from ..schema import (
+    ContentBlock,
+    PermissionOption,
+    RequestPermissionRequest,
+    SelectedRequestPermissionOutcome,
+    StopReason,
+    ToolCallUpdate,
+    ToolKind,
+)
+from ..store import SessionStore
+from ._engine import PermissionDecision, TurnContext, TurnOutput
+from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
+from ._session import LiveSession, TurnHandle
+
+if TYPE_CHECKING:
+    from ..roles import AgentSideConnection
+
+__all__ = ("CANCEL_GRACE_SECONDS", "CLEANUP_TIMEOUT_SECONDS", "TurnRunner")
+
+logger = logging.getLogger("accord.agent")
+
+#: How long a cancelled turn's engine may keep going (to end its tool calls and save state)
+#: before its current step is cancelled. Long enough for a cooperative engine to yield a few
+#: final events; short enough that "stop" feels immediate to a user.
+CANCEL_GRACE_SECONDS: Final = 1.0
+#: Bound on the shielded clean-up after a turn (ending tool calls, closing the engine's
+#: iterator, flushing the store); it never waits on the engine's own work.
+CLEANUP_TIMEOUT_SECONDS: Final = 10.0
+
+_RUNTIME_ONLY: Final = frozenset({"user_message_chunk", "permission_pending", "turn_error"})
+_ALWAYS: Final = frozenset({"allow_always", "reject_always"})
+_CANCELLED: Final = PermissionDecision(outcome="cancelled")
+
+
+@dataclass(slots=True)
+class _ToolInfo:
+    """What the turn knows of a tool call, for permission keys and clean-up."""
+
+    agent_id: str
+    name: str | None
+    kind: ToolKind | None
+    title: str | None
+
+
+class TurnRunner:
+    """Runs one prompt turn of a live session (see the module docstring).
+
+    Args:
+        session: The session.
+        turn: The turn's handle (already registered on the session).
+        connection: The connection to the client (permission requests).
+        store: The session store (remembered permission answers are saved at once).
+        grace: Seconds between a cancel request and cancelling the engine's step.
+        peer_closed: Returns when the client has disconnected.
+    """
+
+    def __init__(
+        self,
+        session: LiveSession,
+        turn: TurnHandle,
+        *,
+        connection: AgentSideConnection,
+        store: SessionStore,
+        grace: float,
+        peer_closed: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Prepare the runner; see the class docstring for the arguments."""
+        self._session = session
+        self._turn = turn
+        self._connection = connection
+        self._store = store
+        self._grace = grace
+        self._peer_closed = peer_closed
+        self._tracker = session.tracker
+        self._engine = session.engine
+        self._tools: dict[str, _ToolInfo] = {}
+        self._message_kinds: dict[str, str] = {}
+        self._user_message_id = new_id()
+        self._stop: StopReason | None = None
+
+    # ------------------------------------------------------------------ the turn
+
+    async def run(self, prompt: Sequence[ContentBlock]) -> StopReason:
+        """Run the turn and return its stop reason.
+
+        Raises:
+            RequestError: the engine failed (and the turn was not cancelled).
+        """
+        session, turn = self._session, self._turn
+        for block in prompt:
+            await self._publish(UserMessageChunk(message_id=self._user_message_id, content=block))
+        context = TurnContext(
+            turn_id=turn.turn_id,
+            request_permission=self._request_permission,
+            cancel_event=turn.cancel_event,
+            mode_id=session.controls.mode_id,
+            config_values=MappingProxyType(dict(session.controls.values)),
+        )
+        error: Exception | None = None
+        try:
+            async with anyio.create_task_group() as watchers:
+                watchers.start_soon(self._watch_cancel)
+                watchers.start_soon(self._watch_peer)
+                try:
+                    await self._consume(self._engine.run_turn(prompt, context))
+                except Exception as exc:
+                    error = exc
+                watchers.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+                await self._end_unfinished_tools()
+        if error is not None:
+            await self._publish(TurnError(error_type=type(error).__name__, message=str(error)))
+        if turn.cancelled or turn.hard_cancelled:
+            stop: StopReason = "cancelled"
+        elif error is not None:
+            raise _wire_error(error)
+        else:
+            stop = self._stop or "end_turn"
+        await self._publish(TurnCompleted(stop_reason=stop))
+        return stop
+
+    async def _consume(self, outputs: AsyncIterator[TurnOutput]) -> None:
+        turn = self._turn
+        try:
+            while not turn.hard_cancelled:
+                output: TurnOutput | None = None
+                with anyio.CancelScope() as step:
+                    turn.enter_step(step)
+                    try:
+                        output = await outputs.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        turn.leave_step()
+                if output is None or await self._handle(output):
+                    return
+        finally:
+            aclose = getattr(outputs, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+                    await aclose()
+
+    async def _handle(self, output: TurnOutput) -> bool:
+        """Check, publish and apply one output; return whether the turn's output is over."""
+        if isinstance(output, SubAgentEvent):
+            event, agent_id = output.event, output.agent_id
+        else:
+            event, agent_id = output, ROOT_AGENT_ID
+        if isinstance(event, TurnCompleted):
+            self._stop = event.stop_reason
+            return True
+        self._check(event, agent_id)
+        if await self._publish(event, agent_id) is None:
+            self._turn.hard_cancel()  # the session was reloaded: this turn is over
+            return True
+        await self._apply(event)
+        return False
+
+    async def _publish(self, event: Event, agent_id: str = ROOT_AGENT_ID) -> object | None:
+        return await self._session.publish(
+            event, turn_id=self._turn.turn_id, agent_id=agent_id, epoch=self._turn.epoch
+        )
+
+    # ------------------------------------------------------------------ rules
+
+    def _check(self, event: Event, agent_id: str) -> None:
+        if event.kind in _RUNTIME_ONLY:
+            raise LocalProtocolError(
+                f"{event.kind} events are published by the runtime; an engine must not yield them"
+            )
+        match event:
+            case TextChunk() | ThinkingChunk():
+                self._check_message_id(event.message_id, event.kind)
+            case ToolCallStarted() | ToolCallProgress() | ToolCallEnded():
+                self._tracker.apply(event)
+                self._note_tool(event, agent_id)
+            case ModeChanged():
+                try:
+                    self._session.controls.check_mode(event.mode_id)
+                except InvalidParams as exc:
+                    raise LocalProtocolError(f"the engine switched to {exc.message}") from None
+            case ConfigChanged():
+                for option in event.config_options:
+                    try:
+                        self._session.controls.check_value(
+                            option.id, option.current_value, boolean=True
+                        )
+                    except InvalidParams as exc:
+                        raise LocalProtocolError(f"the engine reported an {exc.message}") from None
+            case _:
+                pass
+
+    def _check_message_id(self, message_id: str, kind: str) -> None:
+        if not message_id or message_id == self._user_message_id:
+            raise LocalProtocolError(
+                f"{kind} needs a message id of its own (use accord.events.new_id())"
+            )
+        known = self._message_kinds.setdefault(message_id, kind)
+        if known != kind:
+            raise LocalProtocolError(
+                f"message id {message_id!r} is used by both {known} and {kind} events; "
+                "each message needs its own id"
+            )
+
+    def _note_tool(
+        self, event: ToolCallStarted | ToolCallProgress | ToolCallEnded, agent_id: str
+    ) -> None:
+        match event:
+            case ToolCallStarted():
+                self._tools[event.tool_call_id] = _ToolInfo(
+                    agent_id, event.name, event.tool_kind, event.title
+                )
+            case ToolCallProgress():
+                info = self._tools.get(event.tool_call_id)
+                if info is not None:
+                    info.title = event.title or info.title
+                    info.kind = event.tool_kind or info.kind
+            case ToolCallEnded():
+                pass
+
+    async def _apply(self, event: Event) -> None:
+        session = self._session
+        match event:
+            case TitleChanged():
+                session.title = event.title
+            case StateSnapshot():
+                session.engine_state = event.state
+            case CommandsChanged():
+                session.commands = event.commands
+            case ModeChanged():
+                _, config_changed = session.controls.set_mode(event.mode_id)
+                if config_changed:
+                    await self._publish(
+                        ConfigChanged(config_options=tuple(session.controls.options()))
+                    )
+            case ConfigChanged():
+                if session.controls.adopt(event.config_options):
+                    assert session.controls.mode_id is not None
+                    await self._publish(ModeChanged(mode_id=session.controls.mode_id))
+            case _:
+                pass
+
+    # ------------------------------------------------------------------ cancellation
+
+    async def _watch_cancel(self) -> None:
+        await self._turn.cancel_event.wait()
+        await anyio.sleep(self._grace)
+        self._turn.hard_cancel()
+
+    async def _watch_peer(self) -> None:
+        await self._peer_closed()
+        logger.info(
+            "session %s: the client disconnected; cancelling its turn", self._session.session_id
+        )
+        self._session.request_cancel()
+
+    async def _end_unfinished_tools(self) -> None:
+        for tool_call_id in self._tracker.unfinished():
+            ended = ToolCallEnded(tool_call_id=tool_call_id, status="failed")
+            self._tracker.apply(ended)
+            info = self._tools.get(tool_call_id)
+            await self._publish(ended, info.agent_id if info is not None else ROOT_AGENT_ID)
+
+    # ------------------------------------------------------------------ permissions
+
+    async def _request_permission(
+        self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
+    ) -> PermissionDecision:
+        session, turn = self._session, self._turn
+        if turn.cancelled:
+            return _CANCELLED
+        choices = tuple(options) or DEFAULT_PERMISSION_OPTIONS
+        info = self._tools.get(tool_call.tool_call_id)
+        title = tool_call.title or (info.title if info else None)
+        kind = tool_call.kind or (info.kind if info else None)
+        name = tool_call.name or (info.name if info else None)
+        key = permission_key(name=name, kind=kind, title=title)
+        rule = session.permissions.lookup(key)
+        if rule is not None:
+            return decision_for_rule(rule, choices)
+        shown = tool_call
+        if tool_call.title is None and title is not None:
+            shown = shown.model_copy(update={"title": title})
+        if tool_call.kind is None and kind is not None:
+            shown = shown.model_copy(update={"kind": kind})
+        await self._publish(
+            PermissionPending(tool_call_id=tool_call.tool_call_id, options=choices), agent_id
+        )
+        # The client must know the tool call (and everything before it) before it is asked.
+        await session.durable.flush()
+        request = RequestPermissionRequest(
+            session_id=session.session_id, tool_call=shown, options=list(choices)
+        )
+        response = None
+        with anyio.CancelScope() as scope:
+            turn.add_permission_scope(scope)
+            try:
+                response = await self._connection.request_permission(request)
+            except RequestError as exc:
+                logger.warning(
+                    "session %s: the client failed a permission request: %s",
+                    session.session_id,
+                    exc,
+                )
+            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the client is gone: nobody can answer, so the answer is "cancelled"
+            finally:
+                turn.discard_permission_scope(scope)
+        if response is None or not isinstance(response.outcome, SelectedRequestPermissionOutcome):
+            return _CANCELLED
+        chosen = next((o for o in choices if o.option_id == response.outcome.option_id), None)
+        if chosen is None:
+            logger.warning(
+                "session %s: the client chose unknown permission option %r; treated as a denial",
+                session.session_id,
+                response.outcome.option_id,
+            )
+            return _CANCELLED
+        if chosen.kind in _ALWAYS and session.permissions.remember(key, chosen.kind):  # pyright: ignore[reportArgumentType]
+            await session.save(self._store)
+        return PermissionDecision(outcome=chosen.kind, option_id=chosen.option_id)
+
+
+def _wire_error(error: Exception) -> RequestError:
+    """The error a failed turn answers the prompt with."""
+    if isinstance(error, RequestError):
+        return error
+    if isinstance(error, LocalProtocolError):
+        wrapped = InternalError(
+            f"the engine broke a rule of the event chain: {error}",
+            {"error": type(error).__name__, "message": str(error)},
+        )
+    else:
+        logger.error("prompt turn failed", exc_info=error)
+        wrapped = InternalError(
+            f"the prompt turn failed: {type(error).__name__}",
+            {"error": type(error).__name__, "message": str(error)},
+        )
+    wrapped.__cause__ = error
+    return wrapped

@@ -1,0 +1,181 @@
+"""Cancellation: ``session/cancel`` and disconnects stop turns promptly, nothing is lost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio
+import pytest
+from _agent_support import TIMEOUT, Harness, RecordingClient, message_texts, scripted, serve, text
+
+from accord.agent import AgentRuntime
+from accord.errors import ConnectionClosed
+from accord.events import TurnCompleted, event_from_json
+from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
+from accord.roles import AgentSideConnection, ClientSideConnection
+from accord.schema import CancelNotification, NewSessionRequest, PromptRequest
+from accord.store import MemorySessionStore
+from accord.testing._scripted_engine import (
+    Say,
+    ScriptedEngine,
+    Stream,
+    UseTool,
+    WaitForCancel,
+)
+from accord.transports import memory_transport_pair
+
+pytestmark = pytest.mark.anyio
+
+
+async def _prompt_then_cancel(h: Harness, session_id: str, ready: Callable[[], bool]) -> str:
+    """Send a prompt, wait until ``ready()`` holds, cancel, return the stop reason."""
+    result: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            result.append((await h.prompt(session_id, "go")).stop_reason)
+
+        tg.start_soon(run)
+        await h.client.wait_until(ready)
+        await h.conn.cancel(CancelNotification(session_id=session_id))
+    return result[0]
+
+
+async def _stored_kinds(store: MemorySessionStore, session_id: str) -> list[str]:
+    return [e.kind for e in await store.read_events(session_id)]
+
+
+async def test_a_cooperative_engine_stops_on_cancel_and_the_partial_output_is_stored() -> None:
+    store = MemorySessionStore()
+    engine = scripted([Say("partial"), WaitForCancel(), Say("never")])
+    async with serve(engine, store=store, cancel_grace=TIMEOUT) as h:
+        session_id = await h.new_session()
+        seen = lambda: "agent_message_chunk" in h.client.kinds(session_id)  # noqa: E731
+        assert await _prompt_then_cancel(h, session_id, seen) == "cancelled"
+        assert message_texts(h.client.updates(session_id))[1:] == [
+            ("agent_message_chunk", "partial")
+        ]
+        stored = await store.read_events(session_id)
+        assert [e.kind for e in stored].count("text_chunk") == 1
+        last = event_from_json(stored[-1].payload)
+        assert last == TurnCompleted(stop_reason="cancelled")
+        # the cooperative engine finished cleanly: it saved its state
+        assert "state_snapshot" in [e.kind for e in stored]
+        assert h.engine.session(session_id).cancelled_turns == 1
+
+
+async def test_an_engine_that_ignores_cancel_is_stopped_after_the_grace_period() -> None:
+    store = MemorySessionStore()
+    engine = scripted([Say("partial"), WaitForCancel(cooperative=False)])
+    async with serve(engine, store=store, cancel_grace=0) as h:
+        session_id = await h.new_session()
+        seen = lambda: "agent_message_chunk" in h.client.kinds(session_id)  # noqa: E731
+        assert await _prompt_then_cancel(h, session_id, seen) == "cancelled"
+        kinds = await _stored_kinds(store, session_id)
+        assert kinds.count("text_chunk") == 1
+        assert kinds[-1] == "turn_completed"
+        assert "state_snapshot" not in kinds  # its step was cancelled, not finished
+
+
+async def test_cancel_cancels_a_pending_permission_request_and_the_tool_never_runs() -> None:
+    tapped: list[tuple[str, dict[str, object]]] = []
+
+    def tap(direction: str, message: dict[str, object]) -> None:
+        tapped.append((direction, message))
+        if previous is not None:
+            previous(direction, message)  # type: ignore[arg-type]
+
+    previous = set_wire_observer(tap)
+    try:
+        client = RecordingClient(answers=["hold"])
+        engine = scripted(
+            [UseTool(title="rm -rf build", kind="delete", ask=True, tool_call_id="t1")]
+        )
+        async with serve(engine, client=client, cancel_grace=TIMEOUT) as h:
+            session_id = await h.new_session()
+            stop = await _prompt_then_cancel(h, session_id, lambda: client.held == 1)
+            await client.wait_until(lambda: client.released == 1)
+    finally:
+        set_wire_observer(previous)
+    assert stop == "cancelled"
+    assert engine.tool_runs == []
+    assert [d.outcome for d in engine.decisions] == ["cancelled"]
+    cancels = [m for d, m in tapped if d == "sent" and m.get("method") == CANCEL_REQUEST_METHOD]
+    assert cancels, "the runtime sends $/cancel_request for its permission request"
+    tool = [u for u in client.updates(session_id) if u["sessionUpdate"].startswith("tool")]
+    assert tool[0]["status"] == "pending" and tool[-1]["status"] == "failed"
+
+
+async def test_unfinished_tool_calls_are_ended_as_failed() -> None:
+    store = MemorySessionStore()
+    engine = scripted(
+        [
+            UseTool(title="Build", kind="execute", tool_call_id="t1", start_running=True, work=0),
+            UseTool(title="Long", kind="execute", tool_call_id="t2", start_running=True, work=60),
+        ]
+    )
+    # t2 "works" cooperatively but the engine never gets to end it: grace 0 cancels the step
+    async with serve(engine, store=store, cancel_grace=0) as h:
+        session_id = await h.new_session()
+
+        def running() -> bool:
+            return any(u.get("toolCallId") == "t2" for u in h.client.updates(session_id))
+
+        assert await _prompt_then_cancel(h, session_id, running) == "cancelled"
+        t2 = [u for u in h.client.updates(session_id) if u.get("toolCallId") == "t2"]
+        assert [u.get("status") for u in t2] == ["in_progress", "failed"]
+        t1 = [u for u in h.client.updates(session_id) if u.get("toolCallId") == "t1"]
+        assert t1[-1]["status"] == "completed"
+
+
+async def test_cancel_when_idle_or_unknown_changes_nothing() -> None:
+    async with serve(scripted([Say("a")], [Say("b")])) as h:
+        session_id = await h.new_session()
+        await h.conn.cancel(CancelNotification(session_id=session_id))
+        await h.conn.cancel(CancelNotification(session_id="unknown"))
+        assert (await h.prompt(session_id)).stop_reason == "end_turn"
+        assert (await h.prompt(session_id)).stop_reason == "end_turn"
+
+
+async def test_a_session_prompts_normally_after_a_cancelled_turn() -> None:
+    engine = scripted([WaitForCancel()], [Say("again")])
+    async with serve(engine) as h:
+        session_id = await h.new_session()
+        seen = lambda: "user_message_chunk" in h.client.kinds(session_id)  # noqa: E731
+        assert await _prompt_then_cancel(h, session_id, seen) == "cancelled"
+        assert (await h.prompt(session_id)).stop_reason == "end_turn"
+        assert message_texts(h.client.updates(session_id))[-1] == ("agent_message_chunk", "again")
+
+
+async def test_a_client_that_disconnects_mid_turn_cancels_its_turn() -> None:
+    store = MemorySessionStore()
+    engine = ScriptedEngine([[Stream(count=3), WaitForCancel()]])
+    runtime = AgentRuntime(engine, store=store)
+    client = RecordingClient()
+    agent_end, client_end = memory_transport_pair()
+    session_id = ""
+    with anyio.fail_after(TIMEOUT):
+        async with AgentSideConnection(runtime, agent_end) as agent_conn:
+            async with (
+                anyio.create_task_group() as tg,
+                ClientSideConnection(client, client_end) as conn,
+            ):
+                await conn.initialize()
+                session_id = (
+                    await conn.new_session(NewSessionRequest(cwd="/w", mcp_servers=[]))
+                ).session_id
+
+                async def prompt() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await conn.prompt(PromptRequest(session_id=session_id, prompt=text("x")))
+
+                tg.start_soon(prompt)
+                # All three chunks first: closing while a notification is still in flight
+                # trips a teardown race in the client's Connection (BrokenResourceError).
+                await client.wait_until(lambda: client.kinds().count("agent_message_chunk") == 3)
+            # The client is gone; the agent's prompt handler must end by itself.
+            await agent_conn.wait_closed()
+    stored = [e.kind for e in await store.read_events(session_id)]
+    assert stored.count("text_chunk") == 3
+    assert stored[-1] == "turn_completed"
+    assert engine.session(session_id).cancelled_turns == 1
