@@ -142,9 +142,11 @@ async def test_a_crash_mid_turn_raises_promptly_with_exit_code_and_stderr() -> N
         with pytest.raises(AgentProcessExited) as info, anyio.fail_after(TIMEOUT):
             await session.prompt("go")
         assert conn.closed
+        with pytest.raises(AgentProcessExited), anyio.fail_after(TIMEOUT):
+            await session.prompt("again")
     assert info.value.exit_code == 3
     assert "RuntimeError: model exploded" in info.value.stderr_tail
-    assert session.view.messages[-1].text == "partial"
+    assert [m.text for m in session.view.messages] == ["go", "partial", "again"]
     assert session.state == "idle"
 
 

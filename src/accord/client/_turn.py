@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self, TypeAlias
 
 import anyio
+import anyio.lowlevel
 
 from ..errors import LocalProtocolError, SessionBusy
 from ..schema import PromptResponse, StopReason, Usage

@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
+if __name__ == "__main__":  # said before the slow imports, for a client that gives up early
+    sys.stderr.write("loading the model...\n")
+    sys.stderr.flush()
+
 import anyio
 
 from accord.roles import Agent, run_agent_stdio
@@ -53,6 +57,4 @@ class SlowStartAgent(Agent):
 
 
 if __name__ == "__main__":
-    sys.stderr.write("loading the model...\n")
-    sys.stderr.flush()
     run_agent_stdio(SlowStartAgent())

@@ -1,0 +1,183 @@
+"""Turn events as text: one line per event, and a whole turn printed readably."""
+
+from __future__ import annotations
+
+from _client_agents import text_content
+
+import accord.client
+from accord.client import (
+    Cancel,
+    CommandsChanged,
+    ConfigChanged,
+    ModeChanged,
+    OtherUpdate,
+    PermissionRequested,
+    PermissionResolved,
+    PlanUpdated,
+    Select,
+    TextDelta,
+    ThoughtDelta,
+    TitleChanged,
+    ToolCallStarted,
+    ToolCallState,
+    ToolCallUpdated,
+    TurnEvent,
+    TurnFinished,
+    TurnRenderer,
+    UsageUpdated,
+    UserMessageDelta,
+    render_event,
+)
+from accord.schema import (
+    AvailableCommand,
+    BooleanSessionConfigOption,
+    Cost,
+    DiffToolCallContent,
+    ImageContentBlock,
+    NoticeSessionUpdate,
+    PermissionOption,
+    PlanEntry,
+    SelectSessionConfigOption,
+    SessionConfigSelectOption,
+    TextContentBlock,
+    Usage,
+)
+
+READ = ToolCallState(tool_call_id="t1", title="Read a.py", kind="read", status="in_progress")
+ALLOW = PermissionOption(option_id="y", name="Allow once", kind="allow_once")
+
+
+def text(value: str) -> TextDelta:
+    return TextDelta(text=value, content=TextContentBlock(text=value))
+
+
+def test_one_line_per_event() -> None:
+    diff = DiffToolCallContent(path="/w/a.py", old_text="a", new_text="b")
+    edited = ToolCallState(tool_call_id="t2", title="Edit", kind="edit", content=(diff,))
+    done = ToolCallState(tool_call_id="t3", title="Run", content=(text_content("ok\nmore"),))
+    plan = (
+        PlanEntry(content="read", priority="high", status="completed"),
+        PlanEntry(content="fix", priority="high", status="in_progress"),
+    )
+    options = (
+        SelectSessionConfigOption(
+            id="m",
+            name="Model",
+            current_value="fast",
+            options=[SessionConfigSelectOption(value="fast", name="Fast")],
+        ),
+        BooleanSessionConfigOption(id="b", name="Brave", current_value=False),
+    )
+    image = ImageContentBlock(data="aGk=", mime_type="image/png")
+    cases: list[tuple[TurnEvent, str]] = [
+        (text("Hello"), "Hello"),
+        (TextDelta(text="", content=image), "[image]"),
+        (TextDelta(text="", content=TextContentBlock(text="")), ""),
+        (ThoughtDelta(text="hmm", content=TextContentBlock(text="hmm")), "hmm"),
+        (ToolCallStarted(tool_call=READ), "[tool in_progress] read: Read a.py"),
+        (
+            ToolCallUpdated(tool_call=edited, changed=frozenset({"content"})),
+            "[tool pending] edit: Edit (edits /w/a.py)",
+        ),
+        (
+            ToolCallUpdated(tool_call=done, changed=frozenset({"content"})),
+            "[tool pending] Run (ok)",
+        ),
+        (
+            ToolCallUpdated(tool_call=READ, changed=frozenset({"status"})),
+            "[tool in_progress] read: Read a.py",
+        ),
+        (
+            ToolCallUpdated(
+                tool_call=ToolCallState(tool_call_id="t4"), changed=frozenset({"content"})
+            ),
+            "[tool pending] t4",
+        ),
+        (PlanUpdated(entries=plan), "[plan 1/2 done] now: fix"),
+        (PlanUpdated(entries=plan[:1]), "[plan 1/1 done]"),
+        (UsageUpdated(used=50, size=200), "[usage] 50/200 tokens (25%)"),
+        (
+            UsageUpdated(used=50, size=0, cost=Cost(amount=0.25, currency="USD")),
+            "[usage] 50/0 tokens, 0.25 USD",
+        ),
+        (ModeChanged(mode_id="code"), "[mode] code"),
+        (ConfigChanged(config_options=options), "[config] Model=fast, Brave=off"),
+        (
+            CommandsChanged(commands=(AvailableCommand(name="test", description="t"),)),
+            "[commands] /test",
+        ),
+        (TitleChanged(title="Fix it", updated_at=None), "[title] Fix it"),
+        (TitleChanged(title=None, updated_at=None), "[title cleared]"),
+        (OtherUpdate(update=NoticeSessionUpdate(severity="info", title="x")), "[notice]"),
+        (
+            PermissionRequested(request_id=1, tool_call=READ, options=(ALLOW,)),
+            "[permission?] read: Read a.py (Allow once)",
+        ),
+        (
+            PermissionResolved(request_id=1, decision=Select("y"), option=ALLOW),
+            "[permission] Allow once",
+        ),
+        (
+            PermissionResolved(request_id=1, decision=Cancel(), option=None),
+            "[permission] cancelled",
+        ),
+        (TurnFinished(stop_reason="end_turn"), "[end_turn]"),
+        (
+            TurnFinished(
+                stop_reason="max_tokens",
+                usage=Usage(total_tokens=9, input_tokens=4, output_tokens=5),
+            ),
+            "[max_tokens, 9 tokens]",
+        ),
+        (UserMessageDelta(text="hi", content=TextContentBlock(text="hi")), "hi"),
+    ]
+    for event, expected in cases:
+        assert render_event(event) == expected, event
+
+
+def test_a_turn_prints_text_inline_and_other_events_on_their_own_lines() -> None:
+    renderer = TurnRenderer()
+    events: list[TurnEvent] = [
+        UserMessageDelta(text="question", content=TextContentBlock(text="question")),
+        ThoughtDelta(text="thinking", content=TextContentBlock(text="thinking")),
+        text("Let me "),
+        text("read.\n"),
+        ToolCallStarted(tool_call=READ),
+        text("Done"),
+        TurnFinished(stop_reason="end_turn"),
+    ]
+    out = "".join(renderer.render(event) for event in events)
+    assert out == (
+        "> question\n"
+        "(thinking)\nthinking\n"
+        "Let me read.\n"
+        "[tool in_progress] read: Read a.py\n"
+        "Done\n"
+        "[end_turn]\n"
+    )
+
+
+def test_thoughts_can_be_left_out() -> None:
+    renderer = TurnRenderer(show_thoughts=False)
+    thought = ThoughtDelta(text="secret", content=TextContentBlock(text="secret"))
+    out = "".join(
+        renderer.render(e) for e in (thought, text("answer"), TurnFinished(stop_reason="end_turn"))
+    )
+    assert out == "answer\n[end_turn]\n"
+
+
+def test_the_public_surface() -> None:
+    names = accord.client.__all__
+
+    def isort_style(name: str) -> tuple[int, str]:  # constants, classes, functions
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert list(names) == sorted(names, key=isort_style)
+    assert all(not name.startswith("_") for name in names)
+    assert all(hasattr(accord.client, name) for name in names)
+    public = {
+        name
+        for name, value in vars(accord.client).items()
+        if not name.startswith("_") and getattr(value, "__module__", "").startswith("accord.client")
+    }
+    assert public <= set(names)
