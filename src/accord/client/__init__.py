@@ -13,11 +13,11 @@ Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 :mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
 """
 
-from ._connection import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
+from ._connect import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
+from ._connect import AgentSpec as AgentSpec
+from ._connect import connect as connect
 from ._connection import AgentConnection as AgentConnection
 from ._connection import AgentConnectionStatistics as AgentConnectionStatistics
-from ._connection import AgentSpec as AgentSpec
-from ._connection import connect as connect
 from ._events import CommandsChanged as CommandsChanged
 from ._events import ConfigChanged as ConfigChanged
 from ._events import ModeChanged as ModeChanged

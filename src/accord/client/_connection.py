@@ -1,35 +1,28 @@
-"""``connect()`` and ``AgentConnection``: drive any ACP agent from Python.
+"""``AgentConnection``: a live, initialized connection to an agent, with typed calls.
 
-``async with connect(agent) as conn:`` accepts a command line (the agent is spawned, its stderr
-drained, and shut down on exit), a :class:`~accord.transports.Transport`, or an in-process
-:class:`accord.roles.Agent` (served through the in-memory transport pair: the canonical test
-idiom). It negotiates the protocol version and capabilities with ``initialize`` (bounded by a
-timeout; slow agents are fine) and yields an :class:`AgentConnection` that owns the transport,
-the typed :class:`~accord.roles.ClientSideConnection`, the host services and one task group
-(streamed turns, the in-process agent).
+Made by :func:`~accord.client.connect`. It owns nothing itself (``connect`` owns the transport,
+the task group and the host services) and offers: what was negotiated (protocol version,
+agent info and capabilities, auth methods), sessions (``new_session``, ``load_session``,
+``resume_session``, ``fork_session``, ``list_sessions``, ``close_session``,
+``delete_session``), authentication and extension calls. Every call the agent did not
+advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
 
-Sessions come from :meth:`AgentConnection.new_session` / ``load_session`` / ``resume_session``
-/ ``fork_session``; the rest of the agent's methods are typed calls here. Every call the agent
-did not advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
-
-Above: programs (CI bots, orchestrators, ``accord run``). Below: :mod:`accord.roles`,
-:mod:`accord.transports`, the sessions and host services of this package.
+Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
+:class:`~accord.roles.ClientSideConnection`, the sessions and the routing hub of this package.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeAlias, cast
+from typing import Any
 
 import anyio
 
 from ..errors import LocalProtocolError, SessionNotFound
 from ..jsonrpc import ConnectionStatistics
-from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
+from ..roles import ClientSideConnection
 from ..roles._capabilities import is_advertised
 from ..schema import (
     AgentCapabilities,
@@ -39,7 +32,6 @@ from ..schema import (
     DeleteSessionRequest,
     ForkSessionRequest,
     Implementation,
-    InitializeRequest,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
@@ -50,39 +42,11 @@ from ..schema import (
     ResumeSessionRequest,
     SessionInfo,
 )
-from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
-from ._boundary import TurnBoundaryTransport
-from ._fs import FileSystemHost
-from ._handlers import Hub, client_class
-from ._permissions import DenyAll, PermissionPolicy
+from ..transports import Transport
+from ._handlers import Hub
 from ._session import ClientSession, _Runtime
-from ._terminals import TerminalHost
-from ._turn import TURN_EVENT_BUFFER
 
-__all__ = (
-    "INITIALIZE_TIMEOUT",
-    "AgentConnection",
-    "AgentConnectionStatistics",
-    "AgentSpec",
-    "connect",
-)
-
-#: How long ``initialize`` may take. Agents launched through package runners (``npx``,
-#: ``uvx``) may download and compile first, so this is generous; pass None to wait forever.
-INITIALIZE_TIMEOUT = 120.0
-
-AgentSpec: TypeAlias = Sequence[str] | Transport | Agent
-"""What :func:`connect` accepts: a command line, a transport, or an in-process agent."""
-
-
-def _default_client_info() -> Implementation:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        accord_version = version("accord")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        accord_version = "0"
-    return Implementation(name="accord", title="accord", version=accord_version)
+__all__ = ("AgentConnection", "AgentConnectionStatistics", "absolute_path")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -349,7 +313,7 @@ class AgentConnection:
         """
         request = ListSessionsRequest()
         if cwd is not None:
-            request.cwd = _absolute(cwd)
+            request.cwd = absolute_path(cwd)
         if cursor is not None:
             request.cursor = cursor
         return await self._calls.list_sessions(request)
@@ -414,8 +378,8 @@ class AgentConnection:
         cwd: str | os.PathLike[str] | None,
         additional: Sequence[str | os.PathLike[str]],
     ) -> tuple[str, tuple[str, ...]]:
-        root = _absolute(cwd if cwd is not None else self._default_cwd)
-        extra = tuple(_absolute(path) for path in additional)
+        root = absolute_path(cwd if cwd is not None else self._default_cwd)
+        extra = tuple(absolute_path(path) for path in additional)
         if extra and not self.supports("sessionCapabilities", "additionalDirectories"):
             raise LocalProtocolError(
                 "the agent did not advertise sessionCapabilities.additionalDirectories"
@@ -441,136 +405,6 @@ class AgentConnection:
                     await terminals.release_session(session.session_id)
 
 
-@asynccontextmanager
-async def connect(
-    agent: AgentSpec,
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    fs: bool | FileSystemHost = False,
-    terminals: bool | TerminalHost = False,
-    permission_policy: PermissionPolicy | None = None,
-    client_info: Implementation | None = None,
-    initialize_timeout: float | None = INITIALIZE_TIMEOUT,
-    event_buffer: int = TURN_EVENT_BUFFER,
-) -> AsyncGenerator[AgentConnection]:
-    """Connect to an agent, initialize it, and yield the connection; close everything on exit.
-
-    Args:
-        agent: a command line (``["my-agent", "--acp"]``: spawned, no shell), a transport, or
-            an :class:`accord.roles.Agent` object (served in this process).
-        cwd: the spawned agent's working directory, and the default ``cwd`` of sessions.
-        env: variables set for a spawned agent, over this process's environment.
-        fs: host ``fs/read_text_file`` and ``fs/write_text_file`` (advertised only then),
-            confined to each session's directories; ``True`` for a default
-            :class:`~accord.client.FileSystemHost`, or pass one.
-        terminals: host ``terminal/*`` (advertised only then); ``True`` for a
-            :class:`~accord.client.TerminalHost` owned by this connection, or pass one that
-            you have entered (``async with``) yourself. Commands are killed on release, when
-            their session closes, and when the connection closes.
-        permission_policy: answers ``session/request_permission``; default
-            :class:`~accord.client.DenyAll`.
-        client_info: sent as ``clientInfo``; default: accord and its version.
-        initialize_timeout: seconds ``initialize`` may take (None: no limit).
-        event_buffer: events a turn stream holds before the agent waits.
-
-    Raises:
-        TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
-        RemoteProtocolError: the agent speaks an ACP version accord does not.
-        AgentProcessExited: the spawned agent exited (with its exit code and stderr tail).
-        FileNotFoundError: the agent's program does not exist.
-    """
-    if isinstance(agent, str):
-        raise TypeError("pass the agent's command line as a list of arguments, not a string")
-    if env is not None and isinstance(agent, Agent | Transport):
-        raise TypeError("env applies only to an agent given as a command line")
-    fs_host = FileSystemHost() if fs is True else (fs or None)
-    owns_terminals = terminals is True
-    terminal_host = TerminalHost() if terminals is True else (terminals or None)
-    default_cwd = _absolute(cwd if cwd is not None else os.getcwd())
-    try:
-        async with AsyncExitStack() as stack:
-            in_process: tuple[Agent, Transport] | None = None
-            transport: Transport
-            if isinstance(agent, Agent):
-                transport, agent_side = memory_transport_pair()
-                in_process = (agent, agent_side)
-            elif isinstance(agent, Transport):
-                transport = agent
-            else:
-                transport = await stack.enter_async_context(
-                    spawn_agent(list(agent), cwd=cwd, env=env)
-                )
-            task_group = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(task_group.cancel_scope.cancel)
-            if owns_terminals and terminal_host is not None:
-                await stack.enter_async_context(terminal_host)
-            hub = Hub(fs_host, terminal_host)
-            client = client_class(fs=fs_host is not None, terminals=terminal_host is not None)(
-                hub, client_info or _default_client_info()
-            )
-            marked = TurnBoundaryTransport(transport, hub.prompt_sent)
-            hub.marker_token = marked.token
-            calls = await stack.enter_async_context(ClientSideConnection(client, marked))
-            if in_process is not None:
-                task_group.start_soon(serve_agent, *in_process, name="in-process agent")
-            await _initialize(calls, client, transport, initialize_timeout)
-            runtime = _Runtime(
-                calls=calls,
-                task_group=task_group,
-                policy=permission_policy or DenyAll(),
-                terminals=terminal_host,
-                forget=hub.forget,
-                permission_ids=itertools.count(1),
-                event_buffer=event_buffer,
-            )
-            connection = AgentConnection(calls, hub, runtime, transport, default_cwd)
-            try:
-                yield connection
-            finally:
-                await connection._shutdown(owns_terminals)
-    except BaseExceptionGroup as group:
-        single = _single_exception(group)
-        if single is None:
-            raise
-        _reraise_alone(single)
-
-
-async def _initialize(
-    calls: ClientSideConnection, client: Client, transport: Transport, within: float | None
-) -> None:
-    request = InitializeRequest(
-        protocol_version=LATEST_PROTOCOL_VERSION,
-        client_capabilities=client.client_capabilities(),
-        client_info=client.client_info,
-    )
-    try:
-        with anyio.fail_after(within):
-            await calls.initialize(request)
-    except TimeoutError:
-        message = f"the agent did not answer initialize within {within} seconds"
-        if isinstance(transport, SubprocessTransport) and transport.stderr_tail():
-            message += f"; last stderr output:\n{transport.stderr_tail()}"
-        raise TimeoutError(message) from None
-
-
-def _absolute(path: str | os.PathLike[str]) -> str:
+def absolute_path(path: str | os.PathLike[str]) -> str:
+    """``path`` made absolute (ACP paths must be), without touching the file system."""
     return os.path.abspath(os.fspath(path))
-
-
-def _reraise_alone(exc: BaseException) -> NoReturn:
-    """Raise ``exc`` (out of the task groups' wrapping) with its own cause and context."""
-    cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
-    try:
-        raise exc
-    finally:
-        exc.__cause__, exc.__context__ = cause, context
-        exc.__suppress_context__ = suppress
-
-
-def _single_exception(exc: BaseException) -> BaseException | None:
-    """The one exception inside nested single-member groups, else None."""
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc
-    members: tuple[BaseException, ...] = cast("BaseExceptionGroup[BaseException]", exc).exceptions
-    return _single_exception(members[0]) if len(members) == 1 else None
