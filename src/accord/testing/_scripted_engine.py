@@ -248,10 +248,15 @@ class WaitForCancel:
 @dataclass(frozen=True, slots=True)
 class WaitFor:
     """Wait until ``event`` is set; cooperative waits also end (stopping the script) on
-    cancel. For tests that need a turn to stand still at a known point."""
+    cancel. For tests that need a turn to stand still at a known point.
+
+    ``noticed`` (optional) is set when the turn is cancelled during the wait, even by a
+    wait that is not cooperative: it tells a test that the cancellation has arrived.
+    """
 
     event: anyio.Event
     cooperative: bool = True
+    noticed: anyio.Event | None = None
 
 
 @final
@@ -400,20 +405,7 @@ class ScriptedSession(EngineSession):
             case WaitForCancel():
                 await _wait(turn, None, step.cooperative)
             case WaitFor():
-                if not step.cooperative:
-                    await step.event.wait()
-                else:
-                    async with anyio.create_task_group() as race:
-
-                        async def cancelled() -> None:
-                            await turn.wait_cancelled()
-                            race.cancel_scope.cancel()
-
-                        race.start_soon(cancelled)
-                        await step.event.wait()
-                        race.cancel_scope.cancel()
-                    if turn.cancelled:
-                        raise _Stopped
+                await _wait_for(step, turn)
             case Fail():
                 raise step.error if step.error is not None else RuntimeError(step.message)
             case Emit():
@@ -478,6 +470,23 @@ class ScriptedSession(EngineSession):
     async def aclose(self) -> None:
         """Record the close."""
         self.closed = True
+
+
+async def _wait_for(step: WaitFor, turn: TurnContext) -> None:
+    async with anyio.create_task_group() as race:
+
+        async def cancelled() -> None:
+            await turn.wait_cancelled()
+            if step.noticed is not None:
+                step.noticed.set()
+            if step.cooperative:
+                race.cancel_scope.cancel()
+
+        race.start_soon(cancelled)
+        await step.event.wait()
+        race.cancel_scope.cancel()
+    if step.cooperative and turn.cancelled:
+        raise _Stopped
 
 
 def _text_content(text: str) -> ContentToolCallContent:

@@ -1,0 +1,475 @@
+"""Session methods over both stores: new, load, resume, fork, close, delete, list."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _agent_support import CWD, FULL, TIMEOUT, Harness, fold, message_texts, scripted, serve
+
+from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent._delivery import stored_event
+from accord.errors import RequestError
+from accord.events import Envelope, ToolCallEnded, ToolCallStarted, event_from_json
+from accord.schema import (
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
+    HttpMcpServer,
+    ListSessionsRequest,
+    LoadSessionRequest,
+    McpServerStdio,
+    PlanEntry,
+    ResumeSessionRequest,
+    SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
+)
+from accord.store import SessionStore, SqliteSessionStore
+from accord.testing._scripted_engine import (
+    Say,
+    ScriptedEngine,
+    SetPlan,
+    SetTitle,
+    Stream,
+    Think,
+    UseTool,
+    WaitFor,
+    WaitForCancel,
+)
+
+pytestmark = pytest.mark.anyio
+
+MCP = [
+    McpServerStdio(name="files", command="/usr/bin/mcp-files", args=["--root", "/w"], env=[]),
+    HttpMcpServer(name="web", url="https://mcp.example/web", headers=[]),
+]
+
+
+def _is_announcement(update: dict[str, Any]) -> bool:
+    """Activation updates (commands, and the title with ``updatedAt``), not events."""
+    tag = update["sessionUpdate"]
+    return tag == "available_commands_update" or (
+        tag == "session_info_update" and "updatedAt" in update
+    )
+
+
+def _transcript(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [u for u in updates if not _is_announcement(u)]
+
+
+async def _load(h: Harness, session_id: str, cwd: str = CWD, **fields: Any) -> Any:
+    request = LoadSessionRequest.model_validate(
+        {"sessionId": session_id, "cwd": cwd, "mcpServers": [], **fields}
+    )
+    with anyio.fail_after(TIMEOUT):
+        return await h.conn.load_session(request)
+
+
+async def _resume(h: Harness, session_id: str, cwd: str = CWD) -> Any:
+    with anyio.fail_after(TIMEOUT):
+        return await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=cwd))
+
+
+def _rich_turns() -> list[list[Any]]:
+    plan = (PlanEntry(content="look", priority="high", status="completed"),)
+    return [
+        [
+            Think(pieces=("let me ", "think")),
+            Say(pieces=("Hel", "lo ", "there")),
+            UseTool(title="Read a.py", kind="read", tool_call_id="t1", result="code"),
+            SetPlan(plan),
+            SetTitle("Greeting"),
+            Stream(count=50),
+        ],
+        [Say("second turn")],
+    ]
+
+
+# --------------------------------------------------------------------------- new
+
+
+async def test_new_session_records_cwd_directories_and_mcp_servers(store: SessionStore) -> None:
+    engine = ScriptedEngine()
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session(
+            additionalDirectories=["/work/lib"], mcpServers=[s.to_wire() for s in MCP]
+        )
+        record = await store.get_session(session_id)
+        assert record is not None
+        assert record.cwd == CWD
+        assert record.additional_directories == ("/work/lib",)
+        assert list(record.mcp_servers) == [s.to_wire() for s in MCP]
+        context = engine.session(session_id).context
+        assert context.additional_directories == ("/work/lib",)
+        assert context.mcp_servers == tuple(MCP)
+        assert context.history is None
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"cwd": "relative/dir"}, {"cwd": CWD, "additionalDirectories": ["lib"]}],
+    ids=["cwd", "additional-directory"],
+)
+async def test_new_session_requires_absolute_paths(fields: dict[str, Any]) -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await h.new_session(**fields)
+        assert caught.value.code == -32602
+        assert "absolute" in caught.value.message
+
+
+# --------------------------------------------------------------------------- load
+
+
+async def test_load_of_an_unknown_session_is_resource_not_found() -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await _load(h, "missing")
+        assert caught.value.code == -32002
+        assert caught.value.data == {"sessionId": "missing"}
+
+
+async def test_load_checks_the_stored_cwd(store: SessionStore) -> None:
+    async with serve(store=store) as h:
+        session_id = await h.new_session()
+    async with serve(store=store) as h:
+        with pytest.raises(RequestError) as caught:
+            await _load(h, session_id, cwd="/somewhere/else")
+        assert caught.value.code == -32602
+        assert CWD in caught.value.message
+
+
+async def test_load_replays_the_whole_conversation_before_answering(store: SessionStore) -> None:
+    async with serve(scripted(*_rich_turns(), capabilities=FULL), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id, "first")
+        await h.conn.set_session_mode(SetSessionModeRequest(session_id=session_id, mode_id="code"))
+        await h.conn.set_session_config_option(
+            SetSessionConfigOptionRequest(session_id=session_id, config_id="model", value="smart")
+        )
+        await h.prompt(session_id, "second")
+        live = _transcript(h.client.updates(session_id))
+
+    # A new process: new runtime and engine, same store.
+    engine = ScriptedEngine(capabilities=FULL)
+    async with serve(engine, store=store) as h:
+        response = await _load(h, session_id)
+        replayed = _transcript(h.client.updates(session_id))
+        # Everything arrived before the response (the client saw it all by now).
+        assert fold(replayed) == fold(live)
+        assert message_texts(replayed) == message_texts(live)
+
+        def order(updates: list[dict[str, Any]]) -> list[str]:
+            tags: list[str] = []
+            for update in updates:
+                if not tags or tags[-1] != update["sessionUpdate"]:
+                    tags.append(update["sessionUpdate"])
+            return tags
+
+        assert order(replayed) == order(live)
+        assert order(live) == [
+            "user_message_chunk",
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "plan",
+            "session_info_update",
+            "agent_message_chunk",
+            "current_mode_update",
+            "config_option_update",
+            "user_message_chunk",
+            "agent_message_chunk",
+        ]
+        # Compact: the 53 live message chunks of turn one come back as a few.
+        assert len(replayed) < len(live) - 40
+        # Chunks keep their message ids.
+        live_ids = [u.get("messageId") for u in live if "messageId" in u]
+        replay_ids = [u.get("messageId") for u in replayed if "messageId" in u]
+        assert list(dict.fromkeys(replay_ids)) == list(dict.fromkeys(live_ids))
+        # The restored controls come back in the response.
+        assert response.modes is not None and response.modes.current_mode_id == "code"
+        assert response.config_options is not None
+        assert {o.id: o.current_value for o in response.config_options}["model"] == "smart"
+        # The engine gets its history back.
+        assert engine.session(session_id).context.history == {
+            "turns": 2,
+            "prompts": ["first", "second"],
+        }
+
+
+async def test_a_loaded_session_goes_on_where_it_stopped(store: SessionStore) -> None:
+    async with serve(scripted([Say("one")]), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id, "a")
+    engine = scripted([Say("two")])
+    async with serve(engine, store=store) as h:
+        await _load(h, session_id)
+        await h.prompt(session_id, "b")
+        assert engine.session(session_id).prompts == ["a", "b"]
+        events = await store.read_events(session_id)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        assert sorted({e.epoch for e in events}) == [0, 1]
+        record = await store.get_session(session_id)
+        assert record is not None and record.epoch == 1
+
+
+async def test_loading_a_live_session_bumps_the_epoch_and_drops_late_events(
+    store: SessionStore,
+) -> None:
+    gate, noticed = anyio.Event(), anyio.Event()
+    engine = scripted(
+        [Say("before"), WaitFor(gate, cooperative=False, noticed=noticed), Say("late")],
+        [Say("after")],
+    )
+    async with serve(engine, store=store, cancel_grace=TIMEOUT) as h:
+        session_id = await h.new_session()
+        stops: list[str] = []
+        async with anyio.create_task_group() as tg:
+
+            async def prompt() -> None:
+                stops.append((await h.prompt(session_id)).stop_reason)
+
+            tg.start_soon(prompt)
+            await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds())
+            tg.start_soon(_load, h, session_id)
+            with anyio.fail_after(TIMEOUT):
+                await noticed.wait()  # the load bumped the epoch, then cancelled the turn
+            gate.set()  # the old turn's engine yields "late" into the old epoch
+        assert stops == ["cancelled"]
+        texts = [t for _, t in message_texts(h.client.updates(session_id))]
+        assert "late" not in texts
+        kinds = [event_from_json(e.payload) for e in await store.read_events(session_id)]
+        assert not any(getattr(e, "content", None) == "late" for e in kinds)
+        assert h.runtime._sessions.live[session_id].bus.statistics().stale_dropped >= 1
+        await h.prompt(session_id)
+        assert message_texts(h.client.updates(session_id))[-1] == ("agent_message_chunk", "after")
+
+
+async def test_load_ends_tool_calls_a_crash_left_unfinished(store: SessionStore) -> None:
+    async with serve(store=store) as h:
+        session_id = await h.new_session()
+    # What a process that died mid-tool leaves behind: a started call, never ended.
+    started = ToolCallStarted(tool_call_id="t1", title="Build", status="in_progress")
+    envelope = Envelope(
+        session_id=session_id,
+        session_seq=1,
+        session_epoch=0,
+        turn_id="turn-1",
+        agent_id="root",
+        event=started,
+    )
+    await store.append_events([stored_event(envelope)])
+    async with serve(store=store) as h:
+        await _load(h, session_id)
+        t1 = [u for u in h.client.updates(session_id) if u.get("toolCallId") == "t1"]
+        assert [u["status"] for u in t1] == ["in_progress", "failed"]
+        last = event_from_json((await store.read_events(session_id))[-1].payload)
+        assert last == ToolCallEnded(tool_call_id="t1", status="failed")
+
+
+# --------------------------------------------------------------------------- resume
+
+
+async def test_resume_restores_without_replay(store: SessionStore) -> None:
+    async with serve(scripted([Say("hi"), SetTitle("T")], capabilities=FULL), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id, "remember")
+        await h.conn.set_session_mode(SetSessionModeRequest(session_id=session_id, mode_id="plan"))
+    engine = scripted([Say("resumed")], capabilities=FULL)
+    async with serve(engine, store=store) as h:
+        response = await _resume(h, session_id)
+        assert _transcript(h.client.updates(session_id)) == []
+        info = [
+            u for u in h.client.updates(session_id) if u["sessionUpdate"] == "session_info_update"
+        ]
+        assert info and info[-1]["title"] == "T"
+        assert response.modes is not None and response.modes.current_mode_id == "plan"
+        assert engine.session(session_id).context.history == {"turns": 1, "prompts": ["remember"]}
+        await h.prompt(session_id, "more")
+        assert engine.session(session_id).prompts == ["remember", "more"]
+
+
+async def test_resume_of_an_unknown_session_is_resource_not_found() -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await _resume(h, "missing")
+        assert caught.value.code == -32002
+
+
+# --------------------------------------------------------------------------- fork
+
+
+async def test_fork_copies_the_history_under_a_new_id_and_leaves_the_source(
+    store: SessionStore,
+) -> None:
+    engine = scripted([Say("original")], [Say("in the fork")])
+    async with serve(engine, store=store) as h:
+        source = await h.new_session()
+        await h.prompt(source, "start")
+        before = await store.read_events(source)
+        with anyio.fail_after(TIMEOUT):
+            forked = await h.conn.fork_session(
+                ForkSessionRequest(session_id=source, cwd="/work/elsewhere")
+            )
+        fork_id = forked.session_id
+        assert fork_id != source
+        assert engine.session(fork_id).context.history == {"turns": 1, "prompts": ["start"]}
+        await h.prompt(fork_id, "branch")
+        assert await store.read_events(source) == before
+        fork_record = await store.get_session(fork_id)
+        assert fork_record is not None and fork_record.cwd == "/work/elsewhere"
+    async with serve(store=store) as h:
+        await _load(h, fork_id, cwd="/work/elsewhere")
+        assert [t for _, t in message_texts(h.client.updates(fork_id))] == [
+            "start",
+            "original",
+            "branch",
+            "in the fork",
+        ]
+
+
+async def test_fork_of_an_unknown_session_is_resource_not_found() -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await h.conn.fork_session(ForkSessionRequest(session_id="missing", cwd=CWD))
+        assert caught.value.code == -32002
+
+
+# --------------------------------------------------------------------------- close / delete
+
+
+async def test_close_cancels_the_turn_frees_the_session_and_keeps_the_store(
+    store: SessionStore,
+) -> None:
+    engine = scripted([Say("working"), WaitForCancel()])
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session()
+        stops: list[str] = []
+        async with anyio.create_task_group() as tg:
+
+            async def prompt() -> None:
+                stops.append((await h.prompt(session_id)).stop_reason)
+
+            tg.start_soon(prompt)
+            await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds())
+            assert h.runtime.statistics().running_turns == 1
+            with anyio.fail_after(TIMEOUT):
+                await h.conn.close_session(CloseSessionRequest(session_id=session_id))
+        assert stops == ["cancelled"]
+        assert h.runtime.statistics().live_sessions == 0
+        assert engine.session(session_id).closed
+        assert await store.get_session(session_id) is not None
+        assert [e.kind for e in await store.read_events(session_id)][-1] == "turn_completed"
+        with pytest.raises(RequestError) as caught:
+            await h.prompt(session_id)
+        assert caught.value.code == -32002
+        # closing again (stored, not live) is fine; an unknown id is not found
+        await h.conn.close_session(CloseSessionRequest(session_id=session_id))
+        with pytest.raises(RequestError) as caught:
+            await h.conn.close_session(CloseSessionRequest(session_id="missing"))
+        assert caught.value.code == -32002
+        await _load(h, session_id)
+        assert h.runtime.statistics().live_sessions == 1
+
+
+async def test_delete_removes_the_session_and_unknown_ids_succeed(store: SessionStore) -> None:
+    async with serve(scripted([Say("x")]), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        await h.conn.delete_session(DeleteSessionRequest(session_id=session_id))
+        assert await store.get_session(session_id) is None
+        assert await store.read_events(session_id) == []
+        assert h.runtime.statistics().live_sessions == 0
+        await h.conn.delete_session(DeleteSessionRequest(session_id=session_id))
+        await h.conn.delete_session(DeleteSessionRequest(session_id="never-existed"))
+        listing = await h.conn.list_sessions(ListSessionsRequest())
+        assert listing.sessions == []
+        with pytest.raises(RequestError) as caught:
+            await _load(h, session_id)
+        assert caught.value.code == -32002
+
+
+async def test_delete_of_a_running_session_cancels_its_turn(store: SessionStore) -> None:
+    engine = scripted([WaitForCancel()])
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session()
+        stops: list[str] = []
+        async with anyio.create_task_group() as tg:
+
+            async def prompt() -> None:
+                stops.append((await h.prompt(session_id)).stop_reason)
+
+            tg.start_soon(prompt)
+            await h.client.wait_until(lambda: "user_message_chunk" in h.client.kinds())
+            await h.conn.delete_session(DeleteSessionRequest(session_id=session_id))
+        assert stops == ["cancelled"]
+        assert await store.get_session(session_id) is None
+
+
+# --------------------------------------------------------------------------- list
+
+
+async def test_list_pages_with_a_cursor_filters_by_cwd_and_shows_titles(
+    store: SessionStore,
+) -> None:
+    engine = ScriptedEngine(respond=lambda text: [SetTitle(f"title {text}")])
+    async with serve(engine, store=store, list_page_size=3) as h:
+        ids = [await h.new_session() for _ in range(7)]
+        other = await h.new_session(cwd="/other")
+        await h.prompt(ids[0], "zero")
+        seen: list[str] = []
+        cursor: str | None = None
+        pages = 0
+        while True:
+            page = await h.conn.list_sessions(ListSessionsRequest(cwd=CWD, cursor=cursor))
+            pages += 1
+            assert len(page.sessions) <= 3
+            seen.extend(s.session_id for s in page.sessions)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert pages == 3
+        assert sorted(seen) == sorted(ids) and other not in seen
+        assert seen[0] == ids[0]  # the most recently updated first
+        first = (await h.conn.list_sessions(ListSessionsRequest(cwd=CWD))).sessions[0]
+        assert first.title == "title zero"
+        assert first.cwd == CWD
+        assert first.updated_at is not None and first.updated_at.endswith("Z")
+        datetime.fromisoformat(first.updated_at.replace("Z", "+00:00"))
+        everything = await h.conn.list_sessions(ListSessionsRequest())
+        assert len(everything.sessions) == 3  # capped page, newest first
+        nothing = await h.conn.list_sessions(ListSessionsRequest(cwd="/nowhere"))
+        assert nothing.sessions == [] and nothing.next_cursor is None
+
+
+@pytest.mark.parametrize(
+    "request_fields", [{"cursor": "not-a-cursor"}, {"cwd": "relative"}], ids=["cursor", "cwd"]
+)
+async def test_list_refuses_invalid_params(
+    store: SessionStore, request_fields: dict[str, Any]
+) -> None:
+    async with serve(store=store) as h:
+        with pytest.raises(RequestError) as caught:
+            await h.conn.list_sessions(ListSessionsRequest(**request_fields))
+        assert caught.value.code == -32602
+
+
+# --------------------------------------------------------------------------- default store
+
+
+async def test_the_default_store_is_sqlite_in_the_user_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    runtime = AgentRuntime(ScriptedEngine(capabilities=EngineCapabilities()))
+    assert isinstance(runtime.store, SqliteSessionStore)
+    async with serve(runtime=runtime) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+    await runtime.aclose()
+    path = runtime.store.path
+    assert path is not None and path.is_relative_to(tmp_path) and path.exists()
