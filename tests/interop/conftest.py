@@ -1,0 +1,75 @@
+"""Fixtures for the interop tests: both anyio backends, and the third-party agents' locations.
+
+The agents are installed by ``scripts/fetch_interop_agents.sh`` (``make interop-deps``, which
+``make test`` runs) into ``.interop/``. A test whose agent is missing is skipped with the reason
+and the command that installs it, so a checkout without the fetch still runs green; with
+``ACCORD_INTEROP_STRICT=1`` a missing agent fails the test instead (for CI).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+INTEROP = ROOT / ".interop"
+SDK1_EXAMPLES = INTEROP / "acp-sdk-1" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist"
+SDK1_EXAMPLES = SDK1_EXAMPLES / "examples"
+FAST_AGENT = INTEROP / "fast-agent" / "venv" / "bin" / "fast-agent"
+GEMINI = INTEROP / "gemini-cli" / "node_modules" / ".bin" / "gemini"
+FETCH = "bash scripts/fetch_interop_agents.sh  (or: make interop-deps)"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Run every async test of this package on asyncio and on trio."""
+    return request.param
+
+
+def _require(path: Path, what: str) -> Path:
+    if path.exists():
+        return path
+    message = f"{what} is not installed ({path.relative_to(ROOT)} missing); run {FETCH}"
+    if os.environ.get("ACCORD_INTEROP_STRICT") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _node() -> str:
+    from shutil import which
+
+    node = which("node")
+    if node is None:
+        message = "node is not on PATH: the npm agents cannot run"
+        if os.environ.get("ACCORD_INTEROP_STRICT") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return node
+
+
+@pytest.fixture
+def sdk1_agent() -> list[str]:
+    """The example agent of @agentclientprotocol/sdk 1.x (``dist/examples/agent.js``)."""
+    script = _require(SDK1_EXAMPLES / "agent.js", "@agentclientprotocol/sdk 1.x")
+    return [_node(), str(script)]
+
+
+@pytest.fixture
+def sdk1_dual_version_agent() -> list[str]:
+    """The v1 + v2 example agent of @agentclientprotocol/sdk 1.x."""
+    script = _require(SDK1_EXAMPLES / "dual-version-agent.js", "@agentclientprotocol/sdk 1.x")
+    return [_node(), str(script)]
+
+
+@pytest.fixture
+def fast_agent() -> Path:
+    """The ``fast-agent`` program of fast-agent-mcp, in its own venv."""
+    return _require(FAST_AGENT, "fast-agent-mcp")
+
+
+@pytest.fixture
+def gemini_cli() -> list[str]:
+    """The ``gemini`` program of @google/gemini-cli."""
+    return [_node(), str(_require(GEMINI, "@google/gemini-cli"))]
