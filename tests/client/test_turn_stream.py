@@ -3,6 +3,7 @@ cancellation, errors, busy and closed sessions."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import anyio
@@ -439,6 +440,18 @@ async def test_leaving_the_stream_early_lets_the_turn_finish() -> None:
         assert result.text == "".join(f"{i} " for i in range(200))
         assert [e async for e in stream] == []
         await session.wait_idle()
+
+
+async def test_a_stream_dropped_unread_does_not_stall_the_agent() -> None:
+    async with connect(ScriptedAgent(many_chunks), event_buffer=2) as conn:
+        session = await conn.new_session()
+        stream = session.stream("go")
+        await stream.__anext__()
+        del stream
+        gc.collect()
+        with anyio.fail_after(TIMEOUT):
+            await session.wait_idle()
+        assert session.view.messages[-1].text.endswith("199 ")
 
 
 async def test_wait_finished_without_reading() -> None:

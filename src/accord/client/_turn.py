@@ -142,9 +142,9 @@ class _Turn:
             try:
                 await send.send(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self.send = None  # the reader left: the view still gets everything
+                self.close_stream()  # the reader left: the view still gets everything
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self.send = None
+            self.close_stream()
 
     def close_stream(self) -> None:
         if self.send is not None:
@@ -156,15 +156,20 @@ class TurnStream:
     """The events of one prompt turn, ending with :class:`~accord.client.TurnFinished`.
 
     Iterate it (``async for event in session.stream("...")``) to the end, or leave early with
-    :meth:`aclose` (or ``async with``): the turn goes on, folding into the session's view,
-    and :meth:`wait_finished` still returns its result. If the turn fails (the agent answered
-    with an error, or died), iteration raises that error after the events that preceded it.
+    :meth:`aclose` (or ``async with``, or by dropping it): the turn goes on, folding into the
+    session's view, and :meth:`wait_finished` still returns its result. If the turn fails (the
+    agent answered with an error, or died), iteration raises that error after the events that
+    preceded it.
     """
 
     def __init__(self, turn: _Turn, receive: MemoryObjectReceiveStream[TurnEvent]) -> None:
         self._turn = turn
         self._receive = receive
         self._raised = False
+
+    def __del__(self) -> None:
+        # A stream dropped unread must not keep the agent waiting on its full buffer.
+        self._receive.close()
 
     def __aiter__(self) -> Self:
         return self
@@ -177,7 +182,7 @@ class TurnStream:
             except anyio.WouldBlock:
                 return await receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            pass
+            receive.close()
         error = self._turn.error
         if error is not None and not self._raised:
             self._raised = True
