@@ -25,7 +25,12 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ..errors import ConnectionClosed, RequestCancelled, RequestError, TransportError
+from ..errors import (
+    ConnectionClosed,
+    InvalidRequest,
+    RequestCancelled,
+    TransportError,
+)
 from ._core import (
     Endpoint,
     InvalidMessage,
@@ -210,6 +215,8 @@ class Connection:
             for _, event in self._barrier_waiters:
                 event.set()
             self._barrier_waiters = []
+            # Closed locally: nothing is left running, so waiters of wait_closed() may go on.
+            self._drained.set()
             with anyio.CancelScope(shield=True):
                 await self._transport.aclose()
 
@@ -344,9 +351,15 @@ class Connection:
                 return
             self._received_notifications += 1
             try:
-                self._notify_send.send_nowait(event)
-            except anyio.WouldBlock:
-                await self._notify_send.send(event)
+                try:
+                    self._notify_send.send_nowait(event)
+                except anyio.WouldBlock:
+                    await self._notify_send.send(event)
+            except anyio.BrokenResourceError:
+                # The worker is gone, so the connection is closing; the reader may not have
+                # passed a checkpoint since (buffered input is read without one): take it now.
+                await anyio.lowlevel.checkpoint()
+                raise
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -357,7 +370,14 @@ class Connection:
         elif isinstance(event, RequestReceived):
             await self._slots.acquire()
             assert self._task_group is not None
-            self._task_group.start_soon(self._handle_request, event, self._received_notifications)
+            # Registered before the task starts, so a $/cancel_request read right after the
+            # request (often in the same chunk) finds it; None marks a duplicate id.
+            scope = None if event.id in self._running else anyio.CancelScope()
+            if scope is not None:
+                self._running[event.id] = scope
+            self._task_group.start_soon(
+                self._handle_request, event, self._received_notifications, scope
+            )
         elif isinstance(event, InvalidMessage):
             logger.warning(
                 "%s: invalid message answered with an error: %s", self._name, event.reason
@@ -374,15 +394,15 @@ class Connection:
         else:
             logger.debug("%s: $/cancel_request for %r: not running", self._name, request_id)
 
-    async def _handle_request(self, event: RequestReceived, barrier: int) -> None:
+    async def _handle_request(
+        self, event: RequestReceived, barrier: int, scope: anyio.CancelScope | None
+    ) -> None:
         try:
-            if event.id in self._running:
+            if scope is None:
                 reason = f"request id {event.id!r} is already in use by a running request"
-                error = RequestError(reason, code=-32600)
+                error = InvalidRequest(data=reason)  # shaped like every other -32600 reply
                 await self._send_quietly(self._endpoint.build_error(None, error))
                 return
-            scope = anyio.CancelScope()
-            self._running[event.id] = scope
             reply: dict[str, Any] | None = None
             try:
                 with scope:
@@ -402,7 +422,11 @@ class Connection:
             if scope.cancelled_caught:
                 reply = self._endpoint.build_error(event.id, RequestCancelled())
             if reply is not None:
-                await self._send_quietly(reply)
+                try:
+                    await self._send_quietly(reply)
+                except TypeError as exc:  # orjson's JSONEncodeError: the answer is not JSON
+                    error = exception_to_error(exc, event.method)
+                    await self._send_quietly(self._endpoint.build_error(event.id, error))
         finally:
             self._slots.release()
 

@@ -169,20 +169,29 @@ class Endpoint:
         message = cast(dict[str, Any], message)
         has_id = "id" in message
         raw_id = message.get("id")
+        is_call = "method" in message
         if message.get("jsonrpc") != "2.0":
-            reply_id = raw_id if has_id and _is_valid_id(raw_id) else None
-            return self._invalid(reply_id, -32600, 'missing or wrong "jsonrpc": "2.0" member')
+            reason = 'missing or wrong "jsonrpc": "2.0" member'
+            if not is_call and has_id and _is_valid_id(raw_id) and raw_id in self._pending:
+                # A broken answer to one of our requests: settle it so the caller does not hang.
+                logger.warning("malformed response to request %r: %s", raw_id, reason)
+                self._pending.discard(raw_id)
+                error = InvalidRequest(f"malformed response: {reason}")
+                return ResponseReceived(raw_id, None, error)
+            # Only a call's id is echoed: the id of a response (or of something that is
+            # neither) names one of *our* requests, and echoing it would look to the peer like
+            # an answer to its own request with the same id.
+            reply_id = raw_id if is_call and has_id and _is_valid_id(raw_id) else None
+            return self._invalid(reply_id, -32600, reason)
         if has_id and not _is_valid_id(raw_id):
             return self._invalid(
                 None, -32600, f"invalid id {raw_id!r}: must be a string or an integer"
             )
-        if "method" in message:
+        if is_call:
             return self._classify_call(message, has_id, raw_id)
         if has_id and ("result" in message or "error" in message):
             return self._classify_response(message, raw_id)
-        return self._invalid(
-            raw_id if has_id else None, -32600, "neither a request, a notification nor a response"
-        )
+        return self._invalid(None, -32600, "neither a request, a notification nor a response")
 
     def _classify_call(self, message: dict[str, Any], has_id: bool, raw_id: RequestId) -> Incoming:
         method = message["method"]
