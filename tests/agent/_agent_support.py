@@ -90,6 +90,8 @@ class RecordingClient(Client):
         self.notifications: list[SessionNotification] = []
         self.ext: list[tuple[str, dict[str, Any]]] = []
         self.permission_requests: list[RequestPermissionRequest] = []
+        #: The updates received when each permission request arrived.
+        self.seen_at_request: list[list[dict[str, Any]]] = []
         self.answers: deque[str] = deque(answers)
         self.default_answer = "allow_once"
         self.held = 0
@@ -125,6 +127,7 @@ class RecordingClient(Client):
         self, request: RequestPermissionRequest
     ) -> RequestPermissionResponse:
         self.permission_requests.append(request)
+        self.seen_at_request.append([n.update.to_wire() for n in self.notifications])
         self._touch()
         answer = self.answers.popleft() if self.answers else self.default_answer
         if answer == "hold":

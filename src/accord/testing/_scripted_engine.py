@@ -342,6 +342,8 @@ class ScriptedSession(EngineSession):
         self.turns = turns if isinstance(turns, int) else 0
         #: Decoded prompt content of each turn played by this object.
         self.prompt_parts: list[tuple[Any, ...]] = []
+        #: ``(mode_id, config_values)`` each turn began with.
+        self.turn_controls: list[tuple[str | None, dict[str, ConfigValue]]] = []
         self.modes_set: list[str] = []
         self.config_set: list[tuple[str, ConfigValue]] = []
         self.closed = False
@@ -354,6 +356,7 @@ class ScriptedSession(EngineSession):
         text = _text(prompt)
         self.prompts.append(text)
         self.prompt_parts.append(prompt_parts(prompt))
+        self.turn_controls.append((turn.mode_id, dict(turn.config_values)))
         self.turns += 1
         steps = self.engine.next_script(text)
         try:
