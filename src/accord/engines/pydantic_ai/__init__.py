@@ -1,0 +1,101 @@
+"""Any ``pydantic_ai.Agent`` as an accord engine, served over ACP by the agent runtime.
+
+::
+
+    from pydantic_ai import Agent
+    from accord.agent import AgentRuntime
+    from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, ToolBehaviour
+
+    agent = Agent(instructions="Be brief.")
+    engine = PydanticAIEngine(
+        agent,
+        models=[ModelChoice(id="gpt-5", model="openai:gpt-5")],
+        tool_behaviour={"read_file": ToolBehaviour(kind="read")},
+    )
+    runtime = AgentRuntime(engine)
+
+What a client sees, per turn (details in :mod:`._stream` and :mod:`._session`):
+
+* text and **thinking** stream as ``agent_message_chunk`` / ``agent_thought_chunk``, one
+  message id per response part;
+* tool calls appear while the model streams them, with a kind, title, locations and, for
+  edits, a diff from the tool's :class:`ToolBehaviour`; results end them ``completed`` or
+  ``failed`` with the result as text (the diff for a completed edit);
+* tools declared ``requires_approval=True``, or for which the ``needs_approval`` hook says so
+  in the current mode, ask ``session/request_permission`` first; rejected (or cancelled) calls
+  never run and the model is told;
+* ``usage_update`` after each model response when the context window is known (from
+  pydantic-ai or :attr:`ModelChoice.context_window`): context used and window size, plus the
+  session's cost when every response was priced;
+* the model can be switched with the ``model`` config option (its client is built once per
+  session, and again only when the choice changes);
+* cancelling stops the model stream at once (the HTTP response is closed) and keeps the partial
+  history.
+
+The message history is saved at the end of every turn (also a cancelled or failed one) as the
+session's state, so ``session/load`` after a restart continues the conversation with the model
+seeing every earlier message.
+
+pydantic-ai runs on asyncio only, so this engine does too. Below: pydantic-ai,
+:mod:`accord.agent` (the engine protocol), :mod:`accord.events`, :mod:`accord.schema`.
+"""
+
+from ._approval import DENIED_MESSAGE as DENIED_MESSAGE
+from ._approval import TURN_CANCELLED_MESSAGE as TURN_CANCELLED_MESSAGE
+from ._approval import ApprovalHook as ApprovalHook
+from ._approval import ToolFilter as ToolFilter
+from ._engine import AgentFactory as AgentFactory
+from ._engine import DepsFactory as DepsFactory
+from ._engine import PydanticAIEngine as PydanticAIEngine
+from ._history import HISTORY_FORMAT as HISTORY_FORMAT
+from ._history import HISTORY_VERSION as HISTORY_VERSION
+from ._history import HistoryError as HistoryError
+from ._history import history_from_json as history_from_json
+from ._history import history_to_json as history_to_json
+from ._models import MODEL_CONFIG_ID as MODEL_CONFIG_ID
+from ._models import ModelChoice as ModelChoice
+from ._prompt import user_content as user_content
+from ._session import RUN_METADATA_KEY as RUN_METADATA_KEY
+from ._session import PydanticAISession as PydanticAISession
+from ._session import TranslatorFactory as TranslatorFactory
+from ._stream import MAX_RESULT_TEXT as MAX_RESULT_TEXT
+from ._stream import EventTranslator as EventTranslator
+from ._tools import DEFAULT_BEHAVIOUR as DEFAULT_BEHAVIOUR
+from ._tools import KIND_METADATA_KEY as KIND_METADATA_KEY
+from ._tools import BehaviourLookup as BehaviourLookup
+from ._tools import ToolBehaviour as ToolBehaviour
+from ._tools import ToolCallInput as ToolCallInput
+from ._tools import path_locations as path_locations
+from ._tools import path_title as path_title
+from ._tools import replace_diff as replace_diff
+
+__all__ = (
+    "DEFAULT_BEHAVIOUR",
+    "DENIED_MESSAGE",
+    "HISTORY_FORMAT",
+    "HISTORY_VERSION",
+    "KIND_METADATA_KEY",
+    "MAX_RESULT_TEXT",
+    "MODEL_CONFIG_ID",
+    "RUN_METADATA_KEY",
+    "TURN_CANCELLED_MESSAGE",
+    "AgentFactory",
+    "ApprovalHook",
+    "BehaviourLookup",
+    "DepsFactory",
+    "EventTranslator",
+    "HistoryError",
+    "ModelChoice",
+    "PydanticAIEngine",
+    "PydanticAISession",
+    "ToolBehaviour",
+    "ToolCallInput",
+    "ToolFilter",
+    "TranslatorFactory",
+    "history_from_json",
+    "history_to_json",
+    "path_locations",
+    "path_title",
+    "replace_diff",
+    "user_content",
+)

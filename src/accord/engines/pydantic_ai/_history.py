@@ -1,0 +1,128 @@
+"""The model's message history as session state, and the usage figures read from it.
+
+A session's pydantic-ai message history is its engine state: the session yields it as a
+``StateSnapshot`` at the end of every turn (also a cancelled or failed one, with whatever the
+turn completed), the runtime stores it, and a loaded or resumed session gets it back as
+``SessionContext.history``. The stored form is a JSON object::
+
+    {"format": "pydantic-ai/messages", "version": 1, "messages": [...]}
+
+where ``messages`` is pydantic-ai's own serialization (``ModelMessagesTypeAdapter``, JSON
+mode), so that a history saved by one process is exactly what the model sees in the next.
+
+Usage: ACP's ``usage_update`` reports the context in use against the model's context window,
+and optionally the session's cumulative cost. :func:`context_tokens` reads the context a
+response leaves behind (its input tokens plus its output tokens); :class:`CostTotal` sums the
+costs pydantic-ai computed for each response and forgets the total as soon as one response
+that used tokens has no cost (an unpriced model), because a partial sum would be a number
+nobody measured.
+
+This module sits on pydantic-ai alone; the session uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Final, cast
+
+from pydantic import JsonValue, ValidationError
+from pydantic_ai import ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+__all__ = (
+    "HISTORY_FORMAT",
+    "HISTORY_VERSION",
+    "CostTotal",
+    "HistoryError",
+    "context_tokens",
+    "history_from_json",
+    "history_to_json",
+)
+
+HISTORY_FORMAT: Final = "pydantic-ai/messages"
+"""The ``format`` of a stored history."""
+
+HISTORY_VERSION: Final = 1
+"""The ``version`` of a stored history this code writes and reads."""
+
+
+class HistoryError(ValueError):
+    """A stored history cannot be read back (another format or version, or malformed)."""
+
+
+def history_to_json(messages: Sequence[ModelMessage]) -> JsonValue:
+    """Return ``messages`` in the stored form (a JSON object)."""
+    dumped = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    return {
+        "format": HISTORY_FORMAT,
+        "version": HISTORY_VERSION,
+        "messages": cast(list[JsonValue], dumped),
+    }
+
+
+def history_from_json(state: JsonValue) -> list[ModelMessage]:
+    """Return the messages of a stored history; ``None`` (a new session) gives none.
+
+    Raises:
+        HistoryError: ``state`` is not a history this code wrote.
+    """
+    if state is None:
+        return []
+    if not isinstance(state, dict):
+        raise HistoryError(f"stored history is a {type(state).__name__}, not an object")
+    if state.get("format") != HISTORY_FORMAT or state.get("version") != HISTORY_VERSION:
+        raise HistoryError(
+            f"stored history has format {state.get('format')!r} version "
+            f"{state.get('version')!r}; expected {HISTORY_FORMAT!r} version {HISTORY_VERSION}"
+        )
+    try:
+        return ModelMessagesTypeAdapter.validate_python(state.get("messages"))
+    except ValidationError as exc:
+        raise HistoryError(f"stored history is malformed: {exc}") from exc
+
+
+try:  # pydantic-ai >= 2.56 knows responses whose usage sums several requests
+    from pydantic_ai._context_size import context_tokens as _context_tokens
+except ImportError:  # pragma: lax no cover
+    _context_tokens = None
+
+
+def context_tokens(response: ModelResponse) -> int:
+    """Return the tokens of context ``response`` leaves behind: its input plus its output.
+
+    For a response whose usage sums several model requests (a long decode continued in more
+    requests, a server-side tool loop), pydantic-ai marks the input of the last pass, which
+    is what the context holds; that figure is used when present.
+    """
+    if _context_tokens is not None:
+        return _context_tokens(response)
+    usage = response.usage  # pragma: lax no cover
+    return usage.input_tokens + usage.output_tokens  # pragma: lax no cover
+
+
+class CostTotal:
+    """The cumulative cost of a session's model responses, while every one of them is priced."""
+
+    __slots__ = ("_known", "_total")
+
+    def __init__(self, messages: Iterable[ModelMessage] = ()) -> None:
+        """Start from the responses in ``messages`` (a restored history)."""
+        self._total = Decimal(0)
+        self._known = True
+        for message in messages:
+            if isinstance(message, ModelResponse):
+                self.add(message)
+
+    def add(self, response: ModelResponse) -> None:
+        """Count one response: its cost, or, if it used tokens but has no cost, unknown."""
+        usage = response.usage
+        if usage.cost is not None:
+            self._total += usage.cost
+        elif usage.input_tokens or usage.output_tokens:
+            self._known = False
+
+    @property
+    def total(self) -> Decimal | None:
+        """The session's cost in USD so far, or ``None`` once any response was unpriced."""
+        return self._total if self._known else None

@@ -1,0 +1,188 @@
+"""Helpers for the pydantic-ai engine tests: real OpenAI provider code against the fake server.
+
+Every model here is ``OpenAIChatModel`` + ``OpenAIProvider(base_url=server.base_url)``: the
+requests go over loopback HTTP to :class:`FakeOpenAIServer`, which records them, so a test can
+check what the model was sent (history, tools, model name).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+import anyio
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from accord.agent._engine import (
+    PermissionDecision,
+    PermissionOutcome,
+    SessionContext,
+    TurnContext,
+    TurnOutput,
+)
+from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, PydanticAISession
+from accord.events import (
+    Event,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallEnded,
+    ToolCallProgress,
+    ToolCallStarted,
+    ToolCallTracker,
+    new_id,
+)
+from accord.schema import PermissionOption, TextContentBlock, ToolCallUpdate
+from accord.testing import FakeOpenAIServer, Outcome, RecordedRequest
+
+CWD = "/work/project"
+
+
+@dataclass
+class ModelCounter:
+    """Counts how many times each model factory built a model."""
+
+    builds: dict[str, int] = field(default_factory=dict[str, int])
+    models: list[OpenAIChatModel] = field(default_factory=list[OpenAIChatModel])
+
+    def choice(
+        self, server: FakeOpenAIServer, name: str, *, context_window: int | None = None
+    ) -> ModelChoice:
+        """A choice whose factory builds ``OpenAIChatModel(name)`` on ``server`` and counts."""
+
+        def build() -> OpenAIChatModel:
+            self.builds[name] = self.builds.get(name, 0) + 1
+            provider = OpenAIProvider(base_url=server.base_url, api_key="test")
+            model = OpenAIChatModel(name, provider=provider)
+            self.models.append(model)
+            return model
+
+        return ModelChoice(id=name, model=build, context_window=context_window)
+
+
+@asynccontextmanager
+async def opened(engine: PydanticAIEngine, **overrides: Any) -> AsyncGenerator[PydanticAISession]:
+    """Open a session of ``engine`` (context from :func:`context`) and close it afterwards."""
+    session = await engine.open_session(context(**overrides))
+    try:
+        yield session
+    finally:
+        await session.aclose()
+
+
+def context(**overrides: Any) -> SessionContext:
+    """A session context in :data:`CWD`."""
+    fields: dict[str, Any] = {"session_id": new_id(), "cwd": CWD}
+    fields.update(overrides)
+    return SessionContext(**fields)
+
+
+@dataclass
+class Permissions:
+    """Answers permission requests from a script and records them."""
+
+    answers: list[PermissionOutcome] = field(default_factory=list[PermissionOutcome])
+    requests: list[ToolCallUpdate] = field(default_factory=list[ToolCallUpdate])
+    options: list[Sequence[PermissionOption]] = field(
+        default_factory=list[Sequence[PermissionOption]]
+    )
+    on_request: Callable[[], None] | None = None
+    block: bool = False
+
+    async def __call__(
+        self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
+    ) -> PermissionDecision:
+        self.requests.append(tool_call)
+        self.options.append(options)
+        if self.on_request is not None:
+            self.on_request()
+        if self.block:
+            await anyio.sleep_forever()
+        outcome = self.answers.pop(0)
+        return PermissionDecision(
+            outcome=outcome, option_id=None if outcome == "cancelled" else outcome
+        )
+
+
+class Turn:
+    """A turn context for tests, with its cancel event and permission script at hand."""
+
+    def __init__(
+        self,
+        *,
+        answers: Sequence[PermissionOutcome] = (),
+        mode_id: str | None = None,
+        config_values: dict[str, str | bool] | None = None,
+    ) -> None:
+        self.cancel_event = anyio.Event()
+        self.permissions = Permissions(list(answers))
+        self.context = TurnContext(
+            turn_id=new_id(),
+            request_permission=self.permissions,
+            cancel_event=self.cancel_event,
+            mode_id=mode_id,
+            config_values=config_values or {},
+        )
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+
+async def collect(
+    session: PydanticAISession, turn: Turn, into: list[TurnOutput], text: str = "go"
+) -> None:
+    """Run one turn, appending its events to ``into`` (kept if the turn raises)."""
+    with anyio.fail_after(10):
+        async for event in session.run_turn([TextContentBlock(text=text)], turn.context):
+            into.append(event)
+
+
+async def run_turn(
+    session: PydanticAISession, text: str = "go", turn: Turn | None = None
+) -> list[TurnOutput]:
+    """Run one turn to its end (bounded), checking the engine rules on every event."""
+    turn = turn or Turn()
+    events: list[TurnOutput] = []
+    with anyio.fail_after(10):
+        async for event in session.run_turn([TextContentBlock(text=text)], turn.context):
+            events.append(event)
+    check_rules(events)
+    return events
+
+
+def of_type(events: Sequence[TurnOutput], kind: type[Any]) -> list[Any]:
+    """The events of one class, in order."""
+    return [e for e in events if isinstance(e, kind)]
+
+
+def texts(events: Sequence[TurnOutput], kind: type[TextChunk | ThinkingChunk] = TextChunk) -> str:
+    """The concatenated text of the chunks of ``kind``."""
+    chunks: list[TextChunk | ThinkingChunk] = of_type(events, kind)
+    return "".join(getattr(c.content, "text", "") for c in chunks)
+
+
+def check_rules(events: Sequence[TurnOutput]) -> None:
+    """The rules the runtime enforces: tool-call lifecycle, and contiguous message ids."""
+    tracker = ToolCallTracker()
+    finished: set[str] = set()
+    current: str | None = None
+    for event in events:
+        assert isinstance(event, get_args(Event)), event
+        if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+            tracker.apply(event)
+        if isinstance(event, TextChunk | ThinkingChunk) and event.message_id != current:
+            assert event.message_id not in finished, "a message id came back"
+            if current is not None:
+                finished.add(current)
+            current = event.message_id
+
+
+async def wait_for_requests(
+    server: FakeOpenAIServer, count: int, outcome: Outcome | None = None
+) -> tuple[RecordedRequest, ...]:
+    """Wait (in a thread) until the server has seen ``count`` requests."""
+    wait = functools.partial(server.wait_for_requests, count, outcome=outcome, timeout=5)
+    return await anyio.to_thread.run_sync(wait)

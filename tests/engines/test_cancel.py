@@ -1,0 +1,155 @@
+"""Cancellation: the model stream stops promptly, and the partial history is kept."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
+
+from accord.engines.pydantic_ai import PydanticAIEngine, history_from_json
+from accord.events import ModelCallEnded, StateSnapshot, TextChunk, ToolCallEnded, TurnCompleted
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
+
+from ._support import ModelCounter, Turn, check_rules, collect, of_type, opened, wait_for_requests
+
+pytestmark = pytest.mark.anyio
+
+PROMPT_TIMEOUT = 2.0
+"""A cancelled turn must end well within this; the fake server would hang for 30 s."""
+
+
+async def cancel_when(turn: Turn, server: FakeOpenAIServer, requests: int) -> None:
+    await wait_for_requests(server, requests)
+    turn.cancel()
+
+
+async def test_cancel_while_the_model_is_silent_stops_at_once() -> None:
+    reply = ScriptedReply(text=["Hel", "lo", " never"], hang_after=2)
+    with FakeOpenAIServer([reply]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            turn = Turn()
+            events: list[Any] = []
+            two_chunks = anyio.Event()
+
+            async def consume() -> None:
+                async for event in session.run_turn([], turn.context):
+                    events.append(event)
+                    if len(of_type(events, TextChunk)) == 2:
+                        two_chunks.set()  # the server now hangs: the stream is silent
+
+            started = time.monotonic()
+            with anyio.fail_after(PROMPT_TIMEOUT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(consume)
+                    await two_chunks.wait()
+                    started = time.monotonic()
+                    turn.cancel()
+            elapsed = time.monotonic() - started
+            [request] = await wait_for_requests(server, 1, outcome="disconnected")
+
+    assert elapsed < PROMPT_TIMEOUT
+    assert request.outcome == "disconnected"  # the HTTP stream was closed
+    check_rules(events)
+    [ended] = of_type(events, ModelCallEnded)
+    assert ended.outcome == "cancelled"
+    assert not of_type(events, TurnCompleted)  # the runtime answers "cancelled"
+    snapshot = events[-1]
+    assert isinstance(snapshot, StateSnapshot)
+    history = history_from_json(snapshot.state)
+    response = history[-1]
+    assert isinstance(response, ModelResponse)
+    assert [p.content for p in response.parts if isinstance(p, TextPart)] == ["Hello"]
+
+
+async def test_cancel_before_the_first_token() -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["x"], hang_after=0)]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            turn = Turn()
+            events: list[Any] = []
+            with anyio.fail_after(PROMPT_TIMEOUT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(collect, session, turn, events)
+                    await cancel_when(turn, server, 1)
+    assert isinstance(events[-1], StateSnapshot)
+    assert not of_type(events, TextChunk)
+    assert history_from_json(events[-1].state)[0].kind == "request"  # the prompt is kept
+
+
+async def test_cancel_during_a_tool_keeps_finished_results() -> None:
+    ran = anyio.Event()
+
+    agent: Agent[None, str] = Agent()
+
+    @agent.tool_plain
+    def quick() -> str:
+        return "quick result"
+
+    @agent.tool_plain(sequential=True)
+    async def slow() -> str:
+        ran.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    calls = [ScriptedToolCall(name="quick"), ScriptedToolCall(name="slow")]
+    with FakeOpenAIServer([ScriptedReply(tool_calls=calls)]) as server:
+        engine = PydanticAIEngine(agent, models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            turn = Turn()
+            events: list[Any] = []
+            with anyio.fail_after(PROMPT_TIMEOUT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(collect, session, turn, events)
+                    await ran.wait()
+                    turn.cancel()
+    check_rules(events)
+    ended = {e.status for e in of_type(events, ToolCallEnded)}
+    assert ended == {"completed", "failed"}  # quick finished; slow was cut short
+    returns: list[object] = [
+        part.content
+        for message in history_from_json(events[-1].state)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+    assert "quick result" in returns
+
+
+async def test_next_turn_continues_after_a_cancelled_one() -> None:
+    script = [ScriptedReply(text=["par", "tial"], hang_after=1), ScriptedReply(text=["again"])]
+    with FakeOpenAIServer(script) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            turn = Turn()
+            events: list[Any] = []
+            with anyio.fail_after(PROMPT_TIMEOUT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(collect, session, turn, events)
+                    await cancel_when(turn, server, 1)
+            more: list[Any] = []
+            await collect(session, Turn(), more, "continue")
+            second = server.requests[1]
+    assert [c.content.text for c in of_type(more, TextChunk)] == ["again"]
+    contents = [m.get("content") for m in second.messages]
+    assert "par" in contents  # the model sees the partial reply
+    assert contents[-1] == "continue"
+
+
+async def test_turn_cancelled_from_outside_keeps_history_in_the_session() -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["a", "b"], hang_after=1)]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            events: list[Any] = []
+            with anyio.move_on_after(PROMPT_TIMEOUT) as scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(collect, session, Turn(), events)
+                    await wait_for_requests(server, 1)
+                    tg.cancel_scope.cancel()  # the runtime gave up waiting: a hard cancel
+            assert not scope.cancelled_caught
+    assert not of_type(events, StateSnapshot)  # nothing can be yielded any more...
+    last = session.history[-1]  # ...but the session still knows what happened
+    assert isinstance(last, ModelResponse)

@@ -1,0 +1,102 @@
+"""The message history: saved at the end of each turn, restored into a new session object."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic_ai import Agent
+
+from accord.engines.pydantic_ai import (
+    HISTORY_FORMAT,
+    HISTORY_VERSION,
+    HistoryError,
+    PydanticAIEngine,
+    history_from_json,
+    history_to_json,
+)
+from accord.errors import InternalError
+from accord.events import StateSnapshot
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
+
+from ._support import ModelCounter, context, of_type, opened, run_turn
+
+pytestmark = pytest.mark.anyio
+
+
+def agent_with_tool() -> Agent[None, str]:
+    agent: Agent[None, str] = Agent(instructions="You are terse.")
+
+    @agent.tool_plain
+    def lookup(key: str) -> str:
+        return f"value of {key}"
+
+    return agent
+
+
+async def test_restored_history_is_sent_to_the_model_after_a_restart() -> None:
+    first = [
+        ScriptedReply(
+            text=["Hello Ada"], tool_calls=[ScriptedToolCall(name="lookup", arguments={"key": "k"})]
+        ),
+        ScriptedReply(text=["The value is v."]),
+    ]
+    with FakeOpenAIServer(first) as server:
+        engine = PydanticAIEngine(agent_with_tool(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            events = await run_turn(session, "My name is Ada")
+    snapshot = of_type(events, StateSnapshot)[-1].state
+    stored = json.loads(json.dumps(snapshot))  # what a store keeps: plain JSON
+    assert stored["format"] == HISTORY_FORMAT
+
+    # A new process: a new server, engine and session object, the history from the store.
+    with FakeOpenAIServer([ScriptedReply(text=["Your name is Ada."])]) as server:
+        engine = PydanticAIEngine(agent_with_tool(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine, history=stored) as session:
+            await run_turn(session, "What is my name?")
+        [request] = server.requests
+
+    roles = [(m["role"], m.get("content")) for m in request.messages]
+    assert roles[0] == ("system", "You are terse.")
+    assert ("user", "My name is Ada") in roles
+    assert ("assistant", "Hello Ada") in roles
+    assert ("tool", "value of k") in roles
+    assert ("assistant", "The value is v.") in roles
+    assert roles[-1] == ("user", "What is my name?")
+
+
+async def test_every_turn_saves_the_whole_history() -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["1"]), ScriptedReply(text=["2"])]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            await run_turn(session, "a")
+            events = await run_turn(session, "b")
+    [snapshot] = of_type(events, StateSnapshot)
+    assert len(history_from_json(snapshot.state)) == 4
+    assert snapshot.state == history_to_json(session.history)
+
+
+def test_history_json_round_trip_is_stable() -> None:
+    assert history_from_json(None) == []
+    state = history_to_json([])
+    assert state == {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "messages": []}
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        [],
+        {"format": "other", "version": 1, "messages": []},
+        {"format": HISTORY_FORMAT, "version": 99, "messages": []},
+        {"format": HISTORY_FORMAT, "version": HISTORY_VERSION, "messages": [{"kind": "bogus"}]},
+    ],
+)
+def test_unreadable_history_is_refused(state: object) -> None:
+    with pytest.raises(HistoryError):
+        history_from_json(state)  # type: ignore[arg-type]
+
+
+async def test_a_session_with_unreadable_history_does_not_open() -> None:
+    engine = PydanticAIEngine(Agent())
+    with pytest.raises(InternalError, match="cannot be restored"):
+        await engine.open_session(context(history={"format": "other"}))

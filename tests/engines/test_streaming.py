@@ -1,0 +1,128 @@
+"""Text, thinking, model calls and usage: a pydantic-ai run streamed as accord events."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from pydantic_ai import Agent
+
+from accord.engines.pydantic_ai import PydanticAIEngine
+from accord.events import (
+    ModelCallEnded,
+    ModelCallStarted,
+    StateSnapshot,
+    TextChunk,
+    ThinkingChunk,
+    TurnCompleted,
+    UsageReported,
+)
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
+
+from ._support import ModelCounter, of_type, opened, run_turn, texts
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_text_chunks_in_order_with_one_message_id() -> None:
+    pieces = [f"w{i} " for i in range(50)]
+    with FakeOpenAIServer([ScriptedReply(text=pieces)]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
+        async with opened(engine) as session:
+            events = await run_turn(session)
+
+    chunks: list[TextChunk] = of_type(events, TextChunk)
+    assert texts(events) == "".join(pieces)
+    assert [getattr(c.content, "text", None) for c in chunks] == pieces
+    assert len({c.message_id for c in chunks}) == 1
+    assert isinstance(events[-1], StateSnapshot)
+    assert not of_type(events, TurnCompleted)  # end_turn: the runtime's default
+
+
+async def test_thinking_then_text_are_two_messages() -> None:
+    reply = ScriptedReply(reasoning=["Let me ", "think."], text=["Answer", "."])
+    with FakeOpenAIServer([reply]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
+        async with opened(engine) as session:
+            events = await run_turn(session)
+
+    assert texts(events, ThinkingChunk) == "Let me think."
+    assert texts(events) == "Answer."
+    thinking_ids = {c.message_id for c in of_type(events, ThinkingChunk)}
+    text_ids = {c.message_id for c in of_type(events, TextChunk)}
+    assert len(thinking_ids) == len(text_ids) == 1
+    assert thinking_ids != text_ids
+    first_text = next(i for i, e in enumerate(events) if isinstance(e, TextChunk))
+    assert all(not isinstance(e, ThinkingChunk) for e in events[first_text:])
+
+
+async def test_each_model_response_gets_new_message_ids() -> None:
+    script = [ScriptedReply(text=["one"]), ScriptedReply(text=["two"])]
+    with FakeOpenAIServer(script) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
+        async with opened(engine) as session:
+            first = await run_turn(session)
+            second = await run_turn(session)
+    [a] = of_type(first, TextChunk)
+    [b] = of_type(second, TextChunk)
+    assert a.message_id != b.message_id
+
+
+async def test_model_calls_are_framed_with_token_counts() -> None:
+    reply = ScriptedReply(text=["hi"], usage=ScriptedUsage(prompt_tokens=12, completion_tokens=3))
+    with FakeOpenAIServer([reply]) as server:
+        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
+        async with opened(engine) as session:
+            events = await run_turn(session)
+    [started] = of_type(events, ModelCallStarted)
+    [ended] = of_type(events, ModelCallEnded)
+    assert started.model == "fake-model"
+    assert ended.call_id == started.call_id
+    assert (ended.outcome, ended.input_tokens, ended.output_tokens) == ("ok", 12, 3)
+    assert events.index(started) < events.index(of_type(events, TextChunk)[0]) < events.index(ended)
+
+
+async def test_usage_with_known_window_and_no_invented_cost() -> None:
+    reply = ScriptedReply(text=["hi"], usage=ScriptedUsage(prompt_tokens=100, completion_tokens=7))
+    with FakeOpenAIServer([reply]) as server:
+        choice = ModelCounter().choice(server, "fake-model", context_window=8000)
+        async with opened(PydanticAIEngine(Agent(), models=[choice])) as session:
+            events = await run_turn(session)
+    [usage] = of_type(events, UsageReported)
+    assert (usage.used, usage.size) == (107, 8000)
+    assert usage.cost is None  # fake-model has no price: no cost rather than a made-up one
+
+
+async def test_no_usage_update_when_the_window_is_unknown() -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["hi"])]) as server:
+        choice = ModelCounter().choice(server, "fake-model")  # unknown to genai-prices
+        async with opened(PydanticAIEngine(Agent(), models=[choice])) as session:
+            events = await run_turn(session)
+    assert not of_type(events, UsageReported)
+    [ended] = of_type(events, ModelCallEnded)
+    assert ended.input_tokens is not None  # observers still get the counts
+
+
+async def test_usage_of_a_known_model_has_window_and_cumulative_cost() -> None:
+    usage = ScriptedUsage(prompt_tokens=1000, completion_tokens=10)
+    script = [ScriptedReply(text=["a"], usage=usage), ScriptedReply(text=["b"], usage=usage)]
+    with FakeOpenAIServer(script) as server:
+        choice = ModelCounter().choice(server, "gpt-4o")  # window and price from genai-prices
+        async with opened(PydanticAIEngine(Agent(), models=[choice])) as session:
+            [first] = of_type(await run_turn(session), UsageReported)
+            [second] = of_type(await run_turn(session), UsageReported)
+    assert first.size == second.size == 128_000
+    assert first.used == second.used == 1010
+    assert first.cost is not None and second.cost is not None
+    assert first.cost.currency == "USD"
+    assert Decimal(str(second.cost.amount)) == 2 * Decimal(str(first.cost.amount)) > 0
+
+
+async def test_output_length_limit_ends_with_max_tokens() -> None:
+    reply = ScriptedReply(text=["cut o"], finish_reason="length")
+    with FakeOpenAIServer([reply]) as server:
+        choice = ModelCounter().choice(server, "fake-model")
+        async with opened(PydanticAIEngine(Agent(), models=[choice])) as session:
+            events = await run_turn(session)
+    assert events[-1] == TurnCompleted(stop_reason="max_tokens")
+    assert isinstance(events[-2], StateSnapshot)
