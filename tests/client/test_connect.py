@@ -252,12 +252,6 @@ async def raise_during_handling_inside_connect() -> None:
             raise KeyError("second")  # noqa: B904  # the implicit context is the point
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="accord.jsonrpc Connection.__aexit__ re-raises the body's exception "
-    "'from exc.__cause__', which replaces its implicit context with the task group's "
-    "ExceptionGroup and suppresses it (reported)",
-)
 async def test_errors_in_the_block_keep_their_implicit_context() -> None:
     with pytest.raises(KeyError) as info:
         await raise_during_handling_inside_connect()

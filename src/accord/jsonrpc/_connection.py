@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, cast
 
 import anyio
 import anyio.lowlevel
@@ -208,7 +208,7 @@ class Connection:
         except BaseExceptionGroup as group:
             # The task group wraps the body's own exception; callers should see it as is.
             if exc is not None and _only_this_exception(group, exc):
-                raise exc from exc.__cause__
+                _reraise_alone(exc)
             raise
         finally:
             self._fail_waiters(ConnectionClosed("the connection was closed"))
@@ -500,3 +500,13 @@ def _only_this_exception(group: BaseExceptionGroup[BaseException], exc: BaseExce
         elif leaf is not exc and not isinstance(leaf, cancelled):
             return False
     return True
+
+
+def _reraise_alone(exc: BaseException) -> NoReturn:
+    """Raise ``exc`` out of a task group's wrapping, keeping its own cause and context."""
+    cause, context, suppress = exc.__cause__, exc.__context__, exc.__suppress_context__
+    try:
+        raise exc
+    finally:
+        exc.__cause__, exc.__context__ = cause, context
+        exc.__suppress_context__ = suppress
