@@ -36,6 +36,7 @@ from ._events import UsageUpdated as UsageUpdated
 from ._events import UserMessageDelta as UserMessageDelta
 from ._fs import FileSystemHost as FileSystemHost
 from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
+from ._handlers import UpdateListener as UpdateListener
 from ._permissions import AllowAll as AllowAll
 from ._permissions import AskCallback as AskCallback
 from ._permissions import Cancel as Cancel
@@ -107,6 +108,7 @@ __all__ = (
     "TurnRenderer",
     "TurnResult",
     "TurnStream",
+    "UpdateListener",
     "UsageUpdated",
     "UserMessageDelta",
     "connect",

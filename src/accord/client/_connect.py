@@ -30,7 +30,7 @@ from ..transports import SubprocessTransport, Transport, memory_transport_pair, 
 from ._boundary import TurnBoundaryTransport
 from ._connection import AgentConnection, absolute_path
 from ._fs import FileSystemHost
-from ._handlers import Hub, client_class
+from ._handlers import Hub, UpdateListener, client_class
 from ._permissions import DenyAll, PermissionPolicy
 from ._session import _Runtime
 from ._terminals import TerminalHost
@@ -68,6 +68,7 @@ async def connect(
     client_info: Implementation | None = None,
     initialize_timeout: float | None = INITIALIZE_TIMEOUT,
     event_buffer: int = TURN_EVENT_BUFFER,
+    update_listener: UpdateListener | None = None,
 ) -> AsyncGenerator[AgentConnection]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
@@ -88,6 +89,8 @@ async def connect(
         client_info: sent as ``clientInfo``; default: accord and its version.
         initialize_timeout: seconds ``initialize`` may take (None: no limit).
         event_buffer: events a turn stream holds before the agent waits.
+        update_listener: called with every ``session/update`` as received, before it is
+            folded into its session (for logging or raw output); it must not block.
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
@@ -120,7 +123,7 @@ async def connect(
             stack.callback(task_group.cancel_scope.cancel)
             if owns_terminals and terminal_host is not None:
                 await stack.enter_async_context(terminal_host)
-            hub = Hub(fs_host, terminal_host)
+            hub = Hub(fs_host, terminal_host, update_listener)
             client = client_class(fs=fs_host is not None, terminals=terminal_host is not None)(
                 hub, client_info or _default_client_info()
             )

@@ -19,6 +19,7 @@ sessions, the host services.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ResourceNotFound
@@ -61,10 +62,20 @@ logger = logging.getLogger("accord.client")
 MAX_EARLY_UPDATES = 1024
 
 
+UpdateListener = Callable[[SessionNotification], None]
+"""Sees every ``session/update`` as received, before it is folded (e.g. ``accord run --json``)."""
+
+
 class Hub:
     """The open sessions of a connection, and where each incoming message goes."""
 
-    def __init__(self, fs: FileSystemHost | None, terminals: TerminalHost | None) -> None:
+    def __init__(
+        self,
+        fs: FileSystemHost | None,
+        terminals: TerminalHost | None,
+        update_listener: UpdateListener | None = None,
+    ) -> None:
+        self.update_listener = update_listener
         self.sessions: dict[str, ClientSession] = {}
         self.fs = fs
         self.terminals = terminals
@@ -106,6 +117,8 @@ class Hub:
 
     async def on_update(self, notification: SessionNotification) -> None:
         """Route one ``session/update``."""
+        if self.update_listener is not None:
+            self.update_listener(notification)
         session = self.sessions.get(notification.session_id)
         if session is not None:
             await session._on_update(notification.update)

@@ -1,0 +1,11 @@
+"""The ``accord`` command line: ``serve``, ``run`` and ``sessions``.
+
+Each subcommand lives in its own module and imports what it needs only when it runs, so
+``accord serve`` answers ``initialize`` quickly and ``accord --help`` is instant. This package
+sits at the top: it uses the client runtime (``accord.client``), the agent runtime
+(``accord.agent``) and the coding agent (``accord.coder``).
+"""
+
+from ._main import main as main
+
+__all__ = ("main",)
