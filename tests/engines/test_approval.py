@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ToolReturnPart
 
 from accord.engines.pydantic_ai import (
     DENIED_MESSAGE,
+    TURN_CANCELLED_MESSAGE,
     PydanticAIEngine,
     ToolBehaviour,
     path_title,
@@ -119,9 +120,8 @@ async def test_turn_cancelled_while_asking_denies_and_stops() -> None:
     [ended] = of_type(events, ToolCallEnded)
     assert ended.status == "failed"
     assert isinstance(events[-1], StateSnapshot)
-    last = session.history[-1]
-    assert isinstance(last, ModelResponse)  # kept; pydantic-ai closes the call on the next run
-    assert [p.tool_name for p in last.parts if isinstance(p, ToolCallPart)] == ["write_file"]
+    returns = [p for m in session.history for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [(r.content, r.outcome) for r in returns] == [(TURN_CANCELLED_MESSAGE, "denied")]
 
 
 async def test_hook_asks_per_mode_and_can_waive_a_declared_approval() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -10,8 +11,17 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 
-from accord.engines.pydantic_ai import PydanticAIEngine, history_from_json
-from accord.events import ModelCallEnded, StateSnapshot, TextChunk, ToolCallEnded, TurnCompleted
+from accord.agent import TurnOutput
+from accord.engines.pydantic_ai import PydanticAIEngine, PydanticAISession, history_from_json
+from accord.events import (
+    ModelCallEnded,
+    ModelCallStarted,
+    StateSnapshot,
+    TextChunk,
+    ToolCallEnded,
+    TurnCompleted,
+)
+from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 from ._support import ModelCounter, Turn, check_rules, collect, of_type, opened, wait_for_requests
@@ -22,9 +32,30 @@ PROMPT_TIMEOUT = 2.0
 """A cancelled turn must end well within this; the fake server would hang for 30 s."""
 
 
-async def cancel_when(turn: Turn, server: FakeOpenAIServer, requests: int) -> None:
-    await wait_for_requests(server, requests)
-    turn.cancel()
+async def run_and_cancel(
+    session: PydanticAISession, turn: Turn, when: Callable[[list[TurnOutput]], bool]
+) -> list[TurnOutput]:
+    """Run a turn, cancel it as soon as ``when(events so far)`` holds; return all its events."""
+    events: list[TurnOutput] = []
+    reached = anyio.Event()
+
+    async def consume() -> None:
+        async for event in session.run_turn([TextContentBlock(text="go")], turn.context):
+            events.append(event)
+            if when(events):
+                reached.set()
+
+    with anyio.fail_after(PROMPT_TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await reached.wait()
+            turn.cancel()
+    check_rules(events)
+    return events
+
+
+def chunks(count: int) -> Callable[[list[TurnOutput]], bool]:
+    return lambda events: len(of_type(events, TextChunk)) >= count
 
 
 async def test_cancel_while_the_model_is_silent_stops_at_once() -> None:
@@ -32,29 +63,13 @@ async def test_cancel_while_the_model_is_silent_stops_at_once() -> None:
     with FakeOpenAIServer([reply]) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            turn = Turn()
-            events: list[Any] = []
-            two_chunks = anyio.Event()
-
-            async def consume() -> None:
-                async for event in session.run_turn([], turn.context):
-                    events.append(event)
-                    if len(of_type(events, TextChunk)) == 2:
-                        two_chunks.set()  # the server now hangs: the stream is silent
-
             started = time.monotonic()
-            with anyio.fail_after(PROMPT_TIMEOUT):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(consume)
-                    await two_chunks.wait()
-                    started = time.monotonic()
-                    turn.cancel()
+            events = await run_and_cancel(session, Turn(), chunks(2))  # then the server hangs
             elapsed = time.monotonic() - started
             [request] = await wait_for_requests(server, 1, outcome="disconnected")
 
     assert elapsed < PROMPT_TIMEOUT
     assert request.outcome == "disconnected"  # the HTTP stream was closed
-    check_rules(events)
     [ended] = of_type(events, ModelCallEnded)
     assert ended.outcome == "cancelled"
     assert not of_type(events, TurnCompleted)  # the runtime answers "cancelled"
@@ -70,12 +85,9 @@ async def test_cancel_before_the_first_token() -> None:
     with FakeOpenAIServer([ScriptedReply(text=["x"], hang_after=0)]) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            turn = Turn()
-            events: list[Any] = []
-            with anyio.fail_after(PROMPT_TIMEOUT):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(collect, session, turn, events)
-                    await cancel_when(turn, server, 1)
+            events = await run_and_cancel(
+                session, Turn(), lambda events: isinstance(events[-1], ModelCallStarted)
+            )
     assert isinstance(events[-1], StateSnapshot)
     assert not of_type(events, TextChunk)
     assert history_from_json(events[-1].state)[0].kind == "request"  # the prompt is kept
@@ -124,12 +136,7 @@ async def test_next_turn_continues_after_a_cancelled_one() -> None:
     with FakeOpenAIServer(script) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            turn = Turn()
-            events: list[Any] = []
-            with anyio.fail_after(PROMPT_TIMEOUT):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(collect, session, turn, events)
-                    await cancel_when(turn, server, 1)
+            await run_and_cancel(session, Turn(), chunks(1))
             more: list[Any] = []
             await collect(session, Turn(), more, "continue")
             second = server.requests[1]

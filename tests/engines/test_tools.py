@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolKind
 
 from accord.engines.pydantic_ai import (
     MAX_RESULT_TEXT,
@@ -61,6 +61,10 @@ def tool_agent() -> Agent[None, str]:
     @agent.tool_plain(metadata={"acp_kind": "search"})
     def grep(pattern: str) -> str:
         return "x" * (MAX_RESULT_TEXT + 10)
+
+    @agent.tool_plain(tool_kind=ToolKind("acp", "execute"))
+    def run_tests() -> str:
+        return "passed"
 
     return agent
 
@@ -148,6 +152,12 @@ async def test_kind_from_tool_metadata_and_long_results_are_cut() -> None:
     text = getattr(content.content, "text", "")
     assert text.startswith("x" * MAX_RESULT_TEXT)
     assert text.endswith("(10 more characters)")
+
+
+async def test_kind_from_a_pydantic_ai_tool_kind_in_the_acp_namespace() -> None:
+    events = await run_calls(call("run_tests"))
+    [started] = of_type(events, ToolCallStarted)
+    assert started.tool_kind == "execute"
 
 
 async def test_a_failing_behaviour_never_fails_the_tool() -> None:

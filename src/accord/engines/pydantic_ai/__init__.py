@@ -60,6 +60,7 @@ from ._session import PydanticAISession as PydanticAISession
 from ._session import TranslatorFactory as TranslatorFactory
 from ._stream import MAX_RESULT_TEXT as MAX_RESULT_TEXT
 from ._stream import EventTranslator as EventTranslator
+from ._tools import ACP_TOOL_KIND_NAMESPACE as ACP_TOOL_KIND_NAMESPACE
 from ._tools import DEFAULT_BEHAVIOUR as DEFAULT_BEHAVIOUR
 from ._tools import KIND_METADATA_KEY as KIND_METADATA_KEY
 from ._tools import BehaviourLookup as BehaviourLookup
@@ -70,6 +71,7 @@ from ._tools import path_title as path_title
 from ._tools import replace_diff as replace_diff
 
 __all__ = (
+    "ACP_TOOL_KIND_NAMESPACE",
     "DEFAULT_BEHAVIOUR",
     "DENIED_MESSAGE",
     "HISTORY_FORMAT",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
+import anyio
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.messages import ToolCallPart
@@ -43,9 +44,8 @@ from pydantic_ai.tools import (
 )
 
 from ...agent._engine import TurnContext
-from ...events import Event
 from ...schema import PermissionOption
-from ._cancel import CancelWatch
+from ._pipe import Pipe
 from ._stream import EventTranslator
 
 __all__ = (
@@ -54,6 +54,7 @@ __all__ = (
     "ApprovalHook",
     "ToolFilter",
     "TurnCapability",
+    "TurnState",
     "waits_for_approval",
 )
 
@@ -87,15 +88,28 @@ def waits_for_approval(
 
 
 class TurnState:
-    """What the capability shares with the session's turn loop."""
+    """What the capability shares with the session and the run: mode, permission requests."""
 
-    __slots__ = ("mode_id", "pending")
+    __slots__ = ("_permission_done", "mode_id", "permission_pending")
 
     def __init__(self, mode_id: str | None) -> None:
-        """Start with the turn's mode and no pending events."""
+        """Start with the turn's mode and no permission request."""
         self.mode_id = mode_id
-        self.pending: list[Event] = []
-        """Events produced inside pydantic-ai (approvals), yielded at the next event."""
+        """The session's current mode (a mode switch during the turn updates it)."""
+        self.permission_pending = False
+        self._permission_done: anyio.Event | None = None
+
+    async def wait_no_permission(self) -> None:
+        """Wait until no permission request is pending (it ends by itself on cancellation)."""
+        while self.permission_pending:
+            self._permission_done = done = anyio.Event()
+            await done.wait()
+
+    def _permission_ended(self) -> None:
+        self.permission_pending = False
+        if self._permission_done is not None:
+            self._permission_done.set()
+            self._permission_done = None
 
 
 @dataclass(kw_only=True)
@@ -105,7 +119,7 @@ class TurnCapability(AbstractCapability[Any]):
     turn: TurnContext = field(repr=False)
     state: TurnState = field(repr=False)
     translator: EventTranslator = field(repr=False)
-    watch: CancelWatch = field(repr=False)
+    pipe: Pipe = field(repr=False)
     needs_approval: ApprovalHook | None = field(default=None, repr=False)
     tool_filter: ToolFilter | None = field(default=None, repr=False)
     permission_options: Sequence[PermissionOption] = ()
@@ -156,25 +170,32 @@ class TurnCapability(AbstractCapability[Any]):
         results = DeferredToolResults()
         for call in requests.approvals:
             results.approvals[call.tool_call_id] = await self._decide(call)
+        if self.turn.cancelled:
+            ctx.cancel()  # lands at the run's next await: no tool runs, no model request starts
         return results
 
     async def _decide(self, call: ToolCallPart) -> ToolApproved | ToolDenied:
         hook = self.needs_approval
         mode_id = self.state.mode_id
         if hook is not None and hook(call.tool_name, call.args_as_dict(), mode_id) is False:
-            self.state.pending.extend(self.translator.approved(call))
+            await self._approved(call)
             return ToolApproved()
         if self.turn.cancelled:
             return ToolDenied(TURN_CANCELLED_MESSAGE)
         request = self.translator.permission_request(call)
-        self.watch.permission_pending = True
+        await self.pipe.wait_handled()  # the client must know the call before it is asked
+        self.state.permission_pending = True
         try:
             decision = await self.turn.request_permission(request, self.permission_options)
         finally:
-            self.watch.permission_pending = False
+            self.state._permission_ended()
         if decision.allowed:
-            self.state.pending.extend(self.translator.approved(call))
+            await self._approved(call)
             return ToolApproved()
         if decision.outcome == "cancelled":
             return ToolDenied(TURN_CANCELLED_MESSAGE)
         return ToolDenied(DENIED_MESSAGE)
+
+    async def _approved(self, call: ToolCallPart) -> None:
+        for event in self.translator.approved(call):
+            await self.pipe.put(event)

@@ -1,24 +1,15 @@
 """One ACP session of a pydantic-ai agent: its model, its message history, its turns.
 
-A turn is one pydantic-ai run, driven with ``agent.iter()`` and ``node.stream()`` in the
-runtime's own task (no extra task or channel per event: the cheapest way to consume a stream,
-measured in ``benchmarks/bench_pydantic_ai_alone.py``). Per turn:
+The session holds what outlives a turn: the agent, the model client (:class:`SessionModel`),
+the message history, the deps, the current mode, the cost so far. A turn is one pydantic-ai
+run (:class:`TurnRun`), driven in a task of its own and handed to the runtime through
+:func:`run_in_task` (why a task: :mod:`._pipe`). Per turn the session:
 
-1. the prompt becomes pydantic-ai user content; the run continues the session's history, with
-   the session's model client, its deps, and a :class:`TurnCapability` (mode tool filter,
-   approvals);
-2. each model request is framed by ``ModelCallStarted`` / ``ModelCallEnded`` (observe), its
-   stream goes through the :class:`EventTranslator`, and its usage becomes ``UsageReported``
-   when the model's context window is known: ``used`` = the context the response leaves
-   (input + output tokens), ``size`` = the window, ``cost`` = the session's cumulative cost in
-   USD while every response was priced. With an unknown window nothing is sent (ACP needs
-   both numbers, and accord never invents one); the token counts still reach observers on
-   ``ModelCallEnded``;
-3. the turn ends with a ``StateSnapshot`` of the whole history, also when it was cancelled
-   (with the partial response and every finished tool result) or failed (then the exception
-   propagates after the snapshot). A turn that hit a limit ends with ``TurnCompleted``:
-   ``max_tokens`` (the response was cut by the output limit, or a token usage limit),
-   ``max_turn_requests`` (a request or tool-call usage limit), ``refusal`` (content filter).
+1. applies the turn's model choice (building that model's client if it changed);
+2. turns the prompt into pydantic-ai user content;
+3. builds the turn's translator and capability (tool filter and approvals for the current
+   mode) and runs the turn, continuing the session's history;
+4. keeps the history the run leaves, also when it was cancelled or failed.
 
 This module sits on pydantic-ai, the engine protocol and the modules beside it; the engine
 opens one session per ACP session.
@@ -29,33 +20,21 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Final
 
-from pydantic_ai import Agent
 from pydantic_ai.agent import AbstractAgent
-from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.models import Model
-from pydantic_ai.run import AgentRun
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.tools import ToolDefinition
 
 from ...agent._engine import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
 from ...errors import InvalidParams
-from ...events import (
-    Event,
-    ModelCallEnded,
-    ModelCallStarted,
-    StateSnapshot,
-    TurnCompleted,
-    UsageReported,
-    new_id,
-)
-from ...schema import ContentBlock, Cost, PermissionOption, SessionConfigOption, StopReason
+from ...schema import ContentBlock, PermissionOption, SessionConfigOption
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
-from ._cancel import CancelWatch
-from ._history import CostTotal, context_tokens, history_to_json
+from ._history import CostTotal
 from ._models import MODEL_CONFIG_ID, SessionModel
+from ._pipe import Pipe, run_in_task
 from ._prompt import user_content
+from ._run import TurnRun
 from ._stream import EventTranslator
 from ._tools import BehaviourLookup
 
@@ -66,10 +45,6 @@ _log = logging.getLogger("accord.engines.pydantic_ai")
 RUN_METADATA_KEY: Final = "accord"
 """Key of the run metadata (``RunContext.metadata``) the session sets on every run:
 ``{"session_id": ..., "turn_id": ..., "mode_id": ...}`` (mode at the start of the turn)."""
-
-CANCELLED_TOOL_TEXT: Final = "Cancelled."
-FAILED_TOOL_TEXT: Final = "The turn failed before the tool call finished."
-NOT_RUN_TOOL_TEXT: Final = "The tool call was not run."
 
 TranslatorFactory = Callable[..., EventTranslator]
 """Builds a turn's translator: called with ``cwd``, ``behaviours`` and ``expects_approval``."""
@@ -84,27 +59,6 @@ class SessionOptions:
     tool_filter: ToolFilter | None = None
     permission_options: tuple[PermissionOption, ...] = ()
     translator: TranslatorFactory = EventTranslator
-
-
-def _stop_reason(messages: Sequence[ModelMessage]) -> StopReason:
-    for message in reversed(messages):
-        if isinstance(message, ModelResponse):
-            if message.finish_reason == "length":
-                return "max_tokens"
-            if message.finish_reason == "content_filter":
-                return "refusal"
-            return "end_turn"
-    return "end_turn"
-
-
-def _model_name(model: Model | str | None) -> str:
-    if isinstance(model, Model):
-        return model.model_name
-    return model or "unknown"
-
-
-def _limit_reason(error: UsageLimitExceeded) -> StopReason:
-    return "max_tokens" if "token" in str(error).lower() else "max_turn_requests"
 
 
 class PydanticAISession(EngineSession):
@@ -176,7 +130,9 @@ class PydanticAISession(EngineSession):
         """Close the model clients this session opened."""
         await self._model.aclose()
 
-    def _expects_approval(self, name: str, args: Mapping[str, Any], definition: Any) -> bool:
+    def _expects_approval(
+        self, name: str, args: Mapping[str, Any], definition: ToolDefinition | None
+    ) -> bool:
         return waits_for_approval(
             self._options.needs_approval, self._mode_id, name, args, definition
         )
@@ -190,149 +146,58 @@ class PydanticAISession(EngineSession):
             except KeyError:
                 _log.warning("unknown model %r in the turn's config; keeping the current", wanted)
 
-    def _usage(self, call_id: str, response: ModelResponse) -> list[Event]:
-        self._cost.add(response)
-        usage = response.usage
-        events: list[Event] = [
-            ModelCallEnded(
-                call_id=call_id,
-                input_tokens=usage.input_tokens or None,
-                output_tokens=usage.output_tokens or None,
-            )
-        ]
-        window = self._model.context_window
-        if window and (usage.input_tokens or usage.output_tokens):
-            total: Decimal | None = self._cost.total
-            cost = None if total is None else Cost(amount=float(total), currency="USD")
-            events.append(UsageReported(used=context_tokens(response), size=window, cost=cost))
-        return events
-
-    async def run_turn(
+    def run_turn(
         self, prompt: Sequence[ContentBlock], turn: TurnContext
     ) -> AsyncIterator[TurnOutput]:
-        """Run one prompt turn as one pydantic-ai run; see the module docstring."""
+        """Run one prompt turn as one pydantic-ai run (an async generator of its events)."""
+        return run_in_task(lambda pipe: self._run_turn(prompt, turn, pipe))
+
+    async def _run_turn(
+        self, prompt: Sequence[ContentBlock], turn: TurnContext, pipe: Pipe
+    ) -> None:
         await self._prepare_turn(turn)
         model = self._model.begin_turn()
-        options = self._options
-        translator = options.translator(
-            cwd=self._context.cwd,
-            behaviours=options.behaviours,
-            expects_approval=self._expects_approval,
-        )
-        state = self._turn_state = TurnState(self._mode_id)
-        watch = CancelWatch(turn)
-        capability = TurnCapability(
-            turn=turn,
-            state=state,
-            translator=translator,
-            watch=watch,
-            needs_approval=options.needs_approval,
-            tool_filter=options.tool_filter,
-            permission_options=options.permission_options,
-        )
-        metadata = {
-            RUN_METADATA_KEY: {
-                "session_id": self._context.session_id,
-                "turn_id": turn.turn_id,
-                "mode_id": turn.mode_id,
-            }
-        }
-        model_name = _model_name(model if model is not None else self._agent.model)
-        agent_run: AgentRun[Any, Any] | None = None
-        call_id: str | None = None
-        stop_reason: StopReason = "end_turn"
-        settled = False
-        pending = state.pending
         try:
-            async with self._agent.iter(
-                user_content(prompt),
-                message_history=self._history,
+            options = self._options
+            translator = options.translator(
+                cwd=self._context.cwd,
+                behaviours=options.behaviours,
+                expects_approval=self._expects_approval,
+            )
+            state = self._turn_state = TurnState(self._mode_id)
+            capability = TurnCapability(
+                turn=turn,
+                state=state,
+                translator=translator,
+                pipe=pipe,
+                needs_approval=options.needs_approval,
+                tool_filter=options.tool_filter,
+                permission_options=options.permission_options,
+            )
+            metadata = {
+                RUN_METADATA_KEY: {
+                    "session_id": self._context.session_id,
+                    "turn_id": turn.turn_id,
+                    "mode_id": turn.mode_id,
+                }
+            }
+            run = TurnRun(
+                agent=self._agent,
+                prompt=user_content(prompt),
+                history=self._history,
                 model=model,
+                context_window=self._model.context_window,
                 deps=self._deps,
-                capabilities=[capability],
                 metadata=metadata,
-            ) as agent_run:
-                watch.start(agent_run)
-                async for node in agent_run:
-                    if Agent.is_model_request_node(node):
-                        translator.begin_response()
-                        call_id = new_id()
-                        watch.armed = False
-                        yield ModelCallStarted(call_id=call_id, model=model_name)
-                        watch.resume()
-                        async with node.stream(agent_run.ctx) as stream:
-                            async for event in stream:
-                                produced = translator.translate(event)
-                                if produced:
-                                    watch.armed = False
-                                    for output in produced:
-                                        yield output
-                                    watch.resume()
-                        watch.armed = False
-                        for output in self._usage(call_id, stream.response):
-                            yield output
-                        call_id = None
-                        watch.resume()
-                    elif Agent.is_call_tools_node(node):
-                        async with node.stream(agent_run.ctx) as stream:
-                            async for event in stream:
-                                produced = translator.translate(event)
-                                if pending or produced:
-                                    watch.armed = False
-                                    while pending:
-                                        yield pending.pop(0)
-                                    for output in produced:
-                                        yield output
-                                    watch.resume()
-                        watch.armed = False
-                        while pending:
-                            yield pending.pop(0)
-                        watch.resume()
-            watch.stop()
-            self._history = agent_run.all_messages()
-            settled = True
-            stop_reason = _stop_reason(self._history)
-            result = agent_run.result
-            for output in translator.on_output(None if result is None else result.output):
-                yield output
-            for output in translator.end_unfinished(NOT_RUN_TOOL_TEXT):
-                yield output
-        except RunCancelled as cancelled:
-            watch.stop()
-            self._history = cancelled.all_messages()
-            settled = True
-            if call_id is not None:
-                yield ModelCallEnded(call_id=call_id, outcome="cancelled")
-            for output in translator.end_unfinished(CANCELLED_TOOL_TEXT):
-                yield output
-            stop_reason = "cancelled"
-        except UsageLimitExceeded as limit:
-            watch.stop()
-            if agent_run is not None:
-                self._history = agent_run.all_messages()
-            settled = True
-            stop_reason = _limit_reason(limit)
-            for output in translator.end_unfinished(str(limit)):
-                yield output
-        except Exception:
-            watch.stop()
-            if agent_run is not None:
-                self._history = agent_run.all_messages()
-            settled = True
-            if call_id is not None:
-                yield ModelCallEnded(call_id=call_id, outcome="error")
-            for output in translator.end_unfinished(FAILED_TOOL_TEXT):
-                yield output
-            yield StateSnapshot(state=history_to_json(self._history))
-            raise
+                turn=turn,
+                translator=translator,
+                capability=capability,
+                cost=self._cost,
+            )
+            try:
+                await run.run(pipe)
+            finally:
+                self._history = run.messages
         finally:
-            watch.stop()
-            if not settled and agent_run is not None:
-                # Cancelled from outside (the runtime gave up waiting) or closed at a yield:
-                # nothing more can be yielded, but the live session keeps what the run did.
-                self._history = agent_run.all_messages()
             self._turn_state = None
             await self._model.end_turn()
-        yield StateSnapshot(state=history_to_json(self._history))
-        if stop_reason not in ("end_turn", "cancelled"):
-            yield TurnCompleted(stop_reason=stop_reason)

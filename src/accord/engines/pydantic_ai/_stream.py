@@ -228,7 +228,7 @@ class EventTranslator:
         previous = self._parts.get(index)
         if previous is not None and previous.call is not None:  # the part was replaced
             return _NONE
-        call = self._new_call(part.tool_name)
+        call = self._new_call(part.tool_name, part.tool_kind)
         self._parts[index] = _Part("tool", call=call)
         call.title = call.behaviour.title(ToolCallInput(name=call.name, args={}, cwd=self.cwd))
         return (
@@ -247,7 +247,7 @@ class EventTranslator:
         call = self._calls.get(part.tool_call_id)
         fresh = call is None
         if call is None:
-            call = self._calls[part.tool_call_id] = self._new_call(part.tool_name)
+            call = self._calls[part.tool_call_id] = self._new_call(part.tool_name, part.tool_kind)
         call.args = args
         tool_input = ToolCallInput(name=call.name, args=args, cwd=self.cwd)
         call.title = call.behaviour.title(tool_input)
@@ -379,10 +379,10 @@ class EventTranslator:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _new_call(self, name: str) -> _Call:
+    def _new_call(self, name: str, tool_kind: str | None = None) -> _Call:
         definition = self.tool_defs.get(name)
         metadata = definition.metadata if definition is not None else None
-        behaviour = resolve_behaviour(self.behaviours, name, metadata)
+        behaviour = resolve_behaviour(self.behaviours, name, tool_kind=tool_kind, metadata=metadata)
         return _Call(acp_id=new_id(), name=name, behaviour=behaviour, title=name)
 
     def _bind_call(self, index: int, part: ToolCallPart) -> None:

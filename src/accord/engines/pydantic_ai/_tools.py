@@ -6,9 +6,12 @@ touches (``locations``, for follow-along), and, for edits, the change as a diff.
 :class:`ToolBehaviour` declares that for one tool; the engine looks it up by tool name:
 
 1. in the ``tool_behaviour`` registry given to the engine (a mapping, or a function of the name);
-2. else in the tool's pydantic-ai metadata: ``metadata={"acp_kind": "read"}`` gives the kind
+2. else in the tool's pydantic-ai kind: a tool declared with
+   ``tool_kind=ToolKind("acp", "edit")`` (``pydantic_ai.messages.ToolKind``, namespace
+   :data:`ACP_TOOL_KIND_NAMESPACE`) has the ACP kind ``edit``;
+3. else in the tool's pydantic-ai metadata: ``metadata={"acp_kind": "read"}`` gives the kind
    (JSON, so it survives anywhere pydantic-ai records tool definitions);
-3. else :data:`DEFAULT_BEHAVIOUR`: kind ``other``, titled with the tool name.
+4. else :data:`DEFAULT_BEHAVIOUR`: kind ``other``, titled with the tool name.
 
 The functions of a behaviour get a :class:`ToolCallInput` (the call's name, its arguments and
 the session's working directory) and must not raise: a function that raises is treated as
@@ -30,6 +33,7 @@ from typing import Any, Final, TypeAlias, TypeVar, cast, get_args
 from ...schema import DiffToolCallContent, ToolCallLocation, ToolKind
 
 __all__ = (
+    "ACP_TOOL_KIND_NAMESPACE",
     "DEFAULT_BEHAVIOUR",
     "KIND_METADATA_KEY",
     "BehaviourLookup",
@@ -41,6 +45,9 @@ __all__ = (
 )
 
 _log = logging.getLogger("accord.engines.pydantic_ai")
+
+ACP_TOOL_KIND_NAMESPACE: Final = "acp"
+"""The namespace of pydantic-ai tool kinds that name an ACP kind (``ToolKind("acp", "read")``)."""
 
 KIND_METADATA_KEY: Final = "acp_kind"
 """The key of pydantic-ai tool metadata that declares the tool's ACP kind."""
@@ -132,13 +139,22 @@ def _guarded(
 
 
 def resolve_behaviour(
-    lookup: BehaviourLookup | None, name: str, metadata: Mapping[str, Any] | None
+    lookup: BehaviourLookup | None,
+    name: str,
+    *,
+    tool_kind: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> ToolBehaviour:
-    """Return the behaviour of tool ``name``: registry, then metadata kind, then the default."""
+    """Return the behaviour of tool ``name``: registry, tool kind, metadata, then the default."""
     if lookup is not None:
         found = lookup(name) if callable(lookup) else lookup.get(name)
         if found is not None:
             return found
+    prefix = ACP_TOOL_KIND_NAMESPACE + "."
+    if tool_kind is not None and tool_kind.startswith(prefix):
+        kind = tool_kind.removeprefix(prefix)
+        if kind in _KINDS:
+            return ToolBehaviour(kind=cast(ToolKind, kind))
     if metadata is not None:
         kind = metadata.get(KIND_METADATA_KEY)
         if isinstance(kind, str) and kind in _KINDS:

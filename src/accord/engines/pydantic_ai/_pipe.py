@@ -1,0 +1,128 @@
+"""The hand-off between the task that drives a pydantic-ai run and the turn's async generator.
+
+Why a task of its own: ``Agent.iter`` keeps an anyio task group open for the whole run
+(pydantic-graph's ``GraphRun``). An async generator that drove the run itself would hold that
+scope across its ``yield`` s, and a consumer that wraps each step in a cancel scope of its own
+(the agent runtime does, to be able to cancel one step) then fails with "Attempted to exit a
+cancel scope that isn't the current task's current cancel scope". So :func:`run_in_task` runs
+the producer in a task and the generator only receives from a bounded memory stream: it holds
+no scope across a yield, whoever consumes it and however.
+
+The task is an asyncio task, not a task-group child, because no task group may span the
+generator's yields. Its lifetime is still bounded by the generator: when the generator ends,
+is closed or is cancelled, the task is cancelled and awaited (shielded, bounded) before the
+generator finishes; an exception of the producer is re-raised by the generator. pydantic-ai
+runs on asyncio only, so nothing is lost by using asyncio here.
+
+Cost: the producer hands events over with ``send_nowait`` (no task switch while there is room)
+and the generator takes them with ``receive_nowait`` while any are buffered, so a switch
+happens only when one side waits for the other.
+
+Ordering: some of what the producer does must wait until the consumer has *handled* every
+event before it (a permission request must reach the client after the tool call it is about).
+:meth:`Pipe.wait_handled` waits for that: the generator counts an event as handled when the
+consumer asks for the next one.
+
+This module sits on anyio and the engine protocol; the session uses it for every turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Final
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ...agent._engine import TurnOutput
+
+__all__ = ("MAX_BUFFERED_EVENTS", "STOP_TIMEOUT", "Pipe", "run_in_task")
+
+MAX_BUFFERED_EVENTS: Final = 256
+"""Events the producer may run ahead of the consumer: enough that a burst of deltas never
+waits on a consumer busy writing to the client, small enough to bound memory and to keep
+backpressure (a slow client slows the model stream down rather than filling memory)."""
+
+STOP_TIMEOUT: Final = 5.0
+"""Seconds the generator waits (shielded) for a cancelled producer to finish; pydantic-ai tears
+down in milliseconds, and a producer that does not is abandoned rather than hang a turn."""
+
+
+class Pipe:
+    """The producer's end: :meth:`put` events in order, :meth:`wait_handled` for the consumer."""
+
+    __slots__ = ("_barrier", "_send", "handled", "sent")
+
+    def __init__(self, send: MemoryObjectSendStream[TurnOutput]) -> None:
+        """Wrap the send end of the stream."""
+        self._send = send
+        self._barrier: anyio.Event | None = None
+        self.sent = 0
+        """Events put so far."""
+        self.handled = 0
+        """Events the consumer has handled so far."""
+
+    async def put(self, event: TurnOutput) -> None:
+        """Hand ``event`` to the consumer; waits only while the buffer is full."""
+        self.sent += 1
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            await self._send.send(event)
+
+    async def wait_handled(self) -> None:
+        """Wait until the consumer has handled every event put so far."""
+        while self.handled < self.sent:
+            self._barrier = barrier = anyio.Event()
+            await barrier.wait()
+
+    def mark_handled(self) -> None:
+        """The consumer is back for more: everything it was given is handled."""
+        self.handled += 1
+        if self._barrier is not None and self.handled >= self.sent:
+            self._barrier.set()
+            self._barrier = None
+
+    def close(self) -> None:
+        """No more events (the consumer sees the end once the buffer is empty)."""
+        self._send.close()
+
+
+async def run_in_task(produce: Callable[[Pipe], Awaitable[None]]) -> AsyncGenerator[TurnOutput]:
+    """Yield what ``produce`` puts into its pipe, ``produce`` running in a task of its own.
+
+    Raises:
+        Exception: whatever ``produce`` raised, after every event it put was yielded.
+    """
+    send, receive = anyio.create_memory_object_stream[TurnOutput](MAX_BUFFERED_EVENTS)
+    pipe = Pipe(send)
+
+    async def producer() -> None:
+        with send:
+            await produce(pipe)
+
+    # Not a task-group child: no task group may span this generator's yields (module docstring).
+    task = asyncio.get_running_loop().create_task(producer())
+    try:
+        with receive:
+            while True:
+                try:
+                    event = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    try:
+                        event = await receive.receive()
+                    except anyio.EndOfStream:
+                        break
+                except anyio.EndOfStream:
+                    break
+                yield event
+                pipe.mark_handled()
+        await task  # re-raises the producer's exception
+    finally:
+        if not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT):
+                await asyncio.wait((task,))
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved, so asyncio never logs it as unhandled

@@ -1,0 +1,255 @@
+"""One turn's pydantic-ai run, driven in the producer task: events into the pipe.
+
+The run is consumed with ``agent.iter()`` and ``node.stream()`` (the cheapest way, measured in
+``benchmarks/bench_pydantic_ai_alone.py``):
+
+1. each model request is framed by ``ModelCallStarted`` / ``ModelCallEnded`` (observe layer,
+   token counts when reported); its stream goes through the :class:`EventTranslator`; its
+   usage becomes ``UsageReported`` when the context window is known: ``used`` = the context
+   the response leaves (input + output tokens), ``size`` = the window, ``cost`` = the
+   session's cumulative cost in USD while every response was priced. With an unknown window
+   nothing is sent: ACP needs both numbers and accord never invents one (the counts still
+   reach observers on ``ModelCallEnded``);
+2. tool handling goes through the translator too; approvals happen inside it (the turn's
+   :class:`TurnCapability`);
+3. the run ends with a ``StateSnapshot`` of the whole history, also when it was cancelled (with
+   the partial response and every finished tool result) or failed (then the exception
+   propagates after the snapshot). A run that hit a limit ends with ``TurnCompleted``:
+   ``max_tokens`` (the output limit cut the response, or a token usage limit),
+   ``max_turn_requests`` (a request or tool-call usage limit), ``refusal`` (content filter).
+
+Cancellation: a watcher task waits for the turn's cancel signal and calls ``AgentRun.cancel()``,
+which tears down the model stream (closing the HTTP response) and running tools and raises
+``RunCancelled`` with everything the run completed; the run then ends like any other, with a
+snapshot. If the producer task itself is cancelled (the runtime gave up waiting), the history
+so far is still kept in :attr:`TurnRun.messages` for the live session.
+
+This module sits on pydantic-ai, the engine protocol and the modules beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+import anyio
+from pydantic_ai import Agent
+from pydantic_ai.agent import AbstractAgent
+from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage, ModelResponse, UserContent
+from pydantic_ai.models import Model
+from pydantic_ai.run import AgentRun
+
+from ...agent._engine import TurnContext
+from ...events import (
+    Event,
+    ModelCallEnded,
+    ModelCallStarted,
+    StateSnapshot,
+    TurnCompleted,
+    UsageReported,
+    new_id,
+)
+from ...schema import Cost, StopReason
+from ._approval import TurnCapability
+from ._history import CostTotal, context_tokens, history_to_json
+from ._pipe import Pipe
+from ._stream import EventTranslator
+
+__all__ = ("CANCELLED_TOOL_TEXT", "FAILED_TOOL_TEXT", "NOT_RUN_TOOL_TEXT", "TurnRun")
+
+CANCELLED_TOOL_TEXT: Final = "Cancelled."
+"""The content of a tool call the cancelled turn cut short."""
+
+FAILED_TOOL_TEXT: Final = "The turn failed before the tool call finished."
+"""The content of a tool call open when the run raised."""
+
+NOT_RUN_TOOL_TEXT: Final = "The tool call was not run."
+"""The content of a call left open by a finished run (e.g. one for external execution)."""
+
+
+def _model_name(model: Model[Any] | str | None) -> str:
+    if isinstance(model, Model):
+        return model.model_name
+    return model or "unknown"
+
+
+def _stop_reason(messages: Sequence[ModelMessage]) -> StopReason:
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            if message.finish_reason == "length":
+                return "max_tokens"
+            if message.finish_reason == "content_filter":
+                return "refusal"
+            return "end_turn"
+    return "end_turn"
+
+
+def _limit_reason(error: UsageLimitExceeded) -> StopReason:
+    return "max_tokens" if "token" in str(error).lower() else "max_turn_requests"
+
+
+class TurnRun:
+    """One pydantic-ai run for one turn; :meth:`run` puts its events into the pipe.
+
+    Args:
+        agent: The session's agent.
+        prompt: The user prompt.
+        history: The session's history before the turn.
+        model: The model to run with (``None``: the agent's own).
+        context_window: The model's context window, if known.
+        deps: The session's deps.
+        metadata: The run metadata.
+        turn: The turn.
+        translator: The turn's event translator.
+        capability: The turn's capability (tool filter and approvals).
+        cost: The session's cost total (updated with each response).
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: AbstractAgent[Any, Any],
+        prompt: str | Sequence[UserContent],
+        history: list[ModelMessage],
+        model: Model[Any] | None,
+        context_window: int | None,
+        deps: Any,
+        metadata: dict[str, Any],
+        turn: TurnContext,
+        translator: EventTranslator,
+        capability: TurnCapability,
+        cost: CostTotal,
+    ) -> None:
+        """Prepare the run; see the class docstring for the arguments."""
+        self._agent = agent
+        self._prompt = prompt
+        self._model = model
+        self._context_window = context_window
+        self._deps = deps
+        self._metadata = metadata
+        self._turn = turn
+        self._translator = translator
+        self._capability = capability
+        self._cost = cost
+        self._run: AgentRun[Any, Any] | None = None
+        self._call_id: str | None = None
+        self.messages: list[ModelMessage] = history
+        """The history: the session's before the run, everything the run did after."""
+
+    async def run(self, pipe: Pipe) -> None:
+        """Run the turn, putting every event into ``pipe``; see the module docstring.
+
+        Raises:
+            Exception: whatever the run raised (after the snapshot), except cancellation
+                and usage limits, which end the turn normally.
+        """
+        translator = self._translator
+        stop_reason: StopReason = "end_turn"
+        ended: Sequence[Event] = ()
+        error: Exception | None = None
+        async with anyio.create_task_group() as watchers:
+            watchers.start_soon(self._watch_cancel)
+            try:
+                await self._drive(pipe)
+                stop_reason = _stop_reason(self.messages)
+                ended = translator.end_unfinished(NOT_RUN_TOOL_TEXT)
+            except RunCancelled as cancelled:
+                self.messages = cancelled.all_messages()
+                stop_reason = "cancelled"
+                ended = (
+                    *self._ended_call("cancelled"),
+                    *translator.end_unfinished(CANCELLED_TOOL_TEXT),
+                )
+            except UsageLimitExceeded as limit:
+                self._keep_messages()
+                stop_reason = _limit_reason(limit)
+                ended = translator.end_unfinished(str(limit))
+            except Exception as exc:  # raised below, outside the task group (no group wrapping)
+                self._keep_messages()
+                error = exc
+                ended = (*self._ended_call("error"), *translator.end_unfinished(FAILED_TOOL_TEXT))
+            except BaseException:  # cancelled from outside: nothing more can be put
+                self._keep_messages()
+                raise
+            finally:
+                watchers.cancel_scope.cancel()
+        for event in ended:
+            await pipe.put(event)
+        await pipe.put(StateSnapshot(state=history_to_json(self.messages)))
+        if error is not None:
+            raise error
+        if stop_reason not in ("end_turn", "cancelled"):
+            await pipe.put(TurnCompleted(stop_reason=stop_reason))
+
+    async def _drive(self, pipe: Pipe) -> None:
+        translator = self._translator
+        model_name = _model_name(self._model if self._model is not None else self._agent.model)
+        async with self._agent.iter(
+            self._prompt,
+            message_history=self.messages,
+            model=self._model,
+            deps=self._deps,
+            capabilities=[self._capability],
+            metadata=self._metadata,
+        ) as agent_run:
+            self._run = agent_run
+            if self._turn.cancelled:
+                agent_run.cancel()
+            async for node in agent_run:
+                if Agent.is_model_request_node(node):
+                    translator.begin_response()
+                    self._call_id = call_id = new_id()
+                    await pipe.put(ModelCallStarted(call_id=call_id, model=model_name))
+                    async with node.stream(agent_run.ctx) as stream:
+                        async for event in stream:
+                            for output in translator.translate(event):
+                                await pipe.put(output)
+                    self._call_id = None
+                    for output in self._usage(call_id, stream.response):
+                        await pipe.put(output)
+                elif Agent.is_call_tools_node(node):
+                    async with node.stream(agent_run.ctx) as stream:
+                        async for event in stream:
+                            for output in translator.translate(event):
+                                await pipe.put(output)
+            self.messages = agent_run.all_messages()
+            result = agent_run.result
+            for output in translator.on_output(None if result is None else result.output):
+                await pipe.put(output)
+
+    async def _watch_cancel(self) -> None:
+        await self._turn.wait_cancelled()
+        # A pending permission request ends by itself (the runtime answers it "cancelled");
+        # cancelling the run inside it would hand the runtime's own cancel scope our CancelledError.
+        await self._capability.state.wait_no_permission()
+        if self._run is not None:
+            self._run.cancel()
+
+    def _keep_messages(self) -> None:
+        if self._run is not None:
+            self.messages = self._run.all_messages()
+
+    def _ended_call(self, outcome: Literal["error", "cancelled"]) -> tuple[Event, ...]:
+        if self._call_id is None:
+            return ()
+        call_id, self._call_id = self._call_id, None
+        return (ModelCallEnded(call_id=call_id, outcome=outcome),)
+
+    def _usage(self, call_id: str, response: ModelResponse) -> list[Event]:
+        self._cost.add(response)
+        usage = response.usage
+        events: list[Event] = [
+            ModelCallEnded(
+                call_id=call_id,
+                input_tokens=usage.input_tokens or None,
+                output_tokens=usage.output_tokens or None,
+            )
+        ]
+        window = self._context_window
+        if window and (usage.input_tokens or usage.output_tokens):
+            total: Decimal | None = self._cost.total
+            cost = None if total is None else Cost(amount=float(total), currency="USD")
+            events.append(UsageReported(used=context_tokens(response), size=window, cost=cost))
+        return events
