@@ -85,10 +85,14 @@ class _StderrRing:
             self._push(line)
         return lines
 
-    def finish(self) -> None:
-        if self._partial:
-            self._push(self._partial.decode("utf-8", "replace"))
-            self._partial = b""
+    def finish(self) -> list[str]:
+        """End of the stream: a last line without a newline counts; return it (if any)."""
+        if not self._partial:
+            return []
+        line = self._partial.decode("utf-8", "replace")
+        self._push(line)
+        self._partial = b""
+        return [line]
 
     def _push(self, line: str) -> None:
         self._lines.append(line)
@@ -180,7 +184,8 @@ class SubprocessTransport(StreamTransport):
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:
-            self._stderr.finish()
+            for line in self._stderr.finish():  # often the crash message: log it too
+                logger.info("[agent %d] %s", self.process.pid, line)
             self._stderr_done.set()
 
     async def aclose(self) -> None:
@@ -206,6 +211,11 @@ class SubprocessTransport(StreamTransport):
             _signal_group(process.pid, signal.SIGKILL)
             with anyio.move_on_after(self._limits.kill):
                 await process.wait()
+        if process.returncode is not None:
+            # Read what the agent wrote last (often why it exited) before the drain stops;
+            # bounded, since a process outside its group may still hold stderr open.
+            with anyio.move_on_after(EXIT_WAIT_TIMEOUT):
+                await self._stderr_done.wait()
         await self._reader.aclose()
 
 
