@@ -19,8 +19,10 @@ from accord.schema import (
     CancelledRequestPermissionOutcome,
     ClientCapabilities,
     ContentBlock,
+    Cost,
     InitializeRequest,
     NewSessionRequest,
+    PlanEntry,
     PromptRequest,
     PromptResponse,
     RequestPermissionRequest,
@@ -33,7 +35,17 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.store import MemorySessionStore, SessionStore
-from accord.testing._scripted_engine import ScriptedEngine, ScriptStep
+from accord.testing._scripted_engine import (
+    ReportUsage,
+    Say,
+    ScriptedEngine,
+    ScriptStep,
+    SetPlan,
+    SetTitle,
+    Stream,
+    Think,
+    UseTool,
+)
 from accord.transports import memory_transport_pair
 
 #: Upper bound of any single wait in these tests; they finish in milliseconds.
@@ -282,3 +294,32 @@ def message_texts(updates: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
         texts = "".join(b.get("text", "") for b in message["blocks"])
         out.append((message["key"][0], texts))
     return out
+
+
+def rich_steps() -> list[ScriptStep]:
+    """A turn with every kind of update: thought, text, a confirmed tool call, plan, usage,
+    title, and a short stream."""
+    return [
+        Think(pieces=("Let me ", "think.")),
+        Say(pieces=("I will ", "read the file.")),
+        UseTool(title="Read a.py", kind="read", tool_call_id="t-read", ask=True, result="x = 1"),
+        SetPlan(
+            (
+                PlanEntry(content="Read", priority="high", status="completed"),
+                PlanEntry(content="Fix", priority="medium", status="pending"),
+            )
+        ),
+        ReportUsage(used=1200, size=200000, cost=Cost(amount=0.01, currency="USD")),
+        SetTitle("Reading a.py"),
+        Stream(count=25, prefix="w"),
+    ]
+
+
+def command_steps(prompt: str) -> list[ScriptStep]:
+    """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``; anything else echoes."""
+    words = prompt.split()
+    if words[:1] == ["rich"]:
+        return rich_steps()
+    if words[:1] == ["stream"]:
+        return [Stream(count=int(words[1]), delay=float(words[2]) if len(words) > 2 else 0.0)]
+    return [Say(prompt)]

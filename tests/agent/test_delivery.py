@@ -11,13 +11,17 @@ import pytest
 from _agent_support import message_texts, scripted, serve
 
 from accord.events import (
+    Envelope,
     ModelCallEnded,
     ModelCallStarted,
     SubAgentEvent,
     TextChunk,
+    ThinkingChunk,
+    UserMessageChunk,
     new_id,
+    to_session_update,
 )
-from accord.schema import TextContentBlock
+from accord.schema import ImageContentBlock, TextContentBlock
 from accord.store import MemorySessionStore, SessionStore, SqliteSessionStore, StoredEvent
 from accord.testing._scripted_engine import Emit, Say, Stream
 
@@ -144,3 +148,40 @@ async def test_observe_events_are_stored_in_seq_order() -> None:
         kinds = [e.kind for e in stored]
         assert kinds.index("model_call_started") < kinds.index("model_call_ended")
         assert [e.seq for e in stored] == sorted(e.seq for e in stored)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        UserMessageChunk(message_id="m1", content=TextContentBlock(text="user")),
+        TextChunk(message_id="m2", content=TextContentBlock(text="agent")),
+        ThinkingChunk(message_id="m3", content=TextContentBlock(text="thought")),
+        TextChunk(
+            message_id="m4",
+            content=ImageContentBlock(data="AAEC", mime_type="image/png"),
+        ),
+    ],
+    ids=["user", "agent", "thought", "image"],
+)
+async def test_the_chunk_fast_path_sends_exactly_what_the_mapper_builds(event: Any) -> None:
+    """Chunks skip building models on their way out; the wire must not tell."""
+    async with serve() as h:
+        session_id = await h.new_session()
+        h.client.clear()
+        envelope = Envelope(
+            session_id=session_id,
+            session_seq=1,
+            session_epoch=0,
+            turn_id="t",
+            agent_id="root",
+            event=event,
+        )
+        channel = h.runtime._client_channel()
+        await channel.deliver(envelope)
+        await h.client.wait_until(lambda: len(h.client.notifications) == 1)
+        expected = to_session_update(event)
+        assert expected is not None
+        assert h.client.notifications[0].to_wire() == {
+            "sessionId": session_id,
+            "update": expected.to_wire(),
+        }

@@ -23,6 +23,10 @@ store. A turn always ends with one (``TurnCompleted``) or a flush.
 :mod:`accord.events` (chosen from the client's ``initialize``), a mapper that hides
 ``boolean`` config options from clients that did not advertise them, and a "gone" flag: once
 the connection is closed, sends are skipped silently (the store still gets everything).
+Message, thought and user chunks of the root agent, the bulk of a streamed turn, take a fast
+path to a standard client: their ``session/update`` params are written directly (the same
+JSON the mapper's models dump to, which a test checks) instead of building, validating and
+dumping two models per chunk.
 
 Below: :mod:`accord.events`, :mod:`accord.store`, :mod:`accord.roles`. Above: the runtime.
 """
@@ -39,11 +43,15 @@ import anyio
 
 from ..errors import TransportError
 from ..events import (
+    ROOT_AGENT_ID,
     ConfigChanged,
     Envelope,
     ExtendedSink,
     SessionUpdateMapper,
     StandardSink,
+    TextChunk,
+    ThinkingChunk,
+    UserMessageChunk,
     event_to_json,
 )
 from ..schema import BooleanSessionConfigOption, SessionNotification, SessionUpdate
@@ -61,6 +69,14 @@ logger = logging.getLogger("accord.agent")
 MAX_HELD_OBSERVE: Final = 1000
 
 _GONE: Final = (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+_SESSION_UPDATE: Final = "session/update"
+#: ``sessionUpdate`` tags of the chunk events (what the standard mapping gives them).
+_CHUNK_TAGS: Final[dict[str, str]] = {
+    "user_message_chunk": "user_message_chunk",
+    "text_chunk": "agent_message_chunk",
+    "thinking_chunk": "agent_thought_chunk",
+}
 
 Forward = Callable[[Envelope], Awaitable[None]]
 """Hands one committed envelope on (to the client)."""
@@ -139,6 +155,22 @@ class ClientChannel:
         if self.gone:
             return
         try:
+            event = envelope.event
+            tag = _CHUNK_TAGS.get(event.kind)
+            if tag is not None and not self.extended and envelope.agent_id == ROOT_AGENT_ID:
+                # The bulk of a streamed turn: the same update the mapper builds, written
+                # straight to the wire (no model built, validated and dumped per chunk).
+                assert isinstance(event, UserMessageChunk | TextChunk | ThinkingChunk)
+                params = {
+                    "sessionId": envelope.session_id,
+                    "update": {
+                        "sessionUpdate": tag,
+                        "content": event.content.to_wire(),
+                        "messageId": event.message_id,
+                    },
+                }
+                await self._connection.connection.notify(_SESSION_UPDATE, params)
+                return
             await self.sink.deliver(envelope)
         except _GONE as exc:
             self._mark_gone(exc)
@@ -161,7 +193,16 @@ class DurableSink:
         forward: Called with each envelope once it is committed, in order.
     """
 
-    __slots__ = ("_forward", "_held", "_in_writer", "_lock", "_store", "_writer", "dropped")
+    __slots__ = (
+        "_busy",
+        "_forward",
+        "_held",
+        "_idle",
+        "_in_writer",
+        "_store",
+        "_writer",
+        "dropped",
+    )
 
     def __init__(self, store: SessionStore, forward: Forward) -> None:
         """Create the sink; see the class docstring for the arguments."""
@@ -170,23 +211,28 @@ class DurableSink:
         self._writer: GroupCommitWriter | None = None
         self._in_writer: deque[Envelope] = deque()
         self._held: list[Envelope] = []
-        self._lock: anyio.Lock | None = None
+        # The bus calls deliver() one envelope at a time; detach_writer() must not switch
+        # modes in the middle of one, so it waits for _busy to clear (a flag and an event:
+        # a lock would cost its acquire on every event of a streaming turn).
+        self._busy = False
+        self._idle: anyio.Event | None = None
         #: Observe envelopes dropped because too many were waiting.
         self.dropped = 0
-
-    def _ordered(self) -> anyio.Lock:
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        return self._lock
 
     # ------------------------------------------------------------------ Sink protocol
 
     async def deliver(self, envelope: Envelope) -> None:
         """Store a render or state envelope (with the observe ones queued before it)."""
-        async with self._ordered():
-            batch = [*self._held, envelope] if self._held else [envelope]
-            self._held = []
+        batch = [*self._held, envelope] if self._held else [envelope]
+        self._held = []
+        self._busy = True
+        try:
             await self._store_batch(batch)
+        finally:
+            self._busy = False
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
 
     def offer(self, envelope: Envelope) -> None:
         """Queue an observe envelope for the next ordered store; never blocks."""
@@ -210,18 +256,30 @@ class DurableSink:
         """Store queued observe envelopes, wait until the writer delivered everything, and
         go back to one transaction per envelope. A failed writer is left as it is (its
         error surfaces from its own ``async with``)."""
-        async with self._ordered():
-            held, self._held = self._held, []
-            try:
-                if held:
-                    await self._store_batch(held)
-                if self._writer is not None:
-                    await self._writer.flush()
-            except WriterClosed:
-                pass
-            finally:
-                self._writer = None
-                self._in_writer.clear()
+        writer = self._writer
+        try:
+            while writer is not None:
+                if self._busy:
+                    self._idle = self._idle or anyio.Event()
+                    await self._idle.wait()
+                    continue
+                if self._held:
+                    held, self._held = self._held, []
+                    self._busy = True
+                    try:
+                        await self._store_batch(held)
+                    finally:
+                        self._busy = False
+                    continue
+                if writer.statistics().pending:
+                    await writer.flush()
+                    continue
+                break  # idle and flushed: no await from here until the switch
+        except WriterClosed:
+            pass
+        finally:
+            self._writer = None
+            self._in_writer.clear()
 
     async def flush(self) -> None:
         """Wait until every envelope stored so far has been committed and forwarded."""

@@ -56,6 +56,7 @@ class TurnHandle:
         "done",
         "epoch",
         "hard_cancelled",
+        "stepping",
         "turn_id",
     )
 
@@ -67,6 +68,9 @@ class TurnHandle:
         #: Set when the turn has ended and its events are delivered.
         self.done = anyio.Event()
         self.hard_cancelled = False
+        #: Whether the engine is producing its next output (only then is a hard cancel
+        #: delivered into it; an output being published is finished first).
+        self.stepping = False
         self._step: anyio.CancelScope | None = None
         self._permission_scopes: set[anyio.CancelScope] = set()
 
@@ -84,17 +88,15 @@ class TurnHandle:
     def hard_cancel(self) -> None:
         """Cancel the engine's current step; the turn reads no further output."""
         self.hard_cancelled = True
-        if self._step is not None:
+        if self._step is not None and self.stepping:
             self._step.cancel()
 
     def enter_step(self, scope: anyio.CancelScope) -> None:
-        """Register the cancel scope around the engine's next step."""
+        """Register the cancel scope around the engine's steps."""
         self._step = scope
-        if self.hard_cancelled:
-            scope.cancel()
 
     def leave_step(self) -> None:
-        """Forget the step scope."""
+        """Forget the step scope (the engine is done)."""
         self._step = None
 
     def add_permission_scope(self, scope: anyio.CancelScope) -> None:

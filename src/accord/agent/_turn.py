@@ -194,18 +194,24 @@ class TurnRunner:
     async def _consume(self, outputs: AsyncIterator[TurnOutput]) -> None:
         turn = self._turn
         try:
-            while not turn.hard_cancelled:
-                output: TurnOutput | None = None
-                with anyio.CancelScope() as step:
-                    turn.enter_step(step)
-                    try:
-                        output = await outputs.__anext__()
-                    except StopAsyncIteration:
-                        return
-                    finally:
-                        turn.leave_step()
-                if output is None or await self._handle(output):
-                    return
+            # One scope for the whole iteration (a scope per step costs more than the rest of
+            # an event's way to the store). A hard cancel cancels it only while the engine
+            # is stepping; an output being published is published whole, then the loop ends.
+            with anyio.CancelScope() as scope:
+                turn.enter_step(scope)
+                try:
+                    while not turn.hard_cancelled:
+                        turn.stepping = True
+                        try:
+                            output = await outputs.__anext__()
+                        except StopAsyncIteration:
+                            return
+                        finally:
+                            turn.stepping = False
+                        if await self._handle(output):
+                            return
+                finally:
+                    turn.leave_step()
         finally:
             aclose = getattr(outputs, "aclose", None)
             if aclose is not None:
@@ -225,6 +231,9 @@ class TurnRunner:
         if await self._publish(event, agent_id) is None:
             self._turn.hard_cancel()  # the session was reloaded: this turn is over
             return True
+        if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+            self._tracker.apply(event)
+            self._note_tool(event, agent_id)
         await self._apply(event)
         return False
 
@@ -244,8 +253,7 @@ class TurnRunner:
             case TextChunk() | ThinkingChunk():
                 self._check_message_id(event.message_id, event.kind)
             case ToolCallStarted() | ToolCallProgress() | ToolCallEnded():
-                self._tracker.apply(event)
-                self._note_tool(event, agent_id)
+                self._tracker.check(event)  # applied once published
             case ModeChanged():
                 try:
                     self._session.controls.check_mode(event.mode_id)

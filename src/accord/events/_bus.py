@@ -138,7 +138,9 @@ class EventBus:
                     sink.offer(envelope)
             return envelope
         if self._ordered is None:
-            self._ordered = anyio.Lock()
+            # fast_acquire: an uncontended publish does not yield to the event loop (that
+            # would cost one loop iteration per event of a streaming turn).
+            self._ordered = anyio.Lock(fast_acquire=True)
         async with self._ordered:
             envelope = self._stamp(event, epoch, turn_id, agent_id)
             if envelope is not None:

@@ -110,8 +110,22 @@ def _encode(value: object) -> Any:
     return value
 
 
+#: Field names per event class, in declaration order (``dataclasses.fields`` rebuilds its
+#: tuple on every call, a noticeable cost when a turn streams thousands of events).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _event_dict(event: Event) -> dict[str, Any]:
-    return {f.name: _encode(getattr(event, f.name)) for f in dataclasses.fields(event)}
+    names = _FIELD_NAMES.get(type(event))
+    if names is None:
+        names = _FIELD_NAMES[type(event)] = tuple(f.name for f in dataclasses.fields(event))
+    out: dict[str, Any] = {}
+    for name in names:
+        value = getattr(event, name)
+        if isinstance(value, WireModel | tuple):
+            value = _encode(value)
+        out[name] = value
+    return out
 
 
 def event_to_json(event: Event) -> bytes:

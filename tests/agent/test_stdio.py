@@ -1,0 +1,257 @@
+"""The runtime as a real stdio process: equal sequences to the in-memory pair; kill -9.
+
+The agent is ``_stdio_agent.py``: ``run_agent_stdio(AgentRuntime(ScriptedEngine(...),
+store=SqliteSessionStore(path)))``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from _agent_support import (
+    CWD,
+    FULL,
+    TIMEOUT,
+    RecordingClient,
+    command_steps,
+    fold,
+    message_texts,
+    text,
+)
+
+import accord.agent
+from accord.agent import AgentRuntime
+from accord.errors import ConnectionClosed
+from accord.roles import AgentSideConnection, ClientSideConnection
+from accord.schema import (
+    InitializeRequest,
+    LoadSessionRequest,
+    NewSessionRequest,
+    PromptRequest,
+    SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
+)
+from accord.store import SqliteSessionStore
+from accord.testing._scripted_engine import ScriptedEngine
+from accord.transports import Transport, memory_transport_pair, spawn_agent
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.subprocess,
+    pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL"),
+]
+
+_AGENT = Path(__file__).with_name("_stdio_agent.py")
+#: Message chunks the client must have seen before the agent is killed: mid-stream.
+_SEEN_BEFORE_KILL = 300
+
+
+def _agent_env() -> dict[str, str]:
+    src = Path(accord.agent.__file__).resolve().parents[2]
+    paths = [str(src), str(_AGENT.parent), os.environ.get("PYTHONPATH", "")]
+    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+@asynccontextmanager
+async def _stdio_agent(path: Path, backend: str) -> AsyncGenerator[Transport]:
+    command = [sys.executable, str(_AGENT), str(path), backend]
+    async with spawn_agent(command, env=_agent_env()) as transport:
+        yield transport
+
+
+@asynccontextmanager
+async def _memory_agent(path: Path) -> AsyncGenerator[Transport]:
+    engine = ScriptedEngine(respond=command_steps, capabilities=FULL)
+    agent_end, client_end = memory_transport_pair()
+    async with (
+        SqliteSessionStore(path) as store,
+        AgentSideConnection(AgentRuntime(engine, store=store), agent_end),
+    ):
+        yield client_end
+
+
+async def _initialize(conn: ClientSideConnection, client: RecordingClient, extended: bool) -> None:
+    meta = {"accord": {"events": True}} if extended else None
+    await conn.initialize(
+        InitializeRequest(
+            protocol_version=1, client_capabilities=client.client_capabilities(), meta=meta
+        )
+    )
+
+
+async def _drive(transport: Transport, extended: bool) -> list[tuple[str, Any]]:
+    """One scripted conversation; returns every notification the client received."""
+    client = RecordingClient()
+    async with ClientSideConnection(client, transport) as conn:
+        with anyio.fail_after(TIMEOUT):
+            await _initialize(conn, client, extended)
+            session_id = (
+                await conn.new_session(NewSessionRequest(cwd=CWD, mcp_servers=[]))
+            ).session_id
+            await conn.prompt(PromptRequest(session_id=session_id, prompt=text("rich")))
+            await conn.set_session_mode(
+                SetSessionModeRequest(session_id=session_id, mode_id="code")
+            )
+            await conn.set_session_config_option(
+                SetSessionConfigOptionRequest(
+                    session_id=session_id, config_id="model", value="smart"
+                )
+            )
+            await conn.prompt(PromptRequest(session_id=session_id, prompt=text("stream 40")))
+    received: list[tuple[str, Any]] = [
+        ("session/update", n.to_wire()) for n in client.notifications
+    ]
+    if extended:
+        # Interleave is not recorded across handlers; compare the two streams separately.
+        received += [(method, params) for method, params in client.ext]
+    return received
+
+
+def _normalized(messages: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Ids the agent makes up (session, message, turn) and times, numbered by appearance."""
+    seen: dict[str, str] = {}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            mapping = cast(dict[str, Any], value)
+            for key, item in mapping.items():
+                if key in ("sessionId", "messageId", "turnId") and isinstance(item, str):
+                    out[key] = seen.setdefault(item, f"<{key}-{len(seen)}>")
+                elif key == "updatedAt":
+                    out[key] = "<time>"
+                else:
+                    out[key] = walk(item)
+            return out
+        if isinstance(value, list):
+            return [walk(item) for item in cast(list[Any], value)]
+        return value
+
+    return [(method, walk(params)) for method, params in messages]
+
+
+@pytest.mark.parametrize("extended", [False, True], ids=["standard", "extended"])
+async def test_memory_and_stdio_deliver_equal_sequences(
+    tmp_path: Path, anyio_backend: str, extended: bool
+) -> None:
+    async with _memory_agent(tmp_path / "memory.sqlite3") as transport:
+        over_memory = _normalized(await _drive(transport, extended))
+    async with _stdio_agent(tmp_path / "stdio.sqlite3", anyio_backend) as transport:
+        over_stdio = _normalized(await _drive(transport, extended))
+    assert over_memory == over_stdio
+    kinds = {
+        params["update"]["sessionUpdate"] for m, params in over_memory if m == "session/update"
+    }
+    assert kinds >= {
+        "available_commands_update",
+        "session_info_update",
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "usage_update",
+        "current_mode_update",
+        "config_option_update",
+    }
+    assert any(m == "_accord/event" for m, _ in over_memory) == extended
+
+
+def _integrity(path: Path) -> str:
+    db = sqlite3.connect(path)
+    try:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        db.close()
+
+
+def _messages(updates: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+    """``(kind, messageId, text)`` per message, after folding merged chunks."""
+    out: list[tuple[str, str | None, str]] = []
+    for message in fold(updates)["messages"]:
+        kind, message_id = message["key"]
+        out.append((kind, message_id, "".join(b.get("text", "") for b in message["blocks"])))
+    return out
+
+
+async def test_kill_9_mid_turn_then_load_replays_everything_the_client_saw(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    path = tmp_path / "agent.sqlite3"
+    client = RecordingClient()
+    with anyio.fail_after(4 * TIMEOUT):
+        async with _stdio_agent(path, anyio_backend) as transport:
+            async with ClientSideConnection(client, transport) as conn:
+                await _initialize(conn, client, extended=False)
+                session_id = (
+                    await conn.new_session(NewSessionRequest(cwd=CWD, mcp_servers=[]))
+                ).session_id
+                await conn.prompt(PromptRequest(session_id=session_id, prompt=text("hello")))
+
+                async def stream() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await conn.prompt(
+                            PromptRequest(session_id=session_id, prompt=text("stream 3000 0.002"))
+                        )
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(stream)
+
+                    def enough() -> bool:
+                        chunks = client.kinds(session_id).count("agent_message_chunk")
+                        return chunks >= _SEEN_BEFORE_KILL
+
+                    await client.wait_until(enough)
+                    os.kill(transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+            received = client.updates(session_id)
+
+        assert _integrity(path) == "ok"
+        async with SqliteSessionStore(path) as store:
+            assert await store.get_session(session_id) is not None
+
+        restarted = RecordingClient()
+        async with (
+            _stdio_agent(path, anyio_backend) as transport,
+            ClientSideConnection(restarted, transport) as conn,
+        ):
+            await _initialize(conn, restarted, extended=False)
+            await conn.load_session(
+                LoadSessionRequest(session_id=session_id, cwd=CWD, mcp_servers=[])
+            )
+            replayed = restarted.updates(session_id)
+            await conn.prompt(PromptRequest(session_id=session_id, prompt=text("still here")))
+            assert message_texts(restarted.updates(session_id))[-1] == (
+                "agent_message_chunk",
+                "still here",
+            )
+
+    def transcript(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            u
+            for u in updates
+            if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk", "tool_call")
+            or u["sessionUpdate"] == "tool_call_update"
+        ]
+
+    seen = _messages(transcript(received))
+    stored = _messages(transcript(replayed))
+    streamed = seen[-1]
+    assert streamed[0] == "agent_message_chunk"
+    assert streamed[2].count(" ") >= _SEEN_BEFORE_KILL - 1  # one chunk answered "hello"
+    # Everything but the message cut by the kill is replayed exactly ...
+    assert stored[: len(seen) - 1] == seen[:-1]
+    # ... and the cut message's text is a prefix of what the store kept.
+    kind, message_id, kept = stored[len(seen) - 1]
+    assert (kind, message_id) == streamed[:2]
+    assert kept.startswith(streamed[2])
+    assert kept.count(" ") < 3000  # the kill did cut the turn short
