@@ -1,0 +1,80 @@
+"""``accord serve``: the accord coding agent over stdio, for editors.
+
+::
+
+    accord serve --model openai:gpt-5
+    accord serve --model qwen2.5-coder:7b --base-url http://localhost:11434/v1   # Ollama
+    accord serve --store ~/work/sessions.sqlite3
+
+The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to stderr, more with
+``-v``). Sessions are kept in the SQLite store (``--store``, default
+``<user data dir>/accord/sessions.sqlite3``), so ``session/load`` works across restarts.
+``--model`` / ``--base-url`` fall back to ``ACCORD_MODEL`` / ``ACCORD_BASE_URL``; API keys come
+from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged. Without a model
+the agent still starts and tells the editor how to configure one.
+
+Start-up is kept short: this module imports only the runtime; pydantic-ai and the model SDKs
+load in a worker thread after ``initialize`` has been answered (see :mod:`accord.coder`).
+:func:`build_agent` builds the same agent for ``accord run`` without ``--agent``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from ._main import ExitCode
+
+if TYPE_CHECKING:
+    from ..coder import CoderRuntime
+
+__all__ = ("build_agent", "serve_command")
+
+_log = logging.getLogger("accord.cli")
+
+
+def build_agent(
+    *, model: str | None = None, base_url: str | None = None, store: str | None = None
+) -> CoderRuntime:
+    """Build the coding agent (runtime, engine, SQLite store) from command-line values.
+
+    ``store`` is the SQLite file (``None``: the default path, created when first used). The
+    runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
+    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself.
+
+    Raises:
+        ValueError: the environment's configuration is invalid (e.g. a bad context window).
+    """
+    from ..coder import CoderConfig, CoderRuntime
+    from ..store import SqliteSessionStore
+
+    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=os.environ)
+    runtime = CoderRuntime(config, store=SqliteSessionStore(store), owns_store=True)
+    if not config.configured:
+        _log.warning("%s", config.problem())
+    return runtime
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run ``accord serve`` until the editor closes stdin; returns the exit code."""
+    import anyio
+
+    from ..transports import stdio_transport
+
+    try:
+        runtime = build_agent(model=args.model, base_url=args.base_url, store=args.store)
+    except ValueError as exc:
+        print(f"accord serve: {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+
+    async def serve() -> None:
+        await runtime.serve(stdio_transport())
+
+    try:
+        anyio.run(serve, backend="asyncio")
+    except KeyboardInterrupt:
+        return ExitCode.CANCELLED
+    return ExitCode.OK

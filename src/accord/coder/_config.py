@@ -1,0 +1,150 @@
+"""The coder's configuration: which model(s), where, and what to say when there is none.
+
+Sources, first one wins: the command line (``accord serve --model ... --base-url ...``), then
+the environment (:data:`MODEL_ENV`, :data:`BASE_URL_ENV`, :data:`CONTEXT_WINDOW_ENV`).
+
+* ``model``: any pydantic-ai model name (``openai:gpt-5``, ``anthropic:claude-sonnet-4-5``,
+  ``google-gla:gemini-2.5-pro``, ...). Several names separated by commas are offered as the
+  choices of the ``model`` config option, the first being the default.
+* ``base_url``: an OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM, LM Studio, a proxy).
+  With it, every model is served by pydantic-ai's OpenAI chat model at that URL, and the name is
+  the server's model id (an ``openai:`` prefix is dropped, so ``openai:qwen2.5-coder:7b`` and
+  ``qwen2.5-coder:7b`` both work).
+* ``context_window``: the model's context window in tokens, for ``usage_update`` when
+  pydantic-ai does not know the model (local models).
+
+API keys are never part of the configuration: each provider reads its own variable
+(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...) from the environment when a session first
+needs the model, and nothing here logs, stores or echoes them. Without a model the agent still
+starts: ``initialize`` advertises an auth method whose description says how to configure one,
+and ``session/new`` answers -32000 with the same instructions (:meth:`CoderConfig.problem`).
+
+This module imports nothing of pydantic-ai.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from ..schema import AuthMethodAgent, SelectSessionConfigOption, SessionConfigSelectOption
+
+__all__ = (
+    "BASE_URL_ENV",
+    "CONFIGURE_AUTH_METHOD_ID",
+    "CONTEXT_WINDOW_ENV",
+    "MODEL_CONFIG_ID",
+    "MODEL_ENV",
+    "CoderConfig",
+)
+
+MODEL_ENV: Final = "ACCORD_MODEL"
+"""Environment variable naming the model(s) when ``--model`` is not given."""
+
+BASE_URL_ENV: Final = "ACCORD_BASE_URL"
+"""Environment variable with an OpenAI-compatible endpoint when ``--base-url`` is not given."""
+
+CONTEXT_WINDOW_ENV: Final = "ACCORD_CONTEXT_WINDOW"
+"""Environment variable with the model's context window in tokens (for local models)."""
+
+MODEL_CONFIG_ID: Final = "model"
+"""The id of the model config option (the same as the pydantic-ai engine's)."""
+
+CONFIGURE_AUTH_METHOD_ID: Final = "configure-model"
+"""The id of the auth method advertised while no model is configured."""
+
+_OPENAI_PREFIXES: Final = ("openai:", "openai-chat:")
+
+_HOW_TO: Final = (
+    "Start the agent with a model, e.g. `accord serve --model openai:gpt-5` (any pydantic-ai "
+    f"model name: anthropic:..., google-gla:..., ...), or set {MODEL_ENV}; put the provider's "
+    "API key in its environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY, "
+    "...). For a local OpenAI-compatible server (Ollama, llama.cpp, vLLM) add "
+    "`--base-url http://localhost:11434/v1`."
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoderConfig:
+    """Which models the coder uses (module docstring).
+
+    Attributes:
+        models: pydantic-ai model names, the default first; empty when none is configured.
+        base_url: An OpenAI-compatible endpoint serving every model, if any.
+        context_window: The models' context window in tokens, if known only from here.
+    """
+
+    models: tuple[str, ...] = ()
+    base_url: str | None = None
+    context_window: int | None = None
+
+    @classmethod
+    def from_sources(
+        cls,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> CoderConfig:
+        """Combine the command line (``model``, ``base_url``) with the environment.
+
+        Raises:
+            ValueError: :data:`CONTEXT_WINDOW_ENV` is set but not a positive integer.
+        """
+        env = environ or {}
+        names = model if model else env.get(MODEL_ENV, "")
+        models = tuple(name.strip() for name in names.split(",") if name.strip())
+        url = base_url or env.get(BASE_URL_ENV) or None
+        window_text = env.get(CONTEXT_WINDOW_ENV, "").strip()
+        window: int | None = None
+        if window_text:
+            if not window_text.isdigit() or int(window_text) <= 0:
+                raise ValueError(f"{CONTEXT_WINDOW_ENV} must be a positive integer")
+            window = int(window_text)
+        return cls(models=models, base_url=url, context_window=window)
+
+    @property
+    def configured(self) -> bool:
+        """Whether a model is configured."""
+        return bool(self.models)
+
+    @property
+    def default_model(self) -> str | None:
+        """The model new sessions start with."""
+        return self.models[0] if self.models else None
+
+    def problem(self) -> str | None:
+        """Why sessions cannot start (an actionable message), or ``None`` when they can."""
+        if self.configured:
+            return None
+        return f"No model is configured for the accord coding agent. {_HOW_TO}"
+
+    def auth_methods(self) -> tuple[AuthMethodAgent, ...]:
+        """What ``initialize`` advertises: how to configure a model, while none is."""
+        if self.configured:
+            return ()
+        return (
+            AuthMethodAgent(
+                id=CONFIGURE_AUTH_METHOD_ID, name="Configure a model", description=_HOW_TO
+            ),
+        )
+
+    def served_model_id(self, name: str) -> str:
+        """The id sent to the ``base_url`` server for model ``name`` (``openai:`` dropped)."""
+        for prefix in _OPENAI_PREFIXES:
+            if name.startswith(prefix):
+                return name[len(prefix) :]
+        return name
+
+    def model_option(self) -> SelectSessionConfigOption | None:
+        """The ``model`` config option listing the models (``None`` without models)."""
+        if not self.models:
+            return None
+        return SelectSessionConfigOption(
+            id=MODEL_CONFIG_ID,
+            name="Model",
+            category="model",
+            current_value=self.models[0],
+            options=[SessionConfigSelectOption(value=name, name=name) for name in self.models],
+        )

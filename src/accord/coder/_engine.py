@@ -1,0 +1,113 @@
+"""The coder as an engine: capabilities now, pydantic-ai only when a session needs a model.
+
+:class:`CoderEngine` is what the agent runtime serves. Its capabilities are known without any
+model code (modes, the ``model`` option, slash commands, MCP over HTTP, prompt content), so the
+runtime can answer ``initialize`` at once. Everything heavy (pydantic-ai, the OpenAI SDK: about
+a second of imports) lives in :mod:`._open` and below, imported by :meth:`CoderEngine.prewarm`
+in a worker thread (``accord serve`` starts it right after ``initialize``) or, at the latest,
+by the first :meth:`CoderEngine.open_session`, also in a thread so the event loop keeps serving
+(a ``session/cancel`` is never stuck behind an import).
+
+This module imports nothing of pydantic-ai.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING, Final
+
+import anyio.to_thread
+
+from ..agent._engine import Engine, EngineCapabilities, EngineSession, SessionContext
+from ..errors import AuthRequired
+from ._commands import COMMANDS
+from ._config import CoderConfig
+from ._modes import DEFAULT_MODE_ID, session_modes
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ("HEAVY_MODULE", "CoderEngine")
+
+_log = logging.getLogger("accord.coder")
+
+HEAVY_MODULE: Final = "accord.coder._open"
+"""The module that loads pydantic-ai; imported lazily."""
+
+
+_loaded: list[ModuleType] = []
+
+
+async def _load_heavy(*, abandon_on_cancel: bool = False) -> ModuleType:
+    """Import :data:`HEAVY_MODULE` in a worker thread, once.
+
+    ``sys.modules`` is not consulted: while another thread imports the module it is there but
+    incomplete. ``import_module`` waits for that import to finish instead.
+    """
+    if not _loaded:
+        module = await anyio.to_thread.run_sync(
+            importlib.import_module, HEAVY_MODULE, abandon_on_cancel=abandon_on_cancel
+        )
+        if not _loaded:
+            _loaded.append(module)
+    return _loaded[0]
+
+
+class CoderEngine(Engine):
+    """The accord coding agent's engine (module docstring).
+
+    Args:
+        config: The models to use (none: sessions are refused with instructions).
+    """
+
+    def __init__(self, config: CoderConfig) -> None:
+        """Derive the capabilities from ``config``; nothing heavy is loaded."""
+        self._config = config
+        option = config.model_option()
+        self._capabilities = EngineCapabilities(
+            image=config.base_url is None,
+            embedded_context=True,
+            mcp_http=True,
+            modes=session_modes(),
+            default_mode_id=DEFAULT_MODE_ID,
+            config_options=() if option is None else (option,),
+            commands=COMMANDS,
+        )
+
+    @property
+    def config(self) -> CoderConfig:
+        """The configuration."""
+        return self._config
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        """Modes, the model option, commands, MCP over HTTP; images unless models are local."""
+        return self._capabilities
+
+    async def prewarm(self) -> None:
+        """Load the model code in a worker thread, so the first session does not wait for it.
+
+        Cancelling it does not wait for the import to finish. A failure is left for
+        :meth:`open_session` to report.
+        """
+        if not self._config.configured:
+            return
+        try:
+            await _load_heavy(abandon_on_cancel=True)
+        except Exception:
+            _log.warning("loading the model code failed", exc_info=True)
+
+    async def open_session(self, context: SessionContext) -> EngineSession:
+        """Open a coder session (see :mod:`._open`).
+
+        Raises:
+            AuthRequired: no usable model is configured (-32000, saying what to do).
+            InternalError: the stored state cannot be read back.
+        """
+        problem = self._config.problem()
+        if problem is not None:
+            raise AuthRequired(problem)
+        module = await _load_heavy()
+        session: EngineSession = await module.open_coder_session(self._config, context)
+        return session

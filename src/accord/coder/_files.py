@@ -1,0 +1,215 @@
+"""Reading, writing and editing files: through the editor when it offers, else on disk.
+
+A :class:`Workspace` is one session's view of its files. When the client advertised
+``fs.readTextFile`` (``fs.writeTextFile``) it reads (writes) through the client, so the model
+sees the editor's unsaved buffers and the editor sees the change as the user's own edit;
+otherwise it reads and writes the disk itself. Either way every path is confined to the
+session's roots first (:meth:`Roots.resolve`).
+
+The three operations return what the tools need: :func:`read_file` the text for the model
+(bounded by :data:`MAX_READ_CHARS`, with a note on how to read on); :func:`write_file` and
+:func:`edit_file` a :class:`FileChange` holding the whole old and new text, which the tool
+reports as a diff. An edit replaces an exact piece of text that must occur once (or, with
+``replace_all``, at least once): the model says what it replaces, so a stale view of the file
+fails loudly instead of editing the wrong place.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final
+
+import anyio.to_thread
+
+from ..agent._engine import TextFileReader, TextFileWriter
+from ..errors import RequestError
+from ._paths import Roots, ToolError
+
+__all__ = ("MAX_READ_CHARS", "FileChange", "Workspace", "edit_file", "read_file", "write_file")
+
+MAX_READ_CHARS: Final = 100_000
+"""Characters of a file one read returns (about 25k tokens); the model reads on with ``offset``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileChange:
+    """A file written by a tool.
+
+    Attributes:
+        path: The absolute path.
+        old_text: The content before (``None``: the file is new).
+        new_text: The content after.
+        summary: One line for the model (what was done).
+    """
+
+    path: str
+    old_text: str | None
+    new_text: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workspace:
+    """One session's files: its roots, and the client's file services when offered.
+
+    Attributes:
+        roots: Where the session may read and write.
+        reader: Reads through the client (``None``: from disk).
+        writer: Writes through the client (``None``: to disk).
+    """
+
+    roots: Roots
+    reader: TextFileReader | None = None
+    writer: TextFileWriter | None = None
+
+    async def read_text(
+        self, path: str, *, line: int | None = None, limit: int | None = None
+    ) -> str:
+        """The text of the file at absolute ``path`` (already confined), or part of it.
+
+        Raises:
+            ToolError: the file cannot be read.
+        """
+        if self.reader is not None:
+            try:
+                return await self.reader.read_text_file(path, line=line, limit=limit)
+            except RequestError as exc:
+                raise ToolError(f"cannot read {self.roots.display(path)}: {exc.message}") from exc
+        text = await anyio.to_thread.run_sync(_read_disk, path, self.roots)
+        if line is None and limit is None:
+            return text
+        lines = text.splitlines(keepends=True)
+        start = max((line or 1) - 1, 0)
+        end = len(lines) if limit is None else start + max(limit, 0)
+        return "".join(lines[start:end])
+
+    async def current_text(self, path: str) -> str | None:
+        """The current text of ``path`` (the editor's buffer when it reads), ``None`` if absent.
+
+        Raises:
+            ToolError: it exists but cannot be read.
+        """
+        if not await anyio.to_thread.run_sync(os.path.lexists, path):
+            return None
+        return await self.read_text(path)
+
+    async def write_text(self, path: str, content: str) -> None:
+        """Write ``content`` to absolute ``path`` (already confined).
+
+        Raises:
+            ToolError: the file cannot be written.
+        """
+        if self.writer is not None:
+            try:
+                await self.writer.write_text_file(path, content)
+            except RequestError as exc:
+                raise ToolError(f"cannot write {self.roots.display(path)}: {exc.message}") from exc
+            return
+        await anyio.to_thread.run_sync(_write_disk, path, content, self.roots)
+
+
+def _read_disk(path: str, roots: Roots) -> str:
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        raise ToolError(f"{roots.display(path)} does not exist") from None
+    except IsADirectoryError:
+        raise ToolError(f"{roots.display(path)} is a directory; use list_directory") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {roots.display(path)}: {exc.strerror}") from exc
+    if b"\0" in data[:8192]:
+        raise ToolError(f"{roots.display(path)} is a binary file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{roots.display(path)} is not UTF-8 text") from None
+
+
+def _write_disk(path: str, content: str, roots: Roots) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as file:
+            file.write(content)
+    except OSError as exc:
+        raise ToolError(f"cannot write {roots.display(path)}: {exc.strerror}") from exc
+
+
+async def read_file(
+    workspace: Workspace, path: str, *, offset: int | None = None, limit: int | None = None
+) -> str:
+    """Read a file for the model: from 1-based line ``offset``, at most ``limit`` lines.
+
+    Raises:
+        ToolError: outside the roots, missing, binary, or unreadable.
+    """
+    absolute = workspace.roots.resolve(path)
+    if offset is not None and offset < 1:
+        raise ToolError("offset is a 1-based line number")
+    if limit is not None and limit < 1:
+        raise ToolError("limit must be at least 1")
+    text = await workspace.read_text(absolute, line=offset, limit=limit)
+    if len(text) <= MAX_READ_CHARS:
+        return text
+    shown = text[:MAX_READ_CHARS]
+    cut = shown.rfind("\n") + 1 or len(shown)
+    shown = shown[:cut]
+    next_line = (offset or 1) + shown.count("\n")
+    return f"{shown}\n[… {len(text) - cut:,} more characters; read on with offset={next_line}]"
+
+
+async def write_file(workspace: Workspace, path: str, content: str) -> FileChange:
+    """Create or overwrite a file with ``content``.
+
+    Raises:
+        ToolError: outside the roots, or the file cannot be read or written.
+    """
+    absolute = workspace.roots.resolve(path)
+    old = await workspace.current_text(absolute)
+    await workspace.write_text(absolute, content)
+    shown = workspace.roots.display(absolute)
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    verb = "Created" if old is None else "Overwrote"
+    return FileChange(
+        path=absolute, old_text=old, new_text=content, summary=f"{verb} {shown} ({lines} lines)"
+    )
+
+
+async def edit_file(
+    workspace: Workspace, path: str, old_text: str, new_text: str, *, replace_all: bool = False
+) -> FileChange:
+    """Replace ``old_text`` by ``new_text`` in a file (once, or everywhere with ``replace_all``).
+
+    Raises:
+        ToolError: outside the roots, missing, ``old_text`` empty, not found, or (without
+            ``replace_all``) found more than once.
+    """
+    absolute = workspace.roots.resolve(path)
+    shown = workspace.roots.display(absolute)
+    if not old_text:
+        raise ToolError("old_text is empty; use write_file to create a file")
+    if old_text == new_text:
+        raise ToolError("old_text and new_text are the same; nothing to change")
+    current = await workspace.current_text(absolute)
+    if current is None:
+        raise ToolError(f"{shown} does not exist; use write_file to create it")
+    count = current.count(old_text)
+    if count == 0:
+        raise ToolError(
+            f"old_text was not found in {shown}; read the file again and copy the text exactly"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_text occurs {count} times in {shown}; include more context to make it "
+            "unique, or set replace_all"
+        )
+    updated = (
+        current.replace(old_text, new_text)
+        if replace_all
+        else current.replace(old_text, new_text, 1)
+    )
+    await workspace.write_text(absolute, updated)
+    what = f"{count} occurrences" if count > 1 else "1 occurrence"
+    summary = f"Edited {shown}: replaced {what}"
+    return FileChange(path=absolute, old_text=current, new_text=updated, summary=summary)

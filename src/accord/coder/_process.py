@@ -1,0 +1,215 @@
+"""Running a command: the result the model reads, and the local fallback runner.
+
+When the client offers terminals, ``run_command`` runs there (the editor shows the output
+live); otherwise :func:`run_local` runs the command line here, under ``bash -c`` (``/bin/sh -c``
+without bash) in its own process group, with stdin from ``/dev/null``, stdout and stderr
+together. Both ways are bounded:
+
+* time: :data:`DEFAULT_TIMEOUT_SECONDS` unless the model asks for another timeout, never more
+  than :data:`MAX_TIMEOUT_SECONDS`; a command that runs over is killed (the whole group);
+* output: the newest :data:`MAX_OUTPUT_BYTES` are kept (test runners and compilers print
+  their verdict last), cut at a character boundary, with a note saying how much was dropped.
+
+A cancelled turn kills the command too: the process group gets ``SIGTERM``, then ``SIGKILL``
+after :data:`TERMINATE_GRACE_SECONDS`, shielded from the cancellation that caused it.
+
+POSIX only (process groups and signals), like the client's terminal host.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Final
+
+import anyio
+from anyio.abc import Process
+
+__all__ = (
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_OUTPUT_BYTES",
+    "MAX_TIMEOUT_SECONDS",
+    "TERMINATE_GRACE_SECONDS",
+    "CommandResult",
+    "TailBuffer",
+    "clamp_timeout",
+    "run_local",
+    "shell_argv",
+)
+
+DEFAULT_TIMEOUT_SECONDS: Final = 120.0
+"""How long a command may run when the model does not say (a test suite, a build)."""
+
+MAX_TIMEOUT_SECONDS: Final = 600.0
+"""The longest timeout the model may ask for; longer work belongs in the user's own terminal."""
+
+MAX_OUTPUT_BYTES: Final = 64 * 1024
+"""Output kept per command (the newest bytes): a long log's verdict, not the whole log."""
+
+TERMINATE_GRACE_SECONDS: Final = 2.0
+"""Between ``SIGTERM`` and ``SIGKILL`` when a command is stopped."""
+
+_READ_CHUNK: Final = 65536
+
+
+def clamp_timeout(seconds: float | None) -> float:
+    """The timeout to use: the default for ``None``, else within ``(0, MAX_TIMEOUT_SECONDS]``."""
+    if seconds is None or seconds <= 0:
+        return DEFAULT_TIMEOUT_SECONDS
+    return min(float(seconds), MAX_TIMEOUT_SECONDS)
+
+
+def shell_argv(command: str) -> list[str]:
+    """The argv that runs ``command`` as a shell command line."""
+    bash = shutil.which("bash")
+    return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
+
+
+class TailBuffer:
+    """Keeps the newest ``limit`` bytes written to it and counts what it dropped."""
+
+    __slots__ = ("_data", "dropped", "limit")
+
+    def __init__(self, limit: int = MAX_OUTPUT_BYTES) -> None:
+        """Create an empty buffer keeping at most ``limit`` bytes."""
+        self.limit = limit
+        self._data = bytearray()
+        self.dropped = 0
+
+    def write(self, chunk: bytes) -> None:
+        """Append ``chunk``, dropping the oldest bytes beyond the limit."""
+        self._data += chunk
+        excess = len(self._data) - self.limit
+        if excess > 0:
+            del self._data[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        """The kept bytes as text (a character cut at the start is dropped, not mangled)."""
+        data = bytes(self._data)
+        if self.dropped:
+            start = 0
+            while start < min(4, len(data)) and data[start] & 0xC0 == 0x80:
+                start += 1
+            data = data[start:]
+        return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandResult:
+    """How a command ended, and what it printed.
+
+    Attributes:
+        command: The command line.
+        output: The output kept (the newest part).
+        truncated: Older output was dropped.
+        dropped_bytes: How many bytes were dropped, when known.
+        exit_code: The exit status, if it exited.
+        signal: The signal that ended it (e.g. ``SIGKILL``), if one did.
+        timed_out: It ran longer than its timeout and was killed.
+    """
+
+    command: str
+    output: str
+    truncated: bool = False
+    dropped_bytes: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    timed_out: bool = False
+
+    def for_model(self, timeout: float) -> str:
+        """The result as the model reads it: output, then how the command ended."""
+        lines: list[str] = []
+        if self.truncated:
+            amount = f"{self.dropped_bytes:,} " if self.dropped_bytes else ""
+            lines.append(f"[… {amount}earlier bytes of output dropped]")
+        output = self.output.rstrip("\n")
+        lines.append(output if output else "[no output]")
+        if self.timed_out:
+            lines.append(f"[timed out after {timeout:g} s; the command was killed]")
+        elif self.exit_code is not None:
+            lines.append(f"[exit code {self.exit_code}]")
+        elif self.signal is not None:
+            lines.append(f"[killed by {self.signal}]")
+        return "\n".join(lines)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _terminate(process: Process) -> None:
+    """Stop the process group: SIGTERM, a grace period, SIGKILL; then reap. Shielded.
+
+    The group gets ``SIGKILL`` even when the shell went at ``SIGTERM``: a child that ignores
+    ``SIGTERM`` (or that the shell left in the background) must not outlive the command.
+    """
+    with anyio.CancelScope(shield=True):
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with anyio.move_on_after(TERMINATE_GRACE_SECONDS):
+                await process.wait()
+        _signal_group(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+async def run_local(
+    command: str, *, cwd: str, time_limit: float, output_limit: int = MAX_OUTPUT_BYTES
+) -> CommandResult:
+    """Run ``command`` with a shell in ``cwd``; bounded in time and output (module docstring).
+
+    Args:
+        command: The command line.
+        cwd: Where to run it.
+        time_limit: Seconds before it is killed.
+        output_limit: Bytes of output kept (the newest).
+
+    Raises:
+        OSError: the shell could not be started (e.g. ``cwd`` vanished).
+    """
+    process = await anyio.open_process(
+        shell_argv(command),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    buffer = TailBuffer(output_limit)
+    timed_out = False
+    try:
+        with anyio.move_on_after(time_limit) as scope:
+            assert process.stdout is not None
+            try:
+                while True:
+                    buffer.write(await process.stdout.receive(_READ_CHUNK))
+            except anyio.EndOfStream:
+                pass
+            await process.wait()
+        timed_out = scope.cancelled_caught
+    finally:
+        await _terminate(process)
+        await process.aclose()
+    code = process.returncode
+    return CommandResult(
+        command=command,
+        output=buffer.text(),
+        truncated=buffer.dropped > 0,
+        dropped_bytes=buffer.dropped or None,
+        exit_code=code if code is not None and code >= 0 and not timed_out else None,
+        signal=_signal_name(-code) if code is not None and code < 0 else None,
+        timed_out=timed_out,
+    )

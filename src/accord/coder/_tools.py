@@ -1,0 +1,362 @@
+"""The coder's tools, as pydantic-ai functions, and how ACP clients are shown them.
+
+Each tool is a thin async function over the plain code of :mod:`._files`, :mod:`._search` and
+:mod:`._process`; its docstring is what the model reads. A :class:`~._paths.ToolError`
+becomes pydantic-ai's ``ToolFailed``: the call ends ``failed``, the model reads why and can
+adapt (without spending a retry). :data:`BEHAVIOURS` declares each tool's ACP kind, title,
+locations and diff.
+
+=================  ===========  ======================================================
+tool               kind         what it does
+=================  ===========  ======================================================
+``read_file``      ``read``     through ``fs/read_text_file`` when offered, else disk
+``write_file``     ``edit``     through ``fs/write_text_file`` when offered; whole-file diff
+``edit_file``      ``edit``     exact replacement; whole-file diff
+``list_directory`` ``search``   one directory, on disk
+``find_files``     ``search``   glob, on disk
+``grep``           ``search``   regular expression, on disk
+``run_command``    ``execute``  in the client's terminal when offered (embedded in the
+                                call), else a local subprocess; bounded time and output
+``update_plan``    ``think``    sends the ``plan``
+=================  ===========  ======================================================
+
+Tools that change things also check the session's mode when they run (the mode's tool filter
+already keeps them from the model in ``ask`` mode; this is the second lock). ``delegate`` lives
+in :mod:`._subagent`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Final, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, Field
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ToolFailed
+from pydantic_ai.toolsets import FunctionToolset
+
+from ..engines.pydantic_ai import ToolBehaviour, ToolCallInput, path_locations, path_title
+from ..engines.pydantic_ai import replace_diff as args_diff
+from ..errors import RequestError
+from ..schema import DiffToolCallContent, PlanEntry
+from . import _files, _search
+from ._deps import CoderDeps
+from ._modes import (
+    EDIT_FILE,
+    FIND_FILES,
+    GREP,
+    LIST_DIRECTORY,
+    READ_FILE,
+    RUN_COMMAND,
+    UPDATE_PLAN,
+    WRITE_FILE,
+    mode_spec,
+)
+from ._paths import ToolError
+from ._process import MAX_OUTPUT_BYTES, CommandResult, clamp_timeout, run_local
+from ._signals import PlanChanged, ResultContent, TerminalAttached
+
+__all__ = (
+    "BEHAVIOURS",
+    "MAX_TITLE_CHARS",
+    "RELEASE_TIMEOUT_SECONDS",
+    "PlanStep",
+    "coder_toolset",
+    "read_only_toolset",
+)
+
+MAX_TITLE_CHARS: Final = 80
+"""A tool call's title is cut to this (a command line can be long)."""
+
+RELEASE_TIMEOUT_SECONDS: Final = 5.0
+"""Bound on releasing a client terminal after its command (shielded from cancellation)."""
+
+_T = TypeVar("_T")
+
+
+async def _guarded(work: Awaitable[_T]) -> _T:
+    try:
+        return await work
+    except ToolError as exc:
+        raise ToolFailed(exc.message) from exc
+
+
+def _check_mode(ctx: RunContext[CoderDeps], tool: str) -> None:
+    mode = mode_spec(ctx.deps.mode_id)
+    if not mode.offers_tool(tool):
+        raise ToolFailed(f"{tool} is not available in {mode.id} mode")
+
+
+# ------------------------------------------------------------------------------- files
+
+
+async def read_file(
+    ctx: RunContext[CoderDeps], path: str, offset: int | None = None, limit: int | None = None
+) -> str:
+    """Read a text file.
+
+    Args:
+        path: The file, relative to the working directory (or absolute inside the workspace).
+        offset: The 1-based line to start at (default: the first).
+        limit: How many lines to read (default: to the end, up to about 100,000 characters).
+    """
+    return await _guarded(_files.read_file(ctx.deps.workspace, path, offset=offset, limit=limit))
+
+
+async def _report(ctx: RunContext[CoderDeps], change: _files.FileChange) -> str:
+    diff = DiffToolCallContent(path=change.path, old_text=change.old_text, new_text=change.new_text)
+    await ctx.emit(ResultContent(content=(diff,)))
+    return change.summary
+
+
+async def write_file(ctx: RunContext[CoderDeps], path: str, content: str) -> str:
+    """Create a file, or replace a file's whole content.
+
+    Args:
+        path: The file, relative to the working directory; missing directories are created.
+        content: The complete new content.
+    """
+    _check_mode(ctx, WRITE_FILE)
+    change = await _guarded(_files.write_file(ctx.deps.workspace, path, content))
+    return await _report(ctx, change)
+
+
+async def edit_file(
+    ctx: RunContext[CoderDeps], path: str, old_text: str, new_text: str, replace_all: bool = False
+) -> str:
+    """Replace an exact piece of text in a file.
+
+    Args:
+        path: The file, relative to the working directory.
+        old_text: The text to replace, copied exactly from the file (whitespace included); it
+            must occur exactly once unless replace_all is set, so include enough context.
+        new_text: The replacement.
+        replace_all: Replace every occurrence instead of exactly one.
+    """
+    _check_mode(ctx, EDIT_FILE)
+    change = await _guarded(
+        _files.edit_file(ctx.deps.workspace, path, old_text, new_text, replace_all=replace_all)
+    )
+    return await _report(ctx, change)
+
+
+# ------------------------------------------------------------------------------- search
+
+
+async def list_directory(ctx: RunContext[CoderDeps], path: str = ".") -> str:
+    """List a directory: sub-directories (ending in /) first, then files.
+
+    Args:
+        path: The directory, relative to the working directory.
+    """
+    roots = ctx.deps.workspace.roots
+    return await _guarded(anyio.to_thread.run_sync(_search.list_directory, roots, path))
+
+
+async def find_files(ctx: RunContext[CoderDeps], pattern: str, path: str = ".") -> str:
+    """Find files by glob pattern, e.g. "**/*.py", "src/**/test_*.py", or "*.toml".
+
+    Args:
+        pattern: The glob; "**" spans directories, and a pattern without "/" matches file
+            names at any depth.
+        path: The directory to search, relative to the working directory.
+    """
+    roots = ctx.deps.workspace.roots
+    return await _guarded(anyio.to_thread.run_sync(_search.find_files, roots, pattern, path))
+
+
+async def grep(
+    ctx: RunContext[CoderDeps],
+    pattern: str,
+    path: str = ".",
+    include: str | None = None,
+    ignore_case: bool = False,
+) -> str:
+    """Search file contents with a regular expression; prints path:line: text per match.
+
+    Args:
+        pattern: A Python regular expression.
+        path: A directory to search recursively, or a single file.
+        include: Only search files matching this glob, e.g. "*.py".
+        ignore_case: Match without regard to case.
+    """
+    roots = ctx.deps.workspace.roots
+
+    def search() -> str:
+        return _search.grep(roots, pattern, path, include=include, ignore_case=ignore_case)
+
+    return await _guarded(anyio.to_thread.run_sync(search))
+
+
+# ------------------------------------------------------------------------------- commands
+
+
+async def run_command(
+    ctx: RunContext[CoderDeps],
+    command: str,
+    cwd: str | None = None,
+    timeout_seconds: float | None = None,
+) -> str:
+    """Run a shell command line (e.g. to run tests or a build) and return its output.
+
+    Args:
+        command: The command line, run by the shell.
+        cwd: The directory to run it in, relative to the working directory (default: the
+            working directory).
+        timeout_seconds: Kill it after this many seconds (default 120, at most 600).
+    """
+    _check_mode(ctx, RUN_COMMAND)
+    deps = ctx.deps
+    roots = deps.workspace.roots
+    workdir = await _guarded(_directory(roots.resolve(cwd or ".")))
+    timeout = clamp_timeout(timeout_seconds)
+    if deps.terminals is not None:
+        result = await _in_terminal(ctx, command, workdir, timeout)
+    else:
+        try:
+            result = await run_local(command, cwd=workdir, time_limit=timeout)
+        except OSError as exc:
+            raise ToolFailed(f"cannot run the command: {exc.strerror or exc}") from exc
+    return result.for_model(timeout)
+
+
+async def _directory(path: str) -> str:
+    if not await anyio.to_thread.run_sync(os.path.isdir, path):
+        raise ToolError(f"{path} is not a directory")
+    return path
+
+
+async def _in_terminal(
+    ctx: RunContext[CoderDeps], command: str, cwd: str, time_limit: float
+) -> CommandResult:
+    terminals = ctx.deps.terminals
+    assert terminals is not None
+    try:
+        terminal = await terminals.create_terminal(
+            command, cwd=cwd, output_byte_limit=MAX_OUTPUT_BYTES
+        )
+    except RequestError as exc:
+        raise ToolFailed(f"the editor could not run the command: {exc.message}") from exc
+    try:
+        await ctx.emit(TerminalAttached(terminal_id=terminal.terminal_id))
+        with anyio.move_on_after(time_limit) as scope:
+            await terminal.wait_for_exit()
+        if scope.cancelled_caught:
+            await terminal.kill()
+        output = await terminal.output()
+    except RequestError as exc:
+        raise ToolFailed(f"the editor's terminal failed: {exc.message}") from exc
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(RELEASE_TIMEOUT_SECONDS):
+            try:
+                await terminal.release()
+            except RequestError:
+                pass
+    status = output.exit_status
+    return CommandResult(
+        command=command,
+        output=output.output,
+        truncated=output.truncated,
+        exit_code=None if status is None or scope.cancelled_caught else status.exit_code,
+        signal=None if status is None else status.signal,
+        timed_out=scope.cancelled_caught,
+    )
+
+
+# ------------------------------------------------------------------------------- plan
+
+
+class PlanStep(BaseModel):
+    """One step of the plan."""
+
+    content: str = Field(description="What the step does, in a few words")
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: Literal["high", "medium", "low"] = "medium"
+
+
+async def update_plan(ctx: RunContext[CoderDeps], steps: list[PlanStep]) -> str:
+    """Show the user your plan: the complete list of steps, each with its status.
+
+    Send the whole plan every time (it replaces the previous one); mark a step in_progress
+    when you start it and completed when it is done.
+
+    Args:
+        steps: Every step of the plan, in order.
+    """
+    entries = tuple(
+        PlanEntry(content=s.content, status=s.status, priority=s.priority) for s in steps
+    )
+    await ctx.emit(PlanChanged(entries=entries))
+    done = sum(1 for s in steps if s.status == "completed")
+    return f"Plan updated: {len(steps)} steps, {done} completed."
+
+
+# ------------------------------------------------------------------------------- registry
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_TITLE_CHARS else text[: MAX_TITLE_CHARS - 1] + "…"
+
+
+def _titled(prefix: str, key: str) -> Callable[[ToolCallInput], str]:
+    def title(call: ToolCallInput) -> str:
+        value = call.args.get(key)
+        return _cut(f"{prefix} {value}") if isinstance(value, str) and value else prefix
+
+    return title
+
+
+BEHAVIOURS: Final[dict[str, ToolBehaviour]] = {
+    READ_FILE: ToolBehaviour(
+        kind="read",
+        title_from_args=path_title("Read"),
+        locations_from_args=path_locations("path", line_arg="offset"),
+    ),
+    WRITE_FILE: ToolBehaviour(
+        kind="edit",
+        title_from_args=path_title("Write"),
+        locations_from_args=path_locations("path"),
+        diff_from_args=args_diff("path", None, "content"),
+    ),
+    EDIT_FILE: ToolBehaviour(
+        kind="edit",
+        title_from_args=path_title("Edit"),
+        locations_from_args=path_locations("path"),
+        diff_from_args=args_diff("path", "old_text", "new_text"),
+    ),
+    LIST_DIRECTORY: ToolBehaviour(
+        kind="search",
+        title_from_args=path_title("List"),
+        locations_from_args=path_locations("path"),
+    ),
+    FIND_FILES: ToolBehaviour(kind="search", title_from_args=_titled("Find", "pattern")),
+    GREP: ToolBehaviour(kind="search", title_from_args=_titled("Search for", "pattern")),
+    RUN_COMMAND: ToolBehaviour(kind="execute", title_from_args=_titled("Run", "command")),
+    UPDATE_PLAN: ToolBehaviour(kind="think", title_from_args=lambda call: "Update the plan"),
+}
+"""How each tool is shown to ACP clients (``delegate``'s is in :mod:`._subagent`)."""
+
+
+def read_only_toolset() -> FunctionToolset[CoderDeps]:
+    """The tools that change nothing: for ``ask`` mode's model, and for sub-agents."""
+    return FunctionToolset([read_file, list_directory, find_files, grep])
+
+
+def coder_toolset() -> FunctionToolset[CoderDeps]:
+    """Every tool of this module (``delegate`` is added by the agent builder)."""
+    return FunctionToolset(
+        [
+            read_file,
+            write_file,
+            edit_file,
+            list_directory,
+            find_files,
+            grep,
+            run_command,
+            update_plan,
+        ]
+    )

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import functools
+import os
+import select
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from accord.coder._process import (
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_TIMEOUT_SECONDS,
+    CommandResult,
+    TailBuffer,
+    clamp_timeout,
+    run_local,
+)
+
+
+def _gone(pid: int) -> bool:
+    """Wait (up to 5 s, on a pidfd: no polling) until process ``pid`` has terminated."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], 5.0)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """No model code here: both backends."""
+    return request.param
+
+
+@pytest.mark.anyio
+async def test_output_and_exit_code(tmp_path: Path) -> None:
+    result = await run_local(
+        "echo out; echo err >&2; pwd; exit 3", cwd=str(tmp_path), time_limit=10
+    )
+    assert result.exit_code == 3
+    assert result.output.splitlines() == ["out", "err", str(tmp_path)]
+    assert result.for_model(10).endswith("[exit code 3]")
+    assert not result.timed_out
+
+
+@pytest.mark.anyio
+async def test_a_command_over_its_time_limit_is_killed(tmp_path: Path) -> None:
+    with anyio.fail_after(10):
+        result = await run_local(
+            "echo started; sleep 30 & echo $! > pid; wait", cwd=str(tmp_path), time_limit=0.5
+        )
+    assert result.timed_out
+    assert result.exit_code is None
+    assert "timed out after 0.5 s" in result.for_model(0.5)
+    pid = int((tmp_path / "pid").read_text())
+    assert await anyio.to_thread.run_sync(_gone, pid)  # the background child went too
+
+
+@pytest.mark.anyio
+async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    run = functools.partial(run_local, "echo $$ > pid; sleep 30", cwd=str(tmp_path), time_limit=60)
+    pid = 0
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            pid = int(await anyio.to_thread.run_sync(fifo.read_text))  # blocks until written
+            group.cancel_scope.cancel()
+    assert await anyio.to_thread.run_sync(_gone, pid)
+
+
+@pytest.mark.anyio
+async def test_output_keeps_the_newest_bytes(tmp_path: Path) -> None:
+    result = await run_local(
+        f"{sys.executable} -c \"print('x' * 1000); print('verdict')\"",
+        cwd=str(tmp_path),
+        time_limit=10,
+        output_limit=100,
+    )
+    assert result.truncated
+    assert result.output.endswith("verdict\n")
+    assert len(result.output.encode()) <= 100
+    assert result.for_model(10).startswith("[… 909 earlier bytes of output dropped]")
+
+
+@pytest.mark.anyio
+async def test_a_signal_is_reported(tmp_path: Path) -> None:
+    result = await run_local("kill -TERM $$", cwd=str(tmp_path), time_limit=10)
+    assert result.signal == signal.Signals.SIGTERM.name or result.exit_code == 143
+
+
+def test_tail_buffer_cuts_at_a_character_boundary() -> None:
+    buffer = TailBuffer(limit=5)
+    buffer.write("aé€".encode())  # 1 + 2 + 3 bytes
+    assert buffer.dropped == 1
+    assert buffer.text() == "é€"
+    buffer.write(b"z")
+    assert buffer.text() == "€z"
+
+
+def test_clamp_timeout() -> None:
+    assert clamp_timeout(None) == DEFAULT_TIMEOUT_SECONDS
+    assert clamp_timeout(0) == DEFAULT_TIMEOUT_SECONDS
+    assert clamp_timeout(5) == 5
+    assert clamp_timeout(10_000) == MAX_TIMEOUT_SECONDS
+
+
+def test_results_for_the_model() -> None:
+    assert CommandResult(command="c", output="").for_model(1) == "[no output]"
+    killed = CommandResult(command="c", output="x\n", signal="SIGKILL")
+    assert killed.for_model(1) == "x\n[killed by SIGKILL]"
+    cut = CommandResult(command="c", output="y", truncated=True)
+    assert cut.for_model(1) == "[… earlier bytes of output dropped]\ny"

@@ -1,0 +1,93 @@
+"""The coder served in-process over ACP: advertisement, the unconfigured agent, the CLI glue."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accord.cli._main import ExitCode
+from accord.cli._serve import build_agent, serve_command
+from accord.client import connect
+from accord.coder import CoderConfig, CoderRuntime
+from accord.errors import RequestError
+from accord.schema import AuthenticateRequest
+from accord.store import MemorySessionStore
+from accord.testing import FakeOpenAIServer, ScriptedReply
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_unconfigured_agent_starts_and_explains(project: Path) -> None:
+    runtime = CoderRuntime(CoderConfig(), store=MemorySessionStore())
+    try:
+        async with connect(runtime, cwd=project) as connection:
+            (method,) = connection.auth_methods
+            assert method.id == "configure-model"
+            assert method.description is not None and "OPENAI_API_KEY" in method.description
+            assert connection.agent_info is not None and connection.agent_info.name == "accord"
+            with pytest.raises(RequestError) as raised:
+                await connection.new_session(project)
+            assert raised.value.code == -32000
+            assert "No model is configured" in raised.value.message
+            with pytest.raises(RequestError) as authenticating:
+                await connection.authenticate("configure-model")
+            assert authenticating.value.code == -32000
+            assert not [s async for s in connection.iter_sessions()]  # nothing was stored
+    finally:
+        await runtime.aclose()
+
+
+async def test_a_configured_agent_advertises_its_controls(project: Path) -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["hi"])]) as server:
+        config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            async with connect(runtime, cwd=project) as connection:
+                assert not connection.auth_methods
+                assert await runtime.authenticate(AuthenticateRequest(method_id="x")) is not None
+                session = await connection.new_session(project)
+                view = session.view
+                assert view.current_mode_id == "code"
+                assert [m.id for m in view.available_modes] == ["ask", "code", "auto"]
+                assert [c.name for c in view.available_commands] == ["help", "mode", "clear"]
+                assert [o.id for o in view.config_options] == ["model"]
+                result = await session.prompt("hello")
+                assert result.text == "hi"
+        finally:
+            await runtime.aclose()
+
+
+async def test_the_runtime_closes_a_store_it_owns(tmp_path: Path) -> None:
+    runtime = build_agent(
+        model="openai:m", base_url="http://127.0.0.1:9/v1", store=str(tmp_path / "s.db")
+    )
+    store = runtime.store
+    await store.list_sessions()  # opens the file
+    await runtime.aclose()
+    with pytest.raises(Exception, match="closed"):
+        await store.list_sessions()
+
+
+def test_importing_the_agent_loads_no_model_code() -> None:
+    code = (
+        "import sys, accord.cli._serve, accord.coder\n"
+        "from accord.coder import CoderConfig, CoderRuntime\n"
+        "CoderRuntime(CoderConfig(models=('openai:x',)))\n"
+        "roots = ('pydantic_ai', 'openai', 'fastmcp')\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in roots]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_serve_refuses_a_bad_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ACCORD_CONTEXT_WINDOW", "big")
+    args = argparse.Namespace(model="openai:m", base_url=None, store=None)
+    assert serve_command(args) == ExitCode.ERROR
+    assert "ACCORD_CONTEXT_WINDOW" in capsys.readouterr().err

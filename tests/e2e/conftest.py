@@ -1,0 +1,32 @@
+"""Fixtures for the end-to-end tests: ``accord serve`` as a real subprocess, the fake model
+server on loopback in this process, and a small project to work on.
+
+pydantic-ai is not in this process's path at all here (the agent is another process), but the
+client runs on asyncio to match how editors drive agents; every message on the wire is
+schema-checked by the suite-wide ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The client side of these tests runs on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A tiny Python package with a bug, and a test that finds it."""
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "tests" / "test_add.py").write_text(
+        "from pkg import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    return root
