@@ -3,8 +3,9 @@
 ``check_transport(make_pair)`` runs every behaviour the :class:`~accord.transports.Transport`
 contract promises through a pair of connected transports: messages arrive intact and in order in
 both directions, closing one end gives the other ``EndOfStream`` (after what was already sent),
-sending to a closed peer raises ``ConnectionClosed``, a large message passes whole, concurrent
-senders never interleave, and a sender with no reader is held back (the channel is bounded).
+sending to a closed peer raises ``ConnectionClosed``, closing an end wakes a task blocked on it,
+a large message passes whole, concurrent senders never interleave, and a sender with no reader
+is held back (the channel is bounded).
 The in-memory pair and NDJSON over pipes pass the same suite; that is what "semantically
 identical" means here.
 
@@ -138,6 +139,39 @@ async def check_blocked_receive_sees_end(make_pair: MakeTransportPair) -> None:
         await a.aclose()
 
 
+async def check_close_wakes_own_blocked_receive(make_pair: MakeTransportPair) -> None:
+    """Closing an end wakes a ``receive`` blocked on that same end (no task hangs)."""
+    async with _opened(make_pair) as (a, _b), anyio.create_task_group() as tg:
+
+        async def blocked_receive() -> None:
+            try:
+                got = await a.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            raise AssertionError(f"receive on a closed end returned {got!r:.200}")
+
+        tg.start_soon(blocked_receive)
+        await anyio.wait_all_tasks_blocked()
+        await a.aclose()
+
+
+async def check_close_wakes_own_blocked_send(make_pair: MakeTransportPair) -> None:
+    """Closing an end wakes a ``send`` blocked on that end's full channel: ``ConnectionClosed``."""
+    async with _opened(make_pair) as (a, _b), anyio.create_task_group() as tg:
+
+        async def flood() -> None:
+            try:
+                for index in range(BACKPRESSURE_PROBE):
+                    await a.send(_message(0, index, "z" * 1000))
+            except ConnectionClosed:
+                return
+            raise AssertionError("the sender was neither held back nor stopped by aclose()")
+
+        tg.start_soon(flood)
+        await anyio.wait_all_tasks_blocked()
+        await a.aclose()
+
+
 async def check_send_to_closed_peer(make_pair: MakeTransportPair) -> None:
     """Sending after the peer closed raises ``ConnectionClosed``, never hangs or succeeds."""
     async with _opened(make_pair) as (a, b):
@@ -236,6 +270,8 @@ CHECKS: tuple[Callable[[MakeTransportPair], Awaitable[None]], ...] = (
     check_order,
     check_end_of_stream,
     check_blocked_receive_sees_end,
+    check_close_wakes_own_blocked_receive,
+    check_close_wakes_own_blocked_send,
     check_send_to_closed_peer,
     check_send_after_own_close,
     check_large_message,

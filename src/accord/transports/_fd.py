@@ -28,6 +28,9 @@ class _FdBase:
     def _restore(self) -> None:
         if not self._closed:
             self._closed = True
+            # A task blocked on this descriptor would otherwise wait forever (a closed fd is
+            # silently dropped from epoll): wake it with ClosedResourceError.
+            anyio.notify_closing(self._fd)
             try:
                 os.set_blocking(self._fd, self._was_blocking)
             except OSError:
