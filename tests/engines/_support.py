@@ -17,7 +17,7 @@ import anyio
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from accord.agent._engine import (
+from accord.agent import (
     PermissionDecision,
     PermissionOutcome,
     SessionContext,

@@ -6,7 +6,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
-from accord.agent._engine import EngineCapabilities
+from accord.agent import EngineCapabilities
 from accord.engines.pydantic_ai import MODEL_CONFIG_ID, ModelChoice, PydanticAIEngine
 from accord.errors import InvalidParams
 from accord.events import ModelCallStarted

@@ -43,7 +43,7 @@ from pydantic_ai.tools import (
     ToolDenied,
 )
 
-from ...agent._engine import TurnContext
+from ...agent import TurnContext
 from ...schema import PermissionOption
 from ._pipe import Pipe
 from ._stream import EventTranslator

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias, cast
 
 from pydantic_ai.agent import AbstractAgent
 
-from ...agent._engine import Engine, EngineCapabilities, SessionContext
+from ...agent import Engine, EngineCapabilities, SessionContext
 from ...errors import InternalError
 from ...schema import PermissionOption
 from ._approval import ApprovalHook, ToolFilter

@@ -35,7 +35,7 @@ from typing import Final
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ...agent._engine import TurnOutput
+from ...agent import TurnOutput
 
 __all__ = ("MAX_BUFFERED_EVENTS", "STOP_TIMEOUT", "Pipe", "run_in_task")
 

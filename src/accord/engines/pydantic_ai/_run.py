@@ -41,7 +41,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
 
-from ...agent._engine import TurnContext
+from ...agent import TurnContext
 from ...events import (
     Event,
     ModelCallEnded,

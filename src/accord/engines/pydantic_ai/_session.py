@@ -26,7 +26,7 @@ from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import ToolDefinition
 
-from ...agent._engine import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
+from ...agent import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
 from ...errors import InvalidParams
 from ...schema import ContentBlock, PermissionOption, SessionConfigOption
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
