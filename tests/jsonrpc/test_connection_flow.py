@@ -148,3 +148,34 @@ async def test_request_from_a_notification_handler_does_not_deadlock(kind: str) 
         conns.update(A=a, B=b)
         assert await a.request("start") == "asked"
     assert answers == [42]
+
+
+async def test_concurrent_peer_requests_are_bounded(kind: str) -> None:
+    gate = anyio.Event()
+    peak = 0
+    running = 0
+
+    async def gated(method: str, params: Any) -> Any:
+        nonlocal peak, running
+        running += 1
+        peak = max(peak, running)
+        await gate.wait()
+        running -= 1
+        return params
+
+    b_kwargs = {"on_request": gated, "max_concurrent_requests": 2}
+    results: list[Any] = []
+    async with connected(kind, b=b_kwargs) as (a, b):
+
+        async def call(n: int) -> None:
+            results.append(await a.request("work", [n]))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(5):
+                tg.start_soon(call, n)
+            await anyio.wait_all_tasks_blocked()
+            assert b.statistics().running_handlers == 2
+            assert a.statistics().pending_requests == 5
+            gate.set()
+    assert peak == 2
+    assert sorted(results) == [[n] for n in range(5)]
