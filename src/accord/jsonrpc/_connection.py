@@ -495,7 +495,8 @@ def _only_this_exception(group: BaseExceptionGroup[BaseException], exc: BaseExce
     cancelled = anyio.get_cancelled_exc_class()
     for leaf in group.exceptions:
         if isinstance(leaf, BaseExceptionGroup):
-            if not _only_this_exception(leaf, exc):
+            nested = cast("BaseExceptionGroup[BaseException]", leaf)
+            if not _only_this_exception(nested, exc):
                 return False
         elif leaf is not exc and not isinstance(leaf, cancelled):
             return False
