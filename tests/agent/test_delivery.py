@@ -10,8 +10,10 @@ import anyio
 import pytest
 from _agent_support import message_texts, scripted, serve
 
+from accord.agent._delivery import MAX_HELD_OBSERVE, DurableSink
 from accord.events import (
     Envelope,
+    EventBus,
     ModelCallEnded,
     ModelCallStarted,
     SubAgentEvent,
@@ -185,3 +187,23 @@ async def test_the_chunk_fast_path_sends_exactly_what_the_mapper_builds(event: A
             "sessionId": session_id,
             "update": expected.to_wire(),
         }
+
+
+async def test_observe_events_never_wait_for_the_store() -> None:
+    """An observe event is queued at once even while every commit is blocked; beyond the
+    bound it is dropped and counted, never waited for."""
+    store = GatedStore(MemorySessionStore())
+    store.gate = anyio.Event()
+    forwarded: list[Envelope] = []
+
+    async def forward(envelope: Envelope) -> None:
+        forwarded.append(envelope)
+
+    sink = DurableSink(store, forward)  # type: ignore[arg-type]
+    bus = EventBus("s")
+    bus.attach(sink)
+    with anyio.fail_after(1):
+        for index in range(MAX_HELD_OBSERVE + 5):
+            await bus.publish(ModelCallStarted(call_id=str(index), model="m"), epoch=0, turn_id="t")
+    assert sink.dropped == 5
+    assert forwarded == [] and store.appended == 0

@@ -293,6 +293,20 @@ async def test_resume_restores_without_replay(store: SessionStore) -> None:
         assert engine.session(session_id).prompts == ["remember", "more"]
 
 
+async def test_resume_bumps_the_stored_epoch(store: SessionStore) -> None:
+    async with serve(scripted([Say("a")]), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+    for expected in (1, 2):
+        async with serve(scripted([Say("b")]), store=store) as h:
+            await _resume(h, session_id)
+            await h.prompt(session_id)
+        record = await store.get_session(session_id)
+        assert record is not None and record.epoch == expected
+    epochs = [e.epoch for e in await store.read_events(session_id)]
+    assert epochs == sorted(epochs) and set(epochs) == {0, 1, 2}
+
+
 async def test_resume_of_an_unknown_session_is_resource_not_found() -> None:
     async with serve() as h:
         with pytest.raises(RequestError) as caught:

@@ -35,7 +35,9 @@ Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above: en
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -114,6 +116,15 @@ class RuntimeStatistics:
     running_turns: int
 
 
+def _default_agent_info() -> Implementation:
+    """``agentInfo`` when none is given: accord's own name and version."""
+    try:
+        version = importlib.metadata.version("accord")
+    except importlib.metadata.PackageNotFoundError:
+        version = "0"
+    return Implementation(name="accord", title="accord agent runtime", version=version)
+
+
 def _boolean_options(capabilities: ClientCapabilities) -> bool:
     session = capabilities.session
     return (
@@ -131,7 +142,7 @@ class AgentRuntime(Agent):
         store: Where sessions and their events are kept (default: a
             :class:`~accord.store.SqliteSessionStore` at
             :func:`~accord.store.default_store_path`, owned and closed by the runtime).
-        agent_info: Sent as ``agentInfo`` in ``initialize``.
+        agent_info: Sent as ``agentInfo`` in ``initialize`` (default: accord and its version).
         cancel_grace: Seconds a cancelled turn's engine may keep going before its current
             step is cancelled.
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
@@ -156,7 +167,7 @@ class AgentRuntime(Agent):
         self._capabilities = engine.capabilities
         self._owns_store = store is None
         self._store: SessionStore = store if store is not None else SqliteSessionStore()
-        self.agent_info = agent_info
+        self.agent_info = agent_info if agent_info is not None else _default_agent_info()
         self._cancel_grace = cancel_grace
         self._max_pending = max_pending_events
         self._client_capabilities = _NO_CAPABILITIES
@@ -209,7 +220,7 @@ class AgentRuntime(Agent):
     def _boolean(self) -> bool:
         return _boolean_options(self._client_capabilities)
 
-    def _peer_closed(self) -> Any:
+    def _peer_closed(self) -> Awaitable[None]:
         # accord.jsonrpc.Connection has no public "wait until the peer closed" yet; its reader
         # sets this event at EOF (``Connection.closed`` reads it). Used to cancel the turns of
         # a client that disconnects mid-turn.
