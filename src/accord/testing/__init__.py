@@ -1,7 +1,13 @@
-"""Public test kit: fakes and helpers for testing accord agents and clients offline.
+"""Public test kit: fakes and checks for testing accord agents and clients offline.
 
-Importable without pytest. Contents so far: `FakeOpenAIServer`, a scripted OpenAI-compatible
-chat-completions server on loopback (also runnable as `python -m accord.testing.fake_openai`).
+Importable without pytest:
+
+* ``FakeOpenAIServer``: a scripted OpenAI-compatible chat-completions server on loopback (also
+  runnable as ``python -m accord.testing.fake_openai``), so real model-provider code runs offline;
+* ``ScriptedEngine``: an engine that plays a script per prompt (text, thoughts, tool calls with
+  permission questions, plans, usage, pauses), for testing the agent runtime and clients;
+* ``check_transport``: the conformance suite every transport pair must pass, and
+  ``pipe_transport_pair`` (two transports over real OS pipes).
 """
 
 from ._fake_openai import FakeOpenAIServer as FakeOpenAIServer
@@ -17,19 +23,61 @@ from ._fake_openai_script import ScriptedToolCall as ScriptedToolCall
 from ._fake_openai_script import ScriptedUsage as ScriptedUsage
 from ._fake_openai_script import dump_script as dump_script
 from ._fake_openai_script import load_script as load_script
+from ._scripted_engine import ChangeCommands as ChangeCommands
+from ._scripted_engine import ChangeMode as ChangeMode
+from ._scripted_engine import Emit as Emit
+from ._scripted_engine import Fail as Fail
+from ._scripted_engine import Pause as Pause
+from ._scripted_engine import ReportUsage as ReportUsage
+from ._scripted_engine import Say as Say
+from ._scripted_engine import ScriptedEngine as ScriptedEngine
+from ._scripted_engine import ScriptedSession as ScriptedSession
+from ._scripted_engine import ScriptStep as ScriptStep
+from ._scripted_engine import SetPlan as SetPlan
+from ._scripted_engine import SetTitle as SetTitle
+from ._scripted_engine import Stop as Stop
+from ._scripted_engine import Stream as Stream
+from ._scripted_engine import Think as Think
+from ._scripted_engine import UseTool as UseTool
+from ._scripted_engine import WaitFor as WaitFor
+from ._scripted_engine import WaitForCancel as WaitForCancel
+from ._transport_check import MakeTransportPair as MakeTransportPair
+from ._transport_check import check_transport as check_transport
+from ._transport_check import pipe_transport_pair as pipe_transport_pair
 
 __all__ = (
     "MAX_DELAY",
     "MAX_HANG",
+    "ChangeCommands",
+    "ChangeMode",
+    "Emit",
+    "Fail",
     "FakeOpenAIServer",
+    "MakeTransportPair",
     "Outcome",
+    "Pause",
     "RecordedRequest",
     "ReplyFunction",
+    "ReportUsage",
+    "Say",
     "Script",
+    "ScriptStep",
+    "ScriptedEngine",
     "ScriptedError",
     "ScriptedReply",
+    "ScriptedSession",
     "ScriptedToolCall",
     "ScriptedUsage",
+    "SetPlan",
+    "SetTitle",
+    "Stop",
+    "Stream",
+    "Think",
+    "UseTool",
+    "WaitFor",
+    "WaitForCancel",
+    "check_transport",
     "dump_script",
     "load_script",
+    "pipe_transport_pair",
 )
