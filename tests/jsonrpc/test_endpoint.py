@@ -559,3 +559,42 @@ def test_crash_becomes_internal_error_without_traceback(caplog: pytest.LogCaptur
 def test_crash_message_is_bounded() -> None:
     error = exception_to_error(RuntimeError("x" * 10_000), "m")
     assert len(error.data["error"]) <= 1000
+
+
+def test_oversized_request_is_answered_by_its_own_id() -> None:
+    from accord.jsonrpc import LineDecoder
+
+    decoder = LineDecoder(100)
+    line = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":"' + b"x" * 200 + b'"}\n'
+    (frame,) = decoder.feed(line)
+    event = Endpoint().receive(frame)
+    assert isinstance(event, InvalidMessage)
+    assert event.reply["id"] == 7
+    assert event.reply["error"]["code"] == -32600
+    assert "exceeds the limit" in event.reply["error"]["data"]
+
+
+def test_oversized_answer_fails_the_pending_call_and_sends_nothing() -> None:
+    from accord.jsonrpc import LineDecoder
+
+    endpoint = Endpoint()
+    request_id, _ = endpoint.build_request("fs/read_text_file", {})
+    decoder = LineDecoder(100)
+    head = b'{"jsonrpc":"2.0","id":' + str(request_id).encode() + b',"result":{"content":"'
+    frames = decoder.feed(head + b"y" * 150)
+    frames += decoder.feed(b"z" * 150 + b'"}}\n')
+    (frame,) = frames
+    event = endpoint.receive(frame)
+    assert isinstance(event, ResponseReceived)
+    assert event.id == request_id
+    assert event.error is not None and event.error.code == -32600
+    assert endpoint.pending_requests == 0
+
+
+def test_oversized_line_without_a_readable_envelope_gets_a_null_id() -> None:
+    from accord.jsonrpc import LineDecoder
+
+    (frame,) = LineDecoder(10).feed(b"[" + b"1," * 50 + b"1]\n")
+    event = Endpoint().receive(frame)
+    assert isinstance(event, InvalidMessage)
+    assert event.reply["id"] is None

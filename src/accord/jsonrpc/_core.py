@@ -162,7 +162,7 @@ class Endpoint:
     def receive(self, message: Any) -> Incoming:
         """Classify one incoming message (already parsed) into an event."""
         if isinstance(message, MalformedFrame):
-            return self._invalid(None, message.code, message.reason)
+            return self._receive_malformed(message)
         if not isinstance(message, dict):
             kind = "a batch (JSON array)" if isinstance(message, list) else type(message).__name__
             return self._invalid(None, -32600, f"expected a JSON object, got {kind}")
@@ -222,6 +222,20 @@ class Endpoint:
                 raw_id, None, RequestError.from_error_object(cast(dict[str, Any], error))
             )
         return ResponseReceived(raw_id, message["result"], None)
+
+    def _receive_malformed(self, frame: MalformedFrame) -> Incoming:
+        envelope = frame.envelope or {}
+        frame_id = envelope.get("id")
+        if "id" in envelope and _is_valid_id(frame_id):
+            if "method" in envelope:
+                # An oversized request: answer it by its id so its sender stops waiting.
+                return self._invalid(frame_id, frame.code, frame.reason)
+            if ("result" in envelope or "error" in envelope) and frame_id in self._pending:
+                # An oversized answer to one of our requests: fail that call, send nothing.
+                self._pending.discard(frame_id)
+                error = InvalidRequest(f"the peer's answer was not accepted: {frame.reason}")
+                return ResponseReceived(frame_id, None, error)
+        return self._invalid(None, frame.code, frame.reason)
 
     @staticmethod
     def _invalid(reply_id: RequestId, code: int, reason: str) -> InvalidMessage:

@@ -14,11 +14,13 @@ from typing import Any
 import orjson
 
 __all__ = (
+    "ENVELOPE_PEEK_BYTES",
     "MAX_MESSAGE_BYTES",
     "LineDecoder",
     "MalformedFrame",
     "decode_line",
     "encode_message",
+    "peek_envelope",
 )
 
 #: Largest message accepted on a line. Embedded resources and images travel base64-encoded
@@ -28,6 +30,11 @@ __all__ = (
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
+#: How much of an oversized line is kept to find its envelope (``id``, ``method``): serializers
+#: write those members first, well within this.
+ENVELOPE_PEEK_BYTES = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class MalformedFrame:
     """A frame that could not become a message; the connection answers it with an error.
@@ -35,10 +42,15 @@ class MalformedFrame:
     Attributes:
         code: the JSON-RPC error code to answer with (-32700 for bad JSON, -32600 for size).
         reason: a human-readable description, sent as the error's ``data``.
+        envelope: for an oversized line, the top-level members found at its start: scalar
+            values of ``id`` / ``method``, and ``result`` / ``error`` (as ``True``) when present.
+            It lets the connection answer the right request (or fail the right pending call)
+            instead of leaving the sender waiting forever.
     """
 
     code: int
     reason: str
+    envelope: dict[str, Any] | None = None
 
 
 def encode_message(message: Any) -> bytes:
@@ -66,7 +78,7 @@ class LineDecoder:
     Blank lines are not frames and are ignored.
     """
 
-    __slots__ = ("_discarded", "_discarding", "_max", "_parts", "_pending")
+    __slots__ = ("_discarded", "_discarding", "_head", "_max", "_parts", "_pending")
 
     def __init__(self, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self._max = max_message_bytes
@@ -74,6 +86,7 @@ class LineDecoder:
         self._pending = 0
         self._discarding = False
         self._discarded = 0
+        self._head = b""
 
     @property
     def buffered_bytes(self) -> int:
@@ -104,6 +117,7 @@ class LineDecoder:
                 else:
                     line = data[start:end]
                 if len(line) > self._max:
+                    self._head = line[:ENVELOPE_PEEK_BYTES]
                     frames.append(self._oversized(len(line)))
                 elif line and not line.isspace():
                     frames.append(line)
@@ -134,12 +148,112 @@ class LineDecoder:
         if self._pending > self._max:
             self._discarding = True
             self._discarded = self._pending
+            head = b""
+            for part in (*self._parts, data[start : start + ENVELOPE_PEEK_BYTES]):
+                head += part[: ENVELOPE_PEEK_BYTES - len(head)]
+                if len(head) >= ENVELOPE_PEEK_BYTES:
+                    break
+            self._head = head
             self._parts.clear()
             self._pending = 0
         else:
             self._parts.append(data[start:] if start else data)
 
     def _oversized(self, size: int) -> MalformedFrame:
+        head, self._head = self._head, b""
         return MalformedFrame(
-            -32600, f"message of {size} bytes exceeds the limit of {self._max} bytes"
+            -32600,
+            f"message of {size} bytes exceeds the limit of {self._max} bytes",
+            peek_envelope(head),
         )
+
+
+def peek_envelope(head: bytes) -> dict[str, Any]:
+    """Find the top-level members at the start of a JSON object cut short.
+
+    Returns scalar values of ``id``, ``method`` and ``jsonrpc``, and ``True`` for ``result``
+    and ``error`` when their keys appear; stops quietly where the text is cut or malformed.
+    """
+    found: dict[str, Any] = {}
+    text = head.decode("utf-8", "ignore")
+    index = _skip_space(text, 0)
+    if index >= len(text) or text[index] != "{":
+        return found
+    index += 1
+    while True:
+        index = _skip_space(text, index)
+        if index >= len(text) or text[index] != '"':
+            return found
+        end = _string_end(text, index)
+        if end < 0:
+            return found
+        key = text[index + 1 : end]
+        index = _skip_space(text, end + 1)
+        if index >= len(text) or text[index] != ":":
+            return found
+        index = _skip_space(text, index + 1)
+        value_end = _value_end(text, index)
+        if value_end < 0:
+            if key in ("result", "error"):
+                found[key] = True
+            return found
+        if key in ("result", "error"):
+            found[key] = True
+        elif key in ("id", "method", "jsonrpc"):
+            try:
+                found[key] = orjson.loads(text[index:value_end])
+            except orjson.JSONDecodeError:
+                return found
+        index = _skip_space(text, value_end)
+        if index >= len(text) or text[index] != ",":
+            return found
+        index += 1
+
+
+def _skip_space(text: str, index: int) -> int:
+    while index < len(text) and text[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+def _string_end(text: str, index: int) -> int:
+    """Index of the quote closing the string that opens at ``index``, or -1."""
+    index += 1
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == '"':
+            return index
+        index += 1
+    return -1
+
+
+def _value_end(text: str, index: int) -> int:
+    """Index just past the JSON value starting at ``index``, or -1 if it is cut short."""
+    if index >= len(text):
+        return -1
+    if text[index] == '"':
+        end = _string_end(text, index)
+        return -1 if end < 0 else end + 1
+    if text[index] in "{[":
+        depth = 0
+        while index < len(text):
+            char = text[index]
+            if char == '"':
+                index = _string_end(text, index)
+                if index < 0:
+                    return -1
+            elif char in "{[":
+                depth += 1
+            elif char in "}]":
+                depth -= 1
+                if depth == 0:
+                    return index + 1
+            index += 1
+        return -1
+    end = index
+    while end < len(text) and text[end] not in ",}] \t\r\n":
+        end += 1
+    return end if end < len(text) else -1
