@@ -151,6 +151,11 @@ class Connection:
         max_concurrent_requests: peer requests running at once before reading pauses.
         max_buffered_notifications: notifications waiting for the worker before reading pauses.
         name: used in log messages.
+
+    A notification handler may send requests, but should not wait for their answers while
+    the peer keeps streaming notifications: once the notification buffer is full, reading
+    pauses (that is the backpressure), and the answer waits behind it. Start such work in a
+    task of your own instead.
     """
 
     def __init__(
