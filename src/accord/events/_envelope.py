@@ -119,13 +119,7 @@ def _event_dict(event: Event) -> dict[str, Any]:
     names = _FIELD_NAMES.get(type(event))
     if names is None:
         names = _FIELD_NAMES[type(event)] = tuple(f.name for f in dataclasses.fields(event))
-    out: dict[str, Any] = {}
-    for name in names:
-        value = getattr(event, name)
-        if isinstance(value, WireModel | tuple):
-            value = _encode(value)
-        out[name] = value
-    return out
+    return {name: _encode(getattr(event, name)) for name in names}
 
 
 def event_to_json(event: Event) -> bytes:
