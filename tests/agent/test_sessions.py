@@ -10,9 +10,9 @@ import anyio
 import pytest
 from _agent_support import CWD, FULL, TIMEOUT, Harness, fold, message_texts, scripted, serve
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
 from accord.agent._delivery import stored_event
-from accord.errors import RequestError
+from accord.errors import AuthRequired, RequestError
 from accord.events import Envelope, ToolCallEnded, ToolCallStarted, event_from_json
 from accord.schema import (
     CloseSessionRequest,
@@ -31,6 +31,7 @@ from accord.store import SessionStore, SqliteSessionStore
 from accord.testing._scripted_engine import (
     Say,
     ScriptedEngine,
+    ScriptedSession,
     SetPlan,
     SetTitle,
     Stream,
@@ -487,3 +488,39 @@ async def test_the_default_store_is_sqlite_in_the_user_data_dir(
     await runtime.aclose()
     path = runtime.store.path
     assert path is not None and path.is_relative_to(tmp_path) and path.exists()
+
+
+class _RefusingEngine(ScriptedEngine):
+    """Refuses to open sessions while ``refuse`` is set."""
+
+    refuse = False
+
+    async def open_session(self, context: SessionContext) -> ScriptedSession:
+        if self.refuse:
+            raise AuthRequired("log in first")
+        return await super().open_session(context)
+
+
+async def test_an_engine_that_refuses_a_session_leaves_nothing_behind(
+    store: SessionStore,
+) -> None:
+    engine = _RefusingEngine([[Say("one")], [Say("two")]])
+    async with serve(engine, store=store) as h:
+        engine.refuse = True
+        with pytest.raises(AuthRequired):
+            await h.new_session()
+        assert (await h.conn.list_sessions(ListSessionsRequest())).sessions == []
+        engine.refuse = False
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        engine.refuse = True
+        with pytest.raises(AuthRequired):
+            await _load(h, session_id)
+        assert h.runtime.statistics().live_sessions == 0
+        with pytest.raises(RequestError) as caught:
+            await h.prompt(session_id)
+        assert caught.value.code == -32002
+        engine.refuse = False
+        await _load(h, session_id)
+        await h.prompt(session_id)
+        assert message_texts(h.client.updates(session_id))[-1] == ("agent_message_chunk", "two")

@@ -271,25 +271,26 @@ class SessionTable:
                     {"sessionId": session_id, "cwd": cwd, "storedCwd": record.cwd},
                 )
             live = self.live.get(session_id)
-            if live is not None:
-                epoch = await self._quiesce(live)
-                record = await self._stored(session_id)
-            else:
-                epoch = record.epoch + 1
-            servers = (
-                list(mcp_servers)
-                if mcp_servers is not None
-                else _MCP_SERVERS.validate_python(list(record.mcp_servers))
-            )
-            record = await self._store.update_session(
-                session_id,
-                additional_directories=tuple(additional_directories),
-                mcp_servers=[server.to_wire() for server in servers],
-                epoch=epoch,
-            )
-            restored = RestoredState(record, self._capabilities)
-            tracker = ToolCallTracker()
+            session: LiveSession | None = None
             try:
+                if live is not None:
+                    epoch = await self._quiesce(live)
+                    record = await self._stored(session_id)
+                else:
+                    epoch = record.epoch + 1
+                servers = (
+                    list(mcp_servers)
+                    if mcp_servers is not None
+                    else _MCP_SERVERS.validate_python(list(record.mcp_servers))
+                )
+                record = await self._store.update_session(
+                    session_id,
+                    additional_directories=tuple(additional_directories),
+                    mcp_servers=[server.to_wire() for server in servers],
+                    epoch=epoch,
+                )
+                restored = RestoredState(record, self._capabilities)
+                tracker = ToolCallTracker()
                 if replay_history:
                     await replay(
                         self._store,
@@ -301,14 +302,17 @@ class SessionTable:
                 else:
                     await restored.catch_up(self._store, session_id)
                 session = await self._open(record, restored, servers, epoch=epoch, live=live)
+                session.tracker = tracker
+                await self._end_unfinished(session, tracker)
+                await session.save(self._store)
+                await self._announce(session, record.updated_at)
             except BaseException:
-                if live is not None:
+                # Nothing half-restored stays live: the client must load or resume again.
+                if session is not None:
+                    await self._discard(session)
+                elif live is not None:
                     self._forget(live)
                 raise
-            session.tracker = tracker
-            await self._end_unfinished(session, tracker)
-            await session.save(self._store)
-            await self._announce(session, record.updated_at)
             if session.lifecycle.state == "loading":
                 session.lifecycle.apply("ready")
             return session
@@ -436,6 +440,12 @@ class SessionTable:
         if turn is not None:
             turn.cancel()
             await turn.done.wait()
+        self._forget(live)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+            await live.engine.aclose()
+
+    async def _discard(self, live: LiveSession) -> None:
+        """Forget a session and close its engine session (after a failed restore)."""
         self._forget(live)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
             await live.engine.aclose()
