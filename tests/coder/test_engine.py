@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from accord.coder import CoderConfig, CoderEngine, _open
+from accord.coder import CoderConfig, CoderEngine, _open, _search
 from accord.coder._prompt import CoderState
 from accord.errors import AuthRequired
 from accord.events import (
@@ -198,6 +198,7 @@ async def test_commands_run_in_the_editor_terminal(project: Path) -> None:
     assert started.tool_kind == "execute"
 
 
+@pytest.mark.subprocess
 async def test_commands_run_locally_without_editor_terminals(project: Path) -> None:
     script = [call("run_command", command="echo hi; exit 2"), say("ok")]
     with FakeOpenAIServer(script) as server:
@@ -323,14 +324,41 @@ async def test_an_unusable_model_is_explained(
             pass
 
 
-async def test_tool_errors_reach_the_model_as_failed_calls(project: Path) -> None:
-    script = [call("read_file", path="../../etc/passwd"), say("cannot")]
-    with FakeOpenAIServer(script) as server:
-        async with opened(engine_on(server), str(project)) as session:
-            outputs = await run_turn(session)
-        assert "outside the workspace" in tool_message(server.requests[1].body)
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (call("read_file", path="../../etc/passwd"), "outside the workspace"),
+        (call("run_command", command="ls", cwd="../.."), "outside the workspace"),
+        (call("run_command", command="ls", cwd="README.md"), "is not a directory"),
+        (call("list_directory", path="missing"), "is not a directory"),
+        (call("grep", pattern="("), "invalid regular expression"),
+    ],
+)
+async def test_tool_errors_reach_the_model_as_failed_calls(
+    project: Path, reply: ScriptedReply, reason: str
+) -> None:
+    (project / "README.md").write_text("x")
+    with FakeOpenAIServer([reply, say("cannot")]) as server:
+        async with opened(engine_on(server), str(project), mode_id="auto") as session:
+            outputs = await run_turn(session, turn=Turn(mode_id="auto"))
+        assert reason in tool_message(server.requests[1].body)
     (ended,) = root(outputs, ToolCallEnded)
     assert ended.status == "failed"
+    assert text_of(outputs) == "cannot"
+
+
+async def test_an_unexpected_tool_error_fails_the_call_not_the_turn(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_search, "find_files", broken)
+    with FakeOpenAIServer([call("find_files", pattern="*"), say("sorry")]) as server:
+        async with opened(engine_on(server), str(project)) as session:
+            outputs = await run_turn(session)
+        assert "the tool failed: RuntimeError: boom" in tool_message(server.requests[1].body)
+    assert text_of(outputs) == "sorry"
 
 
 async def test_model_switching_uses_the_config_option(project: Path) -> None:

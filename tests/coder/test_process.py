@@ -20,6 +20,8 @@ from accord.coder._process import (
     run_local,
 )
 
+pytestmark = pytest.mark.subprocess
+
 
 def _gone(pid: int) -> bool:
     """Wait (up to 5 s, on a pidfd: no polling) until process ``pid`` has terminated."""

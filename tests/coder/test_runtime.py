@@ -16,7 +16,7 @@ from accord.coder import CoderConfig, CoderRuntime
 from accord.errors import RequestError
 from accord.schema import AuthenticateRequest
 from accord.store import MemorySessionStore
-from accord.testing import FakeOpenAIServer, ScriptedReply
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = pytest.mark.anyio
 
@@ -72,6 +72,7 @@ async def test_the_runtime_closes_a_store_it_owns(tmp_path: Path) -> None:
         await store.list_sessions()
 
 
+@pytest.mark.subprocess
 def test_importing_the_agent_loads_no_model_code() -> None:
     code = (
         "import sys, accord.cli._serve, accord.coder\n"
@@ -91,3 +92,27 @@ def test_serve_refuses_a_bad_environment(
     args = argparse.Namespace(model="openai:m", base_url=None, store=None)
     assert serve_command(args) == ExitCode.ERROR
     assert "ACCORD_CONTEXT_WINDOW" in capsys.readouterr().err
+
+
+async def test_a_sub_agent_is_one_tool_call_to_standard_clients(project: Path) -> None:
+    script = [
+        ScriptedReply(
+            tool_calls=[ScriptedToolCall(name="delegate", arguments={"task": "find add"})]
+        ),
+        ScriptedReply(tool_calls=[ScriptedToolCall(name="grep", arguments={"pattern": "add"})]),
+        ScriptedReply(text=["pkg/__init__.py:1"]),
+        ScriptedReply(text=["Found it."]),
+    ]
+    with FakeOpenAIServer(script) as server:
+        config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            async with connect(runtime, cwd=project) as connection:
+                session = await connection.new_session(project)
+                result = await session.prompt("where is add?")
+        finally:
+            await runtime.aclose()
+    (only,) = session.view.tool_calls.values()
+    assert only.title == "Delegate: find add"
+    assert only.status == "completed"
+    assert result.text == "Found it."

@@ -10,6 +10,8 @@ commands run in the client's terminal host.
 from __future__ import annotations
 
 import logging
+import os
+import select
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from accord.client import (
@@ -88,6 +91,18 @@ class Recorder:
         return AskCallback(self)
 
 
+def _gone(pid: int) -> bool:
+    """Wait (up to 10 s, on a pidfd: no polling) until process ``pid`` has terminated."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 10.0)[0])
+    finally:
+        os.close(fd)
+
+
 def tools_offered(request: RecordedRequest) -> set[str]:
     return {tool["function"]["name"] for tool in request.body.get("tools", [])}
 
@@ -155,9 +170,9 @@ async def test_a_task_from_reading_to_green_tests(project: Path) -> None:
 
 
 async def test_cancelling_in_the_middle_of_a_command(project: Path) -> None:
-    marker = project / "started"
+    pid_file = project / "pid"
     script = [
-        call("run_command", command=f"touch {marker}; sleep 60"),
+        call("run_command", command=f"echo $$ > {pid_file}; sleep 60"),
         say("never sent"),
     ]
     with FakeOpenAIServer(script) as server:
@@ -180,7 +195,7 @@ async def test_cancelling_in_the_middle_of_a_command(project: Path) -> None:
                 after = await session.prompt("Anything else?")
         assert len(server.requests) == 2
     assert after.stop_reason == "end_turn"
-    assert marker.exists()
+    assert await anyio.to_thread.run_sync(_gone, int(pid_file.read_text()))  # the command died
 
 
 async def test_restart_and_load_continue_the_conversation(project: Path) -> None:

@@ -27,6 +27,7 @@ in :mod:`._subagent`.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from typing import Final, Literal, TypeVar
@@ -55,7 +56,7 @@ from ._modes import (
     WRITE_FILE,
     mode_spec,
 )
-from ._paths import ToolError
+from ._paths import Roots, ToolError
 from ._process import MAX_OUTPUT_BYTES, CommandResult, clamp_timeout, run_local
 from ._signals import PlanChanged, ResultContent, TerminalAttached
 
@@ -68,6 +69,8 @@ __all__ = (
     "read_only_toolset",
 )
 
+_log = logging.getLogger("accord.coder")
+
 MAX_TITLE_CHARS: Final = 80
 """A tool call's title is cut to this (a command line can be long)."""
 
@@ -78,10 +81,18 @@ _T = TypeVar("_T")
 
 
 async def _guarded(work: Awaitable[_T]) -> _T:
+    """Await ``work``; a problem becomes a failed call the model reads, never a failed turn."""
     try:
         return await work
     except ToolError as exc:
         raise ToolFailed(exc.message) from exc
+    except OSError as exc:
+        raise ToolFailed(f"{exc.strerror or exc}") from exc
+    except ToolFailed:
+        raise
+    except Exception as exc:
+        _log.warning("a coder tool failed unexpectedly", exc_info=True)
+        raise ToolFailed(f"the tool failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _check_mode(ctx: RunContext[CoderDeps], tool: str) -> None:
@@ -211,7 +222,7 @@ async def run_command(
     _check_mode(ctx, RUN_COMMAND)
     deps = ctx.deps
     roots = deps.workspace.roots
-    workdir = await _guarded(_directory(roots.resolve(cwd or ".")))
+    workdir = await _guarded(_directory(roots, cwd or "."))
     timeout = clamp_timeout(timeout_seconds)
     if deps.terminals is not None:
         result = await _in_terminal(ctx, command, workdir, timeout)
@@ -223,9 +234,10 @@ async def run_command(
     return result.for_model(timeout)
 
 
-async def _directory(path: str) -> str:
+async def _directory(roots: Roots, relative: str) -> str:
+    path = roots.resolve(relative)
     if not await anyio.to_thread.run_sync(os.path.isdir, path):
-        raise ToolError(f"{path} is not a directory")
+        raise ToolError(f"{relative!r} is not a directory")
     return path
 
 
