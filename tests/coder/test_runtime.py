@@ -12,11 +12,13 @@ import pytest
 from accord.cli._main import ExitCode
 from accord.cli._serve import build_agent, serve_command
 from accord.client import connect
-from accord.coder import CoderConfig, CoderRuntime
+from accord.coder import CoderConfig, CoderRuntime, CoderState, _open
 from accord.errors import RequestError
 from accord.schema import AuthenticateRequest
 from accord.store import MemorySessionStore
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
+
+from ._support import system_text
 
 pytestmark = pytest.mark.anyio
 
@@ -116,3 +118,35 @@ async def test_a_sub_agent_is_one_tool_call_to_standard_clients(project: Path) -
     assert only.title == "Delegate: find add"
     assert only.status == "completed"
     assert result.text == "Found it."
+
+
+async def test_the_system_prompt_is_stored_at_session_new(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemorySessionStore()
+    with FakeOpenAIServer([ScriptedReply(text=["a"]), ScriptedReply(text=["b"])]) as server:
+        config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
+        first = CoderRuntime(config, store=store)
+        async with connect(first, cwd=project) as connection:
+            session_id = (await connection.new_session(project)).session_id
+        await first.aclose()
+        record = await store.get_session(session_id)
+        assert record is not None
+        stored = CoderState.from_json(record.state["engine"])
+        assert stored is not None and stored.engine is None  # a prompt, no history yet
+
+        def no_rebuild(**_: object) -> str:
+            raise AssertionError("the system prompt was rebuilt")
+
+        monkeypatch.setattr(_open, "build_system_prompt", no_rebuild)
+        second = CoderRuntime(config, store=store)
+        try:
+            async with connect(second, cwd=project) as connection:
+                loaded = await connection.load_session(session_id, project)
+                await loaded.prompt("hi")
+                forked = await connection.fork_session(session_id, project)
+                await forked.prompt("hi again")
+        finally:
+            await second.aclose()
+        prompts = {system_text(request) for request in server.requests}
+    assert prompts == {stored.system_prompt}

@@ -8,7 +8,10 @@
   how to configure a model, and ``authenticate`` answers -32000 with the same text (the model
   cannot be configured over ACP; restarting the agent with ``--model`` is the way);
 * while serving (:meth:`CoderRuntime.serve`), answering ``initialize`` starts loading the model
-  code in the background, so ``initialize`` is fast and the first ``session/new`` rarely waits.
+  code in the background, so ``initialize`` is fast and the first ``session/new`` rarely waits;
+* a session that has no stored engine state yet (new, or created and never prompted) gets its
+  state, the system prompt just built, saved before the response: the runtime stores engine
+  state only from turns, and the prompt must be stored from the start.
 
 This module imports nothing of pydantic-ai.
 """
@@ -25,13 +28,22 @@ from ..errors import AuthRequired
 from ..schema import (
     AuthenticateRequest,
     AuthenticateResponse,
+    ForkSessionRequest,
+    ForkSessionResponse,
     Implementation,
     InitializeRequest,
     InitializeResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
 )
 from ..store import SessionStore
 from ._config import CoderConfig
 from ._engine import CoderEngine
+from ._session import CoderSession
 
 if TYPE_CHECKING:
     from ..transports import Transport
@@ -106,6 +118,41 @@ class CoderRuntime(AgentRuntime):
             self._warm = True
             self._background.start_soon(self._coder.prewarm)
         return response
+
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+        """``session/new``; the system prompt is stored before the answer."""
+        response = await super().new_session(request)
+        await self._store_initial_state(response.session_id)
+        return response
+
+    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+        """``session/load``; a session stored without state gets it now."""
+        response = await super().load_session(request)
+        await self._store_initial_state(request.session_id)
+        return response
+
+    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
+        """``session/resume``; a session stored without state gets it now."""
+        response = await super().resume_session(request)
+        await self._store_initial_state(request.session_id)
+        return response
+
+    async def fork_session(self, request: ForkSessionRequest) -> ForkSessionResponse:
+        """``session/fork``; a copy of a session without state gets it now."""
+        response = await super().fork_session(request)
+        await self._store_initial_state(response.session_id)
+        return response
+
+    async def _store_initial_state(self, session_id: str) -> None:
+        # The runtime keeps engine state only from StateSnapshot events, which only turns
+        # yield; until the engine protocol can hand over a session's opening state, the coder
+        # stores it itself through the runtime's session table (reaching into AgentRuntime).
+        live = self._sessions.live.get(session_id)
+        if live is None or live.engine_state is not None:
+            return
+        if isinstance(live.engine, CoderSession):
+            live.engine_state = live.engine.state_json()
+            await live.save(self.store)
 
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
         """Nothing to authenticate once a model is configured; otherwise say how to.

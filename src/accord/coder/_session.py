@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 import anyio
+from pydantic import JsonValue
 
 from ..agent._engine import (
     ConfigValue,
@@ -87,6 +88,10 @@ class CoderSession(EngineSession):
     def system_prompt(self) -> str:
         """The instructions this session was created with."""
         return self._state.system_prompt
+
+    def state_json(self) -> JsonValue:
+        """The session's state as stored: its system prompt and the model engine's state."""
+        return self._state.to_json()
 
     @property
     def inner(self) -> EngineSession:
