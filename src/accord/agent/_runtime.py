@@ -221,10 +221,8 @@ class AgentRuntime(Agent):
         return _boolean_options(self._client_capabilities)
 
     def _peer_closed(self) -> Awaitable[None]:
-        # accord.jsonrpc.Connection has no public "wait until the peer closed" yet; its reader
-        # sets this event at EOF (``Connection.closed`` reads it). Used to cancel the turns of
-        # a client that disconnects mid-turn.
-        return self.client.connection._reader_done.wait()
+        # Used to cancel the turns of a client that disconnects mid-turn.
+        return self.client.connection.wait_peer_closed()
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -235,6 +235,10 @@ class Connection:
         """Why the connection ended, once it has."""
         return self._close_reason
 
+    async def wait_peer_closed(self) -> None:
+        """Wait until the peer has closed its side (EOF or a transport failure)."""
+        await self._reader_done.wait()
+
     async def wait_closed(self) -> None:
         """Wait until the peer has closed its side and all work it started has finished.
 

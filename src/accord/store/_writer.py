@@ -24,6 +24,9 @@ from ._errors import WriterClosed
 from ._protocol import SessionStore
 from ._records import StoredEvent
 
+#: ``append`` yields to other tasks at least once per this many events.
+APPEND_YIELD_EVERY = 64
+
 #: Called with each committed batch, in order, one batch at a time.
 OnCommitted = Callable[[Sequence[StoredEvent]], Awaitable[None]]
 
@@ -148,7 +151,10 @@ class GroupCommitWriter:
         Raises:
             WriterClosed: the writer is not running (not started, closing, closed, or failed).
         """
-        await checkpoint()
+        # No event-loop round trip per event: yield only when full, and once per
+        # ``APPEND_YIELD_EVERY`` events so the committer (and cancellation) get their turn.
+        if not self._appended % APPEND_YIELD_EVERY:
+            await checkpoint()
         while True:
             if self._state != "running":
                 raise self._closed_error()
