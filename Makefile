@@ -33,5 +33,8 @@ test: setup schema interop-deps lint typecheck
 bench: setup
 	$(PY) benchmarks/bench_protocol.py
 
+demo: setup
+	$(PY) scripts/demo.py
+
 clean:
 	rm -rf $(VENV) .schema-cache .interop .pytest_cache .ruff_cache
