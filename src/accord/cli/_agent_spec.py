@@ -21,8 +21,13 @@ def agent_spec(args: argparse.Namespace) -> AgentSpec:
     Raises:
         ValueError: ``--agent`` is empty or cannot be split into words.
     """
-    if args.agent:
-        words = shlex.split(args.agent)
+    if args.agent is not None:  # "" is a mistake to report, not a request for the built-in agent
+        try:
+            words = shlex.split(args.agent)
+        except ValueError as error:
+            raise ValueError(
+                f"--agent {args.agent!r} is not a valid command line: {error}"
+            ) from None
         if not words:
             raise ValueError("--agent is empty: give the agent's command line")
         return words
@@ -37,4 +42,4 @@ def agent_spec(args: argparse.Namespace) -> AgentSpec:
 
 def describe_agent(args: argparse.Namespace) -> str:
     """A short name of the agent for error messages."""
-    return repr(args.agent) if args.agent else "the built-in accord agent"
+    return repr(args.agent) if args.agent is not None else "the built-in accord agent"

@@ -14,20 +14,23 @@ import argparse
 import os
 import signal
 import sys
+import threading
+from collections import Counter
 from typing import TextIO
 
 import anyio
 import orjson
+from anyio.from_thread import BlockingPortal
 
 from ..client import (
     AllowAll,
-    AskCallback,
     Cancel,
     ClientSession,
     DenyAll,
     PermissionContext,
     PermissionDecision,
     PermissionPolicy,
+    PermissionRequested,
     PermissionResolved,
     Select,
     TurnRenderer,
@@ -46,7 +49,14 @@ __all__ = ("exit_code_for", "run_command")
 def run_command(args: argparse.Namespace) -> int:
     """Run ``accord run`` and return its exit code."""
     args.cwd = os.path.abspath(args.cwd or os.getcwd())
-    return anyio.run(_run, args, backend="asyncio")
+    if not os.path.isdir(args.cwd):
+        print(f"accord: --cwd {args.cwd} is not a directory", file=sys.stderr)
+        return ExitCode.ERROR
+    try:
+        return anyio.run(_run, args, backend="asyncio")
+    except KeyboardInterrupt:  # Ctrl-C before the turn started (e.g. a slow initialize)
+        print("\naccord: interrupted", file=sys.stderr)
+        return ExitCode.CANCELLED
 
 
 def exit_code_for(stop_reason: StopReason, *, permission_refused: bool) -> ExitCode:
@@ -64,7 +74,7 @@ def _policy(args: argparse.Namespace) -> PermissionPolicy:
     if args.deny_all:
         return DenyAll()
     if sys.stdin.isatty():
-        return AskCallback(_ask_on_terminal)
+        return _TerminalQuestion()
     return _RefuseWithNotice()
 
 
@@ -86,6 +96,39 @@ class _RefuseWithNotice:
         return await self._deny.decide(context)
 
 
+#: How long a question waits for its request to be printed; only a request outside a turn
+#: (which the turn's output never shows) waits that long.
+_SHOW_WAIT = 2.0
+
+
+class _TerminalQuestion:
+    """Ask the person at the terminal, once the output shows the request.
+
+    The turn's events are printed by the main loop while the policy is called from the
+    connection: without waiting, the question could appear before the lines that lead up to
+    it, and those lines would then be printed into the question (or after the answer).
+    """
+
+    def __init__(self) -> None:
+        self._shown: Counter[str] = Counter()  # requests printed, per tool call id
+        self._asked: Counter[str] = Counter()
+        self._changed = anyio.Event()
+
+    def shown(self, event: PermissionRequested) -> None:
+        """The output now shows this request (and everything before it)."""
+        self._shown[event.tool_call.tool_call_id] += 1
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def decide(self, context: PermissionContext) -> PermissionDecision:
+        key = context.tool_call.tool_call_id
+        self._asked[key] += 1
+        with anyio.move_on_after(_SHOW_WAIT):
+            while self._shown[key] < self._asked[key]:
+                await self._changed.wait()
+        return await _ask_on_terminal(context)
+
+
 async def _ask_on_terminal(context: PermissionContext) -> PermissionDecision:
     """Ask the person at the terminal to pick one of the agent's options."""
     lines = [f"\nThe agent asks permission: {context.title or context.tool_call.tool_call_id}"]
@@ -94,20 +137,49 @@ async def _ask_on_terminal(context: PermissionContext) -> PermissionDecision:
     for number, option in enumerate(context.options, 1):
         lines.append(f"  {number}. {option.name} [{option.kind}]")
     lines.append("Choose a number (Enter = refuse): ")
-    answer = await anyio.to_thread.run_sync(_read_answer, "\n".join(lines), abandon_on_cancel=True)
+    answer = await _ask("\n".join(lines))
     if answer.isdigit() and 1 <= int(answer) <= len(context.options):
         return Select(context.options[int(answer) - 1].option_id)
     refuse = context.option("reject_once", "reject_always")
     return Select(refuse.option_id) if refuse is not None else Cancel()
 
 
+async def _ask(question: str) -> str:
+    """Write ``question`` to stderr and return the line typed in answer (stripped).
+
+    The blocking read runs in a daemon thread of its own, not in anyio's worker threads:
+    when Ctrl-C cancels the turn, the question is abandoned with the thread still waiting
+    for a line, and a non-daemon thread would keep the process from exiting until Enter.
+    """
+    answered = anyio.Event()
+    answer = ""
+
+    def read() -> None:
+        nonlocal answer
+        answer = _read_answer(question)
+        try:
+            portal.call(answered.set)
+        except RuntimeError:  # the portal is closed: nobody waits for this answer any more
+            pass
+
+    async with BlockingPortal() as portal:
+        threading.Thread(target=read, name="accord permission question", daemon=True).start()
+        await answered.wait()
+    return answer
+
+
 def _read_answer(question: str) -> str:
     sys.stderr.write(question)
     sys.stderr.flush()
-    try:
-        return input().strip()
-    except EOFError:
-        return ""
+    # The file descriptor, not sys.stdin: an abandoned thread blocked here holds no lock
+    # that the interpreter would need at exit.
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(sys.stdin.fileno(), 1024)
+        if not chunk:  # end of input (Ctrl-D)
+            break
+        line += chunk
+    return line.decode(errors="replace").strip()
 
 
 def _json_printer(out: TextIO) -> UpdateListener:
@@ -128,21 +200,31 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"accord: {error}", file=sys.stderr)
         return ExitCode.ERROR
     listener = _json_printer(out) if args.json else None
+    policy = _policy(args)
+    question = policy if isinstance(policy, _TerminalQuestion) else None
+    written = ""  # the last text printed: does the output end mid-line?
     try:
         async with connect(
             spec,
             cwd=cwd,
             fs=True,
             terminals=True,
-            permission_policy=_policy(args),
+            permission_policy=policy,
             update_listener=listener,
         ) as conn:
             if args.session:
-                session = await conn.load_session(args.session, cwd)
+                try:
+                    session = await conn.load_session(args.session, cwd)
+                except LocalProtocolError as error:  # the agent does not offer session/load
+                    agent = describe_agent(args)
+                    print(
+                        f"accord: {agent} cannot continue session {args.session!r}: {error}",
+                        file=sys.stderr,
+                    )
+                    return ExitCode.ERROR
             else:
                 session = await conn.new_session(cwd)
             renderer = TurnRenderer()
-            written = ""
             result: TurnResult | None = None
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(_cancel_on_interrupt, session, task_group.cancel_scope)
@@ -156,19 +238,29 @@ async def _run(args: argparse.Namespace) -> int:
                                 out.write(text)
                                 out.flush()
                                 written = text
+                        if question is not None and isinstance(event, PermissionRequested):
+                            question.shown(event)
                     result = stream.result
                 task_group.cancel_scope.cancel()
+            _end_line(out, written)
             if result is None:  # a second Ctrl-C: we left without waiting for the agent
                 return ExitCode.CANCELLED
-            if written and not written.endswith("\n"):
-                out.write("\n")
             return exit_code_for(result.stop_reason, permission_refused=refused)
     except LocalProtocolError as error:
+        _end_line(out, written)
         print(f"accord: {error}", file=sys.stderr)
         return ExitCode.ERROR
     except (TransportError, RequestError, AcpError, OSError) as error:
+        _end_line(out, written)
         print(f"accord: {describe_agent(args)} failed: {error}", file=sys.stderr)
         return ExitCode.AGENT_FAILED
+
+
+def _end_line(out: TextIO, written: str) -> None:
+    """End the line the reply stopped in, so what follows (or the shell prompt) starts afresh."""
+    if written and not written.endswith("\n"):
+        out.write("\n")
+        out.flush()
 
 
 def _is_refusal(event: PermissionResolved) -> bool:

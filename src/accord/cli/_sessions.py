@@ -24,7 +24,11 @@ __all__ = ("sessions_command",)
 def sessions_command(args: argparse.Namespace) -> int:
     """Run ``accord sessions`` and return its exit code."""
     args.cwd = os.path.abspath(args.cwd) if args.cwd else None
-    return anyio.run(_sessions, args, backend="asyncio")
+    try:
+        return anyio.run(_sessions, args, backend="asyncio")
+    except KeyboardInterrupt:
+        print("\naccord: interrupted", file=sys.stderr)
+        return ExitCode.CANCELLED
 
 
 async def _sessions(args: argparse.Namespace) -> int:

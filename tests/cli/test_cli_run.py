@@ -1,0 +1,155 @@
+"""``accord run``: the reply as readable lines, ``--json`` as raw updates, ``--cwd``.
+
+Every test runs the real command (``python -m accord.cli``) against an agent script in
+``agents/`` or the echo example; stdin is not a terminal.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from _cli_support import ECHO_AGENT, OutputReader, accord, agent, json_lines, start_accord
+from schema_validation import WireValidator
+
+from accord.schema import SessionNotification
+
+pytestmark = pytest.mark.subprocess
+
+
+def test_plain_output_is_the_streamed_text_then_the_stop_reason() -> None:
+    done = accord("run", "--agent", agent(ECHO_AGENT), "hello there, echo agent")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello there, echo agent\n[end_turn]\n"
+    assert done.stderr == ""
+
+
+def test_plain_output_shows_plan_tool_call_diff_and_permission_as_lines(tmp_path: Path) -> None:
+    done = accord(
+        "run", "--agent", agent("workflow_agent"), "--approve-all", "--cwd", str(tmp_path), "go"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "[plan 0/2 done] now: Read config.toml",
+        "Looking at config.toml.",
+        "[tool pending] edit: Update config.toml",
+        "[permission?] edit: Update config.toml (Allow once, Always allow, Reject)",
+        "[permission] Allow once",
+        f"[tool completed] edit: Update config.toml (edits {tmp_path}/config.toml)",
+        "[plan 2/2 done]",
+        "Permission granted: config.toml updated.",
+        "[end_turn]",
+    ]
+    assert done.stderr == ""
+
+
+def test_plain_output_streams_as_the_reply_arrives() -> None:
+    """The first words are on stdout while the agent is still echoing the rest."""
+    words = [f"word{n}" for n in range(1, 11)]
+    process = start_accord(
+        "run", "--agent", agent(ECHO_AGENT), " ".join(words), env={"ECHO_DELAY": "0.3"}
+    )
+    try:
+        assert process.stdout is not None
+        out = OutputReader(process.stdout.fileno())
+        early = out.wait_for("word2")
+        assert words[-1] not in early
+        assert process.poll() is None  # still running: the output was not held back
+        assert out.read_to_end() == " ".join(words) + "\n[end_turn]\n"
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        for stream in (process.stdout, process.stderr):
+            assert stream is not None
+            stream.close()
+
+
+def test_json_prints_each_update_as_one_json_line(
+    tmp_path: Path, wire_validator: WireValidator
+) -> None:
+    done = accord(
+        "run",
+        "--agent",
+        agent("workflow_agent"),
+        "--approve-all",
+        "--json",
+        "--cwd",
+        str(tmp_path),
+        "go",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = json_lines(done.stdout)
+    for line in lines:
+        assert set(line) == {"sessionId", "update"}
+        assert line["sessionId"] == "workflow-1"
+        wire_validator.check_def("SessionNotification", line)
+        SessionNotification.model_validate(line)
+    assert [line["update"]["sessionUpdate"] for line in lines] == [
+        "plan",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "agent_message_chunk",
+    ]
+    diff = lines[3]["update"]["content"][0]
+    assert diff == {
+        "type": "diff",
+        "path": f"{tmp_path}/config.toml",
+        "oldText": "debug = false\n",
+        "newText": "debug = true\n",
+    }
+    assert lines[-1]["update"]["content"]["text"] == "Permission granted: config.toml updated."
+    assert done.stderr == ""
+
+
+def test_json_text_chunks_add_up_to_the_reply() -> None:
+    done = accord("run", "--json", "--agent", agent(ECHO_AGENT), "a few words here")
+    assert done.returncode == 0, done.stderr
+    lines = json_lines(done.stdout)
+    assert {line["update"]["sessionUpdate"] for line in lines} == {"agent_message_chunk"}
+    assert "".join(line["update"]["content"]["text"] for line in lines) == "a few words here"
+
+
+def test_json_keeps_permission_notices_off_stdout() -> None:
+    """Refused without a terminal: the notice goes to stderr, stdout stays pure JSON."""
+    done = accord("run", "--json", "--agent", agent("workflow_agent"), "go")
+    assert done.returncode == 4
+    lines = json_lines(done.stdout)
+    assert all(set(line) == {"sessionId", "update"} for line in lines)
+    assert lines[-1]["update"]["content"]["text"] == "Permission refused (reject): nothing changed."
+    assert "permission requests are refused" in done.stderr
+
+
+def test_cwd_is_the_session_cwd(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", str(project), "where?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"session cwd: {project}\n[end_turn]\n"
+
+
+def test_relative_cwd_is_made_absolute(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    (root / "sub").mkdir()
+    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", "sub", "where?", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"session cwd: {root / 'sub'}\n[end_turn]\n"
+
+
+def test_without_cwd_the_session_cwd_is_the_current_directory(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    done = accord("run", "--agent", agent("cwd_agent"), "where?", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"session cwd: {root}\n[end_turn]\n"
+
+
+def test_a_missing_cwd_is_a_local_error(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", str(missing), "where?")
+    assert done.returncode == 1
+    assert done.stderr == f"accord: --cwd {missing} is not a directory\n"
+    assert done.stdout == ""
