@@ -52,9 +52,10 @@ WAYS = ("pydantic-ai alone", "accord", "ACP Kit")
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """One consumed reply."""
+    """One consumed reply: the text received, in how many events, and what it cost."""
 
-    deltas: int
+    text: int
+    events: int
     wall: float
     agent_cpu: float
     client_cpu: float
@@ -157,14 +158,17 @@ async def run(
     from accord.transports import spawn_agent
 
     class Counter(Client):
-        """Counts the agent's message chunks."""
+        """Counts the agent's message chunks and the characters of text they carry."""
 
         def __init__(self) -> None:
             self.chunks = 0
+            self.text = 0
 
         async def session_update(self, notification: SessionNotification) -> None:
-            if isinstance(notification.update, AgentMessageChunkSessionUpdate):
+            update = notification.update
+            if isinstance(update, AgentMessageChunkSessionUpdate):
                 self.chunks += 1
+                self.text += len(getattr(update.content, "text", ""))
 
         async def request_permission(
             self, request: RequestPermissionRequest
@@ -175,19 +179,25 @@ async def run(
     agent = Agent(OpenAIChatModel(MODEL, provider=provider))
 
     async def alone() -> Sample:
-        deltas = 0
+        deltas = text = 0
         wall, cpu = time.perf_counter(), time.process_time()
         async with agent.iter("go") as agent_run:
             async for node in agent_run:
                 if Agent.is_model_request_node(node):
                     async with node.stream(agent_run.ctx) as stream:
                         async for event in stream:
-                            if isinstance(event, PartDeltaEvent):
-                                deltas += isinstance(event.delta, TextPartDelta)
-                            elif isinstance(event, PartStartEvent):
-                                deltas += isinstance(event.part, TextPart)
+                            if isinstance(event, PartDeltaEvent) and isinstance(
+                                event.delta, TextPartDelta
+                            ):
+                                deltas += 1
+                                text += len(event.delta.content_delta)
+                            elif isinstance(event, PartStartEvent) and isinstance(
+                                event.part, TextPart
+                            ):
+                                deltas += 1
+                                text += len(event.part.content)
         cpu = time.process_time() - cpu
-        return Sample(deltas, time.perf_counter() - wall, cpu, 0.0)
+        return Sample(text, deltas, time.perf_counter() - wall, cpu, 0.0)
 
     async def connect(stack: AsyncExitStack, command: list[str]) -> Callable[[], Awaitable[Sample]]:
         transport = await stack.enter_async_context(spawn_agent(command))
@@ -203,7 +213,7 @@ async def run(
         async def prompt() -> Sample:
             with anyio.fail_after(TIMEOUT):
                 session = await conn.new_session(NewSessionRequest(cwd=str(ROOT), mcp_servers=[]))
-                counter.chunks = 0
+                counter.chunks = counter.text = 0
                 request = PromptRequest(
                     session_id=session.session_id, prompt=[TextContentBlock(text="go")]
                 )
@@ -213,7 +223,8 @@ async def run(
                 wall = time.perf_counter() - wall
             assert response.stop_reason == "end_turn", response.stop_reason
             agent_cpu = process_cpu(transport.pid) - agent_cpu
-            return Sample(counter.chunks, wall, agent_cpu, time.process_time() - cpu)
+            client_cpu = time.process_time() - cpu
+            return Sample(counter.text, counter.chunks, wall, agent_cpu, client_cpu)
 
         return prompt
 
@@ -234,32 +245,37 @@ async def run(
     return samples
 
 
-def report(samples: dict[str, list[Sample]], deltas: int, acpkit_version: str) -> None:
-    """Print the table: rates, CPU per delta, and the ratio to pydantic-ai alone."""
+def report(samples: dict[str, list[Sample]], deltas: int, text: int, acpkit_version: str) -> None:
+    """Print the table: delta rates, CPU per delta, events per reply, ratio to pydantic-ai alone.
+
+    A delta counts as delivered when its text arrived; an agent may carry several in one chunk.
+    """
     import pydantic_ai
 
     ours = getattr(pydantic_ai, "__version__", "?")
     print(f"one reply of {deltas:,} text deltas over loopback HTTP, {os.cpu_count()} CPUs,")
     print(f"load average {os.getloadavg()[0]:.1f}; pydantic-ai {ours}", end="")
     print(f" (ACP Kit on pydantic-ai {acpkit_version})" if acpkit_version else "")
-    header = ("way", "deltas/s", "best", "agent µs/δ", "client µs/δ", "ms/reply", "vs alone")
-    print(f"{header[0]:<18} {header[1]:>9} {header[2]:>9} {header[3]:>11} {header[4]:>12}", end="")
-    print(f" {header[5]:>9} {header[6]:>9}")
+    print(
+        f"{'way':<18} {'deltas/s':>9} {'best':>9} {'agent µs/δ':>11} {'client µs/δ':>12}"
+        f" {'ms/reply':>9} {'events':>7} {'vs alone':>9}"
+    )
     base = None
     for way, runs in samples.items():
         if not runs:
             print(f"{way:<18} {'n/a':>9}")
             continue
-        assert all(s.deltas == deltas for s in runs), f"{way}: {[s.deltas for s in runs]}"
-        rate = statistics.median(s.deltas / s.wall for s in runs)
-        best = max(s.deltas / s.wall for s in runs)
-        agent_cpu = statistics.median(s.agent_cpu / s.deltas * 1e6 for s in runs)
-        client_cpu = statistics.median(s.client_cpu / s.deltas * 1e6 for s in runs)
+        assert all(s.text == text for s in runs), f"{way}: text {[s.text for s in runs]}"
+        rate = statistics.median(deltas / s.wall for s in runs)
+        best = max(deltas / s.wall for s in runs)
+        agent_cpu = statistics.median(s.agent_cpu / deltas * 1e6 for s in runs)
+        client_cpu = statistics.median(s.client_cpu / deltas * 1e6 for s in runs)
         wall = statistics.median(s.wall for s in runs) * 1e3
+        events = statistics.median(s.events for s in runs)
         base = base or rate
         client = f"{client_cpu:>12.1f}" if client_cpu else f"{'-':>12}"
         print(f"{way:<18} {rate:>9,.0f} {best:>9,.0f} {agent_cpu:>11.1f} {client}", end="")
-        print(f" {wall:>9.0f} {rate / base:>8.0%}")
+        print(f" {wall:>9.0f} {events:>7,.0f} {rate / base:>8.0%}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -289,7 +305,8 @@ def main(argv: list[str] | None = None) -> None:
         store = "memory" if args.store == "memory" else str(Path(tmp) / "sessions.db")
         with fake_server([make_reply(args.deltas)] * requests, in_process=False) as base_url:
             samples = anyio.run(lambda: run(base_url, runs=args.runs, store=store, acpkit=acpkit))
-    report(samples, args.deltas, acpkit_version)
+    text = len("".join(make_reply(args.deltas).text))
+    report(samples, args.deltas, text, acpkit_version)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 
+from accord.agent import TurnOutput
 from accord.engines.pydantic_ai import PydanticAIEngine
+from accord.engines.pydantic_ai._pipe import Receiver
 from accord.events import (
     ModelCallEnded,
     ModelCallStarted,
@@ -17,9 +21,10 @@ from accord.events import (
     TurnCompleted,
     UsageReported,
 )
+from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
 
-from ._support import ModelCounter, of_type, opened, run_turn, texts
+from ._support import ModelCounter, Turn, of_type, opened, run_turn, texts, wait_for_requests
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +32,9 @@ pytestmark = pytest.mark.anyio
 async def test_text_chunks_in_order_with_one_message_id() -> None:
     pieces = [f"w{i} " for i in range(50)]
     with FakeOpenAIServer([ScriptedReply(text=pieces)]) as server:
-        engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
+        engine = PydanticAIEngine(
+            Agent(), models=[ModelCounter().choice(server, "fake-model")], chunk_interval=None
+        )
         async with opened(engine) as session:
             events = await run_turn(session)
 
@@ -126,3 +133,73 @@ async def test_output_length_limit_ends_with_max_tokens() -> None:
             events = await run_turn(session)
     assert events[-1] == TurnCompleted(stop_reason="max_tokens")
     assert isinstance(events[-2], StateSnapshot)
+
+
+async def test_deltas_within_the_interval_are_merged_first_one_at_once() -> None:
+    pieces = [f"w{i} " for i in range(2000)]
+    with FakeOpenAIServer([ScriptedReply(text=pieces)]) as server:
+        engine = PydanticAIEngine(
+            Agent(), models=[ModelCounter().choice(server, "fake-model")], chunk_interval=0.05
+        )
+        async with opened(engine) as session:
+            events = await run_turn(session)
+    chunks: list[TextChunk] = of_type(events, TextChunk)
+    assert texts(events) == "".join(pieces)
+    assert getattr(chunks[0].content, "text", None) == pieces[0]  # the first is not held back
+    assert 1 < len(chunks) < len(pieces) / 10
+    assert len({c.message_id for c in chunks}) == 1
+
+
+async def test_queued_deltas_merge_even_without_an_interval() -> None:
+    pieces = [f"w{i} " for i in range(100)]
+    with FakeOpenAIServer([ScriptedReply(text=pieces)]) as server:
+        engine = PydanticAIEngine(
+            Agent(), models=[ModelCounter().choice(server, "fake-model")], chunk_interval=0
+        )
+        async with opened(engine) as session:
+            turn = Turn()
+            stream = session.run_turn([], turn.context)
+            events: list[TurnOutput] = [await anext(stream)]  # ModelCallStarted
+            await wait_for_requests(server, 1, outcome="completed")
+            await anyio.wait_all_tasks_blocked()  # the producer has queued everything it read
+            events.extend([event async for event in stream])
+    assert texts(events) == "".join(pieces)
+    assert len(of_type(events, TextChunk)) < len(pieces)
+
+
+async def test_only_plain_chunks_of_one_message_merge() -> None:
+    def chunk(text: str, message: str = "m", **fields: Any) -> TextChunk:
+        return TextChunk(message_id=message, content=TextContentBlock(text=text, **fields))
+
+    thought = ThinkingChunk(message_id="t", content=TextContentBlock(text="x"))
+    started = ModelCallStarted(call_id="c", model="m")
+    queued: list[TurnOutput] = [
+        chunk("a"),
+        chunk("b"),
+        chunk("c"),
+        thought,
+        thought,
+        chunk("d", "other"),
+        chunk("e", meta={"k": 1}),
+        chunk("f", "other"),
+        started,
+        chunk("g", "other"),
+    ]
+    send, receive = anyio.create_memory_object_stream[TurnOutput](len(queued))
+    with send, receive:
+        for event in queued:
+            send.send_nowait(event)
+        send.close()
+        receiver = Receiver(receive, coalesce=True, interval=0.0)
+        taken: list[tuple[TurnOutput, int]] = []
+        while (item := await receiver.next()) is not None:
+            taken.append(item)
+    assert taken == [
+        (chunk("abc"), 3),
+        (ThinkingChunk(message_id="t", content=TextContentBlock(text="xx")), 2),
+        (chunk("d", "other"), 1),
+        (chunk("e", meta={"k": 1}), 1),  # a block with _meta is never merged
+        (chunk("f", "other"), 1),
+        (started, 1),
+        (chunk("g", "other"), 1),
+    ]

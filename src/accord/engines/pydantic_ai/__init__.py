@@ -55,6 +55,7 @@ from ._history import history_to_json as history_to_json
 from ._models import MODEL_CONFIG_ID as MODEL_CONFIG_ID
 from ._models import ModelChoice as ModelChoice
 from ._prompt import user_content as user_content
+from ._session import DEFAULT_CHUNK_INTERVAL as DEFAULT_CHUNK_INTERVAL
 from ._session import RUN_METADATA_KEY as RUN_METADATA_KEY
 from ._session import PydanticAISession as PydanticAISession
 from ._session import TranslatorFactory as TranslatorFactory
@@ -73,6 +74,7 @@ from ._tools import replace_diff as replace_diff
 __all__ = (
     "ACP_TOOL_KIND_NAMESPACE",
     "DEFAULT_BEHAVIOUR",
+    "DEFAULT_CHUNK_INTERVAL",
     "DENIED_MESSAGE",
     "HISTORY_FORMAT",
     "HISTORY_VERSION",

@@ -23,7 +23,12 @@ from ...schema import PermissionOption
 from ._approval import ApprovalHook, ToolFilter
 from ._history import HistoryError, history_from_json
 from ._models import MODEL_CONFIG_ID, ModelChoice, SessionModel, model_config_option
-from ._session import PydanticAISession, SessionOptions, TranslatorFactory
+from ._session import (
+    DEFAULT_CHUNK_INTERVAL,
+    PydanticAISession,
+    SessionOptions,
+    TranslatorFactory,
+)
 from ._stream import EventTranslator
 from ._tools import BehaviourLookup
 
@@ -59,6 +64,12 @@ class PydanticAIEngine(Engine):
         capabilities: What the engine accepts and offers besides the model option (prompt
             content types, MCP transports, modes, config options, commands).
         translator: The event translator class (or factory), to change how events map.
+        chunk_interval: The least time in seconds between two chunks of one message. The
+            first chunk of a message goes out at once; deltas arriving within the interval are
+            merged into the next chunk, which goes out when the interval is over or as soon as
+            anything else happens (a tool call, the end of the message). The client sees the
+            same text in fewer notifications. ``0`` merges only deltas already queued while the
+            runtime was busy; ``None`` sends one chunk per model delta.
 
     Raises:
         ValueError: ``models`` has duplicate ids, ``default_model`` is not one of them, or
@@ -78,6 +89,7 @@ class PydanticAIEngine(Engine):
         permission_options: Sequence[PermissionOption] = (),
         capabilities: EngineCapabilities | None = None,
         translator: TranslatorFactory = EventTranslator,
+        chunk_interval: float | None = DEFAULT_CHUNK_INTERVAL,
     ) -> None:
         """Check the configuration; see the class docstring for the arguments."""
         if isinstance(agent, AbstractAgent):
@@ -109,6 +121,7 @@ class PydanticAIEngine(Engine):
             tool_filter=tool_filter,
             permission_options=tuple(permission_options),
             translator=translator,
+            chunk_interval=chunk_interval,
         )
 
     @property

@@ -33,11 +33,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...agent import TurnOutput
+from ...events import TextChunk, ThinkingChunk
+from ...schema import TextContentBlock
 
-__all__ = ("MAX_BUFFERED_EVENTS", "STOP_TIMEOUT", "Pipe", "run_in_task")
+__all__ = ("MAX_BUFFERED_EVENTS", "STOP_TIMEOUT", "Pipe", "Receiver", "run_in_task")
 
 MAX_BUFFERED_EVENTS: Final = 256
 """Events the producer may run ahead of the consumer: enough that a burst of deltas never
@@ -77,9 +79,9 @@ class Pipe:
             self._barrier = barrier = anyio.Event()
             await barrier.wait()
 
-    def mark_handled(self) -> None:
-        """The consumer is back for more: everything it was given is handled."""
-        self.handled += 1
+    def mark_handled(self, count: int = 1) -> None:
+        """The consumer is back for more: the ``count`` events it was given are handled."""
+        self.handled += count
         if self._barrier is not None and self.handled >= self.sent:
             self._barrier.set()
             self._barrier = None
@@ -89,14 +91,122 @@ class Pipe:
         self._send.close()
 
 
-async def run_in_task(produce: Callable[[Pipe], Awaitable[None]]) -> AsyncGenerator[TurnOutput]:
+def _plain_text(event: TurnOutput) -> tuple[str, str, str] | None:
+    """``(kind, message id, text)`` of a chunk that may merge with its neighbours: plain text,
+    no annotations or ``_meta``, so the merged chunk is exactly what a client shows after
+    appending both."""
+    if isinstance(event, TextChunk | ThinkingChunk):
+        block = event.content
+        if isinstance(block, TextContentBlock) and block.annotations is None and block.meta is None:
+            return event.kind, event.message_id, block.text
+    return None
+
+
+class Receiver:
+    """The generator's end: takes events, merging chunks as allowed (see :func:`run_in_task`).
+
+    Args:
+        receive: The receive end of the stream.
+        coalesce: Merge consecutive plain chunks of one message that are waiting.
+        interval: With ``coalesce``, the least time between two chunks of one message.
+    """
+
+    __slots__ = ("_coalesce", "_held", "_interval", "_last_id", "_last_time", "_receive")
+
+    def __init__(
+        self, receive: MemoryObjectReceiveStream[TurnOutput], *, coalesce: bool, interval: float
+    ) -> None:
+        """Start with nothing held back."""
+        self._receive = receive
+        self._coalesce = coalesce
+        self._interval = interval
+        self._held: TurnOutput | None = None
+        self._last_id: str | None = None
+        self._last_time = 0.0
+
+    async def next(self) -> tuple[TurnOutput, int] | None:
+        """The next event and how many produced events it stands for; ``None`` at the end."""
+        event = self._held
+        self._held = None
+        if event is None:
+            try:
+                event = self._receive.receive_nowait()
+            except anyio.WouldBlock:
+                try:
+                    event = await self._receive.receive()
+                except anyio.EndOfStream:
+                    return None
+            except anyio.EndOfStream:
+                return None
+        if not self._coalesce or not isinstance(event, TextChunk | ThinkingChunk):
+            return event, 1
+        previous, self._last_id = self._last_id, event.message_id
+        merged = await self._merged(event, previous)
+        self._last_time = anyio.current_time()
+        return merged
+
+    async def _merged(
+        self, event: TextChunk | ThinkingChunk, previous: str | None
+    ) -> tuple[TurnOutput, int]:
+        first = _plain_text(event)
+        if first is None:
+            return event, 1
+        deadline: float | None = None
+        if self._interval > 0 and event.message_id == previous:
+            deadline = self._last_time + self._interval
+        texts = [first[2]]
+        while (following := await self._following(deadline)) is not None:
+            plain = _plain_text(following)
+            if plain is None or plain[:2] != first[:2]:
+                self._held = following
+                break
+            texts.append(plain[2])
+        if len(texts) == 1:
+            return event, 1
+        merged = TextContentBlock(text="".join(texts))
+        if isinstance(event, TextChunk):
+            return TextChunk(message_id=event.message_id, content=merged), len(texts)
+        return ThinkingChunk(message_id=event.message_id, content=merged), len(texts)
+
+    async def _following(self, deadline: float | None) -> TurnOutput | None:
+        """The next buffered event, or one arriving before ``deadline``; else ``None``."""
+        try:
+            return self._receive.receive_nowait()
+        except anyio.EndOfStream:
+            return None
+        except anyio.WouldBlock:
+            pass
+        if deadline is None or (remaining := deadline - anyio.current_time()) <= 0:
+            return None
+        with anyio.move_on_after(remaining):
+            try:
+                return await self._receive.receive()
+            except anyio.EndOfStream:
+                return None
+        return None
+
+
+async def run_in_task(
+    produce: Callable[[Pipe], Awaitable[None]],
+    *,
+    coalesce: bool = False,
+    interval: float = 0.0,
+) -> AsyncGenerator[TurnOutput]:
     """Yield what ``produce`` puts into its pipe, ``produce`` running in a task of its own.
+
+    With ``coalesce``, consecutive plain text (or thinking) chunks of one message that are
+    already waiting when the consumer asks for the next event are merged into one, so a consumer
+    that falls behind gets fewer, larger chunks. With an ``interval`` too, a chunk that follows
+    one of the same message by less than ``interval`` seconds waits until then for more to
+    merge: each message then streams at most one chunk per interval. Any other event ends the
+    wait at once, and so does the end of the stream.
 
     Raises:
         Exception: whatever ``produce`` raised, after every event it put was yielded.
     """
     send, receive = anyio.create_memory_object_stream[TurnOutput](MAX_BUFFERED_EVENTS)
     pipe = Pipe(send)
+    receiver = Receiver(receive, coalesce=coalesce, interval=interval)
 
     async def producer() -> None:
         with send:
@@ -106,18 +216,10 @@ async def run_in_task(produce: Callable[[Pipe], Awaitable[None]]) -> AsyncGenera
     task = asyncio.get_running_loop().create_task(producer())
     try:
         with receive:
-            while True:
-                try:
-                    event = receive.receive_nowait()
-                except anyio.WouldBlock:
-                    try:
-                        event = await receive.receive()
-                    except anyio.EndOfStream:
-                        break
-                except anyio.EndOfStream:
-                    break
+            while (taken := await receiver.next()) is not None:
+                event, count = taken
                 yield event
-                pipe.mark_handled()
+                pipe.mark_handled(count)
         await task  # re-raises the producer's exception
     finally:
         if not task.done():
