@@ -764,7 +764,13 @@ class Generator:
             "",
             "from typing import Annotated, Any, Literal, TypeAlias",
             "",
-            "from pydantic import Discriminator, Field, Tag",
+            "from pydantic import (",
+            "    Discriminator,",
+            "    Field,",
+            "    SerializerFunctionWrapHandler,",
+            "    Tag,",
+            "    model_serializer,",
+            ")",
             "",
             "from ._base import (",
             "    SKIP_INVALID,",
@@ -826,9 +832,7 @@ class Generator:
         if "builtins." in text:
             out = out.replace("from typing import", "import builtins\nfrom typing import", 1)
         if "Discriminator" not in used and "Tag" not in used:
-            out = out.replace(
-                "from pydantic import Discriminator, Field, Tag", "from pydantic import Field"
-            )
+            out = out.replace("    Discriminator,\n", "", 1).replace("    Tag,\n", "", 1)
         return out
 
     def emit_class(self, decl: ClassSpec) -> list[str]:
@@ -836,10 +840,19 @@ class Generator:
         if decl.doc:
             out.append(docstring(decl.doc, "    "))
         if decl.tags:
-            tags = ", ".join(
-                f"({json.dumps(a)}, {json.dumps(w)}, {json.dumps(v)})" for a, w, v in decl.tags
+            # The tag of a variant is always on the wire, even when defaulted (exclude_unset
+            # would drop it): a serializer on the variant adds it, so construction stays plain.
+            out.append("")
+            out.append('    @model_serializer(mode="wrap")')
+            out.append(
+                "    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) "
+                "-> dict[str, Any]:"
             )
-            out.append(f"    __wire_tags__ = ({tags},)")
+            out.append("        data: dict[str, Any] = handler(self)")
+            for _, wire, value in decl.tags:
+                out.append(f"        data.setdefault({json.dumps(wire)}, {json.dumps(value)})")
+            out.append("        return data")
+            out.append("")
         shadow = {f.name for f in decl.fields} & {"list", "dict", "str", "int", "float", "bool"}
         for f in decl.fields:
             annotation = f.annotation

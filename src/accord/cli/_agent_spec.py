@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import shlex
 
+import anyio
+
 from ..client import AgentSpec
 
-__all__ = ("agent_spec", "describe_agent")
+__all__ = ("agent_spec", "close_builtin_agent", "describe_agent")
 
 
 def agent_spec(args: argparse.Namespace) -> AgentSpec:
@@ -43,3 +45,12 @@ def agent_spec(args: argparse.Namespace) -> AgentSpec:
 def describe_agent(args: argparse.Namespace) -> str:
     """A short name of the agent for error messages."""
     return repr(args.agent) if args.agent is not None else "the built-in accord agent"
+
+
+async def close_builtin_agent(spec: AgentSpec) -> None:
+    """Close the built-in agent's sessions and store (``connect`` only serves it)."""
+    from ..agent import AgentRuntime
+
+    if isinstance(spec, AgentRuntime):
+        with anyio.CancelScope(shield=True):
+            await spec.aclose()

@@ -40,7 +40,7 @@ from ..client import (
 )
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
-from ._agent_spec import agent_spec, describe_agent
+from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
 from ._main import ExitCode
 
 __all__ = ("exit_code_for", "run_command")
@@ -254,6 +254,8 @@ async def _run(args: argparse.Namespace) -> int:
         _end_line(out, written)
         print(f"accord: {describe_agent(args)} failed: {error}", file=sys.stderr)
         return ExitCode.AGENT_FAILED
+    finally:
+        await close_builtin_agent(spec)
 
 
 def _end_line(out: TextIO, written: str) -> None:

@@ -15,7 +15,7 @@ import orjson
 
 from ..client import connect
 from ..errors import AcpError, LocalProtocolError
-from ._agent_spec import agent_spec, describe_agent
+from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
 from ._main import ExitCode
 
 __all__ = ("sessions_command",)
@@ -58,4 +58,6 @@ async def _sessions(args: argparse.Namespace) -> int:
     except (AcpError, OSError) as error:
         print(f"accord: {describe_agent(args)} failed: {error}", file=sys.stderr)
         return ExitCode.AGENT_FAILED
+    finally:
+        await close_builtin_agent(spec)
     return ExitCode.OK

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
 from pydantic_core import core_schema
@@ -55,22 +55,6 @@ class WireModel(BaseModel):
         defer_build=True,
     )
 
-    # Tag fields of a tagged-union variant: (attribute, wire name, value). Constructing the
-    # variant in Python marks them as set, so `to_wire()` always includes them.
-    __wire_tags__: ClassVar[tuple[tuple[str, str, str], ...]] = ()
-
-    if not TYPE_CHECKING:
-        # Hidden from type checkers so they keep pydantic's synthesized, typed __init__.
-        def __init__(self, /, **data: Any) -> None:
-            for name, alias, value in self.__wire_tags__:
-                if name not in data and alias not in data:
-                    data[name] = value
-            super().__init__(**data)
-
-        # Tells pydantic this is not a custom __init__: `model_validate` keeps its fast path
-        # (validated input always carries the tag) and never calls this method.
-        __init__.__pydantic_base_init__ = True
-
     def to_wire(self) -> dict[str, Any]:
         """Dump for the wire: JSON types, wire names, only the fields that were set."""
         # What model_dump(mode="json", by_alias=True, exclude_unset=True) does, minus its
@@ -78,9 +62,6 @@ class WireModel(BaseModel):
         wire: dict[str, Any] = self.__pydantic_serializer__.to_python(
             self, mode="json", by_alias=True, exclude_unset=True
         )
-        # A variant validated on its own from a dict without its tag has the tag unset.
-        for _, alias, value in self.__wire_tags__:
-            wire.setdefault(alias, value)
         return wire
 
 

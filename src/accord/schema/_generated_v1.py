@@ -8,7 +8,13 @@ One name per schema `$defs` entry, plus one class per variant of each tagged uni
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+)
 
 from ._base import (
     SKIP_INVALID,
@@ -185,7 +191,12 @@ class AudioContentBlock(AudioContent):
     Requires the `audio` prompt capability when included in prompts.
     """
 
-    __wire_tags__ = (("type", "type", "audio"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "audio")
+        return data
+
     type: Literal["audio"] = Field(default="audio")
 
 
@@ -219,7 +230,12 @@ class ImageContentBlock(ImageContent):
     Requires the `image` prompt capability when included in prompts.
     """
 
-    __wire_tags__ = (("type", "type", "image"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "image")
+        return data
+
     type: Literal["image"] = Field(default="image")
 
 
@@ -291,7 +307,12 @@ class ResourceContentBlock(EmbeddedResource):
     Requires the `embeddedContext` prompt capability when included in prompts.
     """
 
-    __wire_tags__ = (("type", "type", "resource"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "resource")
+        return data
+
     type: Literal["resource"] = Field(default="resource")
 
 
@@ -333,7 +354,12 @@ class ResourceLinkContentBlock(ResourceLink):
     All agents MUST support resource links in prompts.
     """
 
-    __wire_tags__ = (("type", "type", "resource_link"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "resource_link")
+        return data
+
     type: Literal["resource_link"] = Field(default="resource_link")
 
 
@@ -360,7 +386,12 @@ class TextContentBlock(TextContent):
     Clients SHOULD render this text as Markdown.
     """
 
-    __wire_tags__ = (("type", "type", "text"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "text")
+        return data
+
     type: Literal["text"] = Field(default="text")
 
 
@@ -401,7 +432,12 @@ class Content(WireModel):
 class ContentToolCallContent(Content):
     """Standard content block (text, images, resources)."""
 
-    __wire_tags__ = (("type", "type", "content"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "content")
+        return data
+
     type: Literal["content"] = Field(default="content")
 
 
@@ -436,7 +472,12 @@ class Diff(WireModel):
 class DiffToolCallContent(Diff):
     """File modification shown as a diff."""
 
-    __wire_tags__ = (("type", "type", "diff"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "diff")
+        return data
+
     type: Literal["diff"] = Field(default="diff")
 
 
@@ -473,7 +514,12 @@ class TerminalToolCallContent(Terminal):
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
     """
 
-    __wire_tags__ = (("type", "type", "terminal"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "terminal")
+        return data
+
     type: Literal["terminal"] = Field(default="terminal")
 
 
@@ -762,7 +808,12 @@ ElicitationSchemaType: TypeAlias = Literal["object"]
 class StringMultiSelectItems(WireModel):
     """String item schema for multi-select enum properties."""
 
-    __wire_tags__ = (("type", "type", "string"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "string")
+        return data
+
     enum: list[str] = Field(description="Allowed enum values.")
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
@@ -860,7 +911,12 @@ class MultiSelectPropertySchema(WireModel):
 class ArrayElicitationPropertySchema(MultiSelectPropertySchema):
     """Multi-select array property."""
 
-    __wire_tags__ = (("type", "type", "array"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "array")
+        return data
+
     type: Literal["array"] = Field(default="array")
 
 
@@ -890,7 +946,12 @@ class BooleanPropertySchema(WireModel):
 class BooleanElicitationPropertySchema(BooleanPropertySchema):
     """Boolean property."""
 
-    __wire_tags__ = (("type", "type", "boolean"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "boolean")
+        return data
+
     type: Literal["boolean"] = Field(default="boolean")
 
 
@@ -928,7 +989,12 @@ class IntegerPropertySchema(WireModel):
 class IntegerElicitationPropertySchema(IntegerPropertySchema):
     """Integer property."""
 
-    __wire_tags__ = (("type", "type", "integer"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "integer")
+        return data
+
     type: Literal["integer"] = Field(default="integer")
 
 
@@ -966,7 +1032,12 @@ class NumberPropertySchema(WireModel):
 class NumberElicitationPropertySchema(NumberPropertySchema):
     """Number (floating-point) property."""
 
-    __wire_tags__ = (("type", "type", "number"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "number")
+        return data
+
     type: Literal["number"] = Field(default="number")
 
 
@@ -1049,7 +1120,12 @@ class StringPropertySchema(WireModel):
 class StringElicitationPropertySchema(StringPropertySchema):
     """String property (or single-select enum when `enum`/`oneOf` is set)."""
 
-    __wire_tags__ = (("type", "type", "string"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "string")
+        return data
+
     type: Literal["string"] = Field(default="string")
 
 
@@ -1868,7 +1944,12 @@ class TerminalAuthMethod(AuthMethodTerminal):
     process, without passing this method to `authenticate`.
     """
 
-    __wire_tags__ = (("type", "type", "terminal"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "terminal")
+        return data
+
     type: Literal["terminal"] = Field(default="terminal")
 
 
@@ -2257,7 +2338,12 @@ class SessionConfigBoolean(WireModel):
 class BooleanSessionConfigOption(SessionConfigBoolean):
     """Boolean on/off toggle."""
 
-    __wire_tags__ = (("type", "type", "boolean"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "boolean")
+        return data
+
     id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
     name: str = Field(description="Human-readable label for the option.")
     description: Annotated[str | None, DefaultOnError(None)] = Field(
@@ -2336,7 +2422,12 @@ class SessionConfigSelect(WireModel):
 class SelectSessionConfigOption(SessionConfigSelect):
     """Single-value selector (dropdown)."""
 
-    __wire_tags__ = (("type", "type", "select"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "select")
+        return data
+
     id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
     name: str = Field(description="Human-readable label for the option.")
     description: Annotated[str | None, DefaultOnError(None)] = Field(
@@ -2821,7 +2912,12 @@ class ContentChunk(WireModel):
 class AgentMessageChunkSessionUpdate(ContentChunk):
     """A chunk of the agent's response being streamed."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "agent_message_chunk"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "agent_message_chunk")
+        return data
+
     session_update: Literal["agent_message_chunk"] = Field(
         default="agent_message_chunk",
         validation_alias="sessionUpdate",
@@ -2832,7 +2928,12 @@ class AgentMessageChunkSessionUpdate(ContentChunk):
 class AgentThoughtChunkSessionUpdate(ContentChunk):
     """A chunk of the agent's internal reasoning being streamed."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "agent_thought_chunk"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "agent_thought_chunk")
+        return data
+
     session_update: Literal["agent_thought_chunk"] = Field(
         default="agent_thought_chunk",
         validation_alias="sessionUpdate",
@@ -2893,7 +2994,12 @@ class AvailableCommandsUpdate(WireModel):
 class AvailableCommandsUpdateSessionUpdate(AvailableCommandsUpdate):
     """Available commands are ready or have changed"""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "available_commands_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "available_commands_update")
+        return data
+
     session_update: Literal["available_commands_update"] = Field(
         default="available_commands_update",
         validation_alias="sessionUpdate",
@@ -2933,7 +3039,12 @@ class CompactionSummaryChunkSessionUpdate(CompactionSummaryChunk):
     the `session.compaction` Client capability.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "compaction_summary_chunk"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "compaction_summary_chunk")
+        return data
+
     session_update: Literal["compaction_summary_chunk"] = Field(
         default="compaction_summary_chunk",
         validation_alias="sessionUpdate",
@@ -2986,7 +3097,12 @@ class CompactionUpdateSessionUpdate(CompactionUpdate):
     the `session.compaction` Client capability.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "compaction_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "compaction_update")
+        return data
+
     session_update: Literal["compaction_update"] = Field(
         default="compaction_update",
         validation_alias="sessionUpdate",
@@ -3016,7 +3132,12 @@ class ConfigOptionUpdate(WireModel):
 class ConfigOptionUpdateSessionUpdate(ConfigOptionUpdate):
     """Session configuration options have been updated."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "config_option_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "config_option_update")
+        return data
+
     session_update: Literal["config_option_update"] = Field(
         default="config_option_update",
         validation_alias="sessionUpdate",
@@ -3049,7 +3170,12 @@ class CurrentModeUpdateSessionUpdate(CurrentModeUpdate):
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "current_mode_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "current_mode_update")
+        return data
+
     session_update: Literal["current_mode_update"] = Field(
         default="current_mode_update",
         validation_alias="sessionUpdate",
@@ -3096,7 +3222,12 @@ class NoticeSessionUpdate(Notice):
     the `session.notices` Client capability.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "notice"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "notice")
+        return data
+
     session_update: Literal["notice"] = Field(
         default="notice", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
     )
@@ -3140,7 +3271,12 @@ class PlanRemovedSessionUpdate(PlanRemoved):
     Removal notice for a plan identified by ID.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "plan_removed"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "plan_removed")
+        return data
+
     session_update: Literal["plan_removed"] = Field(
         default="plan_removed",
         validation_alias="sessionUpdate",
@@ -3216,7 +3352,12 @@ class PlanSessionUpdate(Plan):
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "plan"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "plan")
+        return data
+
     session_update: Literal["plan"] = Field(
         default="plan", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
     )
@@ -3247,7 +3388,12 @@ class PlanFile(WireModel):
 class FilePlanUpdateContent(PlanFile):
     """A URI pointing to a file containing the plan."""
 
-    __wire_tags__ = (("type", "type", "file"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "file")
+        return data
+
     type: Literal["file"] = Field(default="file")
 
 
@@ -3280,7 +3426,12 @@ class PlanItems(WireModel):
 class ItemsPlanUpdateContent(PlanItems):
     """Structured plan entries."""
 
-    __wire_tags__ = (("type", "type", "items"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "items")
+        return data
+
     type: Literal["items"] = Field(default="items")
 
 
@@ -3309,7 +3460,12 @@ class PlanMarkdown(WireModel):
 class MarkdownPlanUpdateContent(PlanMarkdown):
     """Raw markdown content for the plan."""
 
-    __wire_tags__ = (("type", "type", "markdown"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "markdown")
+        return data
+
     type: Literal["markdown"] = Field(default="markdown")
 
 
@@ -3350,7 +3506,12 @@ class PlanUpdateSessionUpdate(PlanUpdate):
     A content update for a plan identified by ID.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "plan_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "plan_update")
+        return data
+
     session_update: Literal["plan_update"] = Field(
         default="plan_update", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
     )
@@ -3383,7 +3544,12 @@ class SessionInfoUpdate(WireModel):
 class SessionInfoUpdateSessionUpdate(SessionInfoUpdate):
     """Session metadata has been updated (title, timestamps, custom metadata)"""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "session_info_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "session_info_update")
+        return data
+
     session_update: Literal["session_info_update"] = Field(
         default="session_info_update",
         validation_alias="sessionUpdate",
@@ -3424,7 +3590,12 @@ class SessionMessageChunkSessionUpdate(SessionMessageChunk):
     One content block appended to a sent or received session message.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "session_message_chunk"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "session_message_chunk")
+        return data
+
     session_update: Literal["session_message_chunk"] = Field(
         default="session_message_chunk",
         validation_alias="sessionUpdate",
@@ -3492,7 +3663,12 @@ class SessionMessageSessionUpdate(SessionMessage):
     received from another session.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "session_message"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "session_message")
+        return data
+
     session_update: Literal["session_message"] = Field(
         default="session_message",
         validation_alias="sessionUpdate",
@@ -3544,7 +3720,12 @@ class SubagentSessionCapabilities(WireModel):
 class RunningStateUpdate(WireModel):
     """Foreground work is in progress."""
 
-    __wire_tags__ = (("state", "state", "running"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("state", "running")
+        return data
+
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
         validation_alias="_meta",
@@ -3560,7 +3741,12 @@ class IdleStateUpdate(WireModel):
     An omitted, `null`, or malformed `stopReason` means not reported.
     """
 
-    __wire_tags__ = (("state", "state", "idle"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("state", "idle")
+        return data
+
     usage: Annotated[Usage | None, DefaultOnError(None)] = Field(
         default=None,
         description="**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.",
@@ -3587,7 +3773,12 @@ class IdleStateUpdate(WireModel):
 class RequiresActionStateUpdate(WireModel):
     """Foreground work is blocked on user action."""
 
-    __wire_tags__ = (("state", "state", "requires_action"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("state", "requires_action")
+        return data
+
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
         validation_alias="_meta",
@@ -3613,7 +3804,12 @@ class UnknownStateUpdate(WireModel):
     pending requests, or revoke capabilities. Capabilities are updated separately.
     """
 
-    __wire_tags__ = (("state", "state", "unknown"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("state", "unknown")
+        return data
+
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
         validation_alias="_meta",
@@ -3736,7 +3932,12 @@ class SubagentUpdateSessionUpdate(SubagentUpdate):
     that ownership association's metadata.
     """
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "subagent_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "subagent_update")
+        return data
+
     session_update: Literal["subagent_update"] = Field(
         default="subagent_update",
         validation_alias="sessionUpdate",
@@ -3803,7 +4004,12 @@ class ToolCall(WireModel):
 class ToolCallSessionUpdate(ToolCall):
     """Notification that a new tool call has been initiated."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "tool_call"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "tool_call")
+        return data
+
     session_update: Literal["tool_call"] = Field(
         default="tool_call", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
     )
@@ -3812,7 +4018,12 @@ class ToolCallSessionUpdate(ToolCall):
 class ToolCallUpdateSessionUpdate(ToolCallUpdate):
     """Update on the status or results of a tool call."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "tool_call_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "tool_call_update")
+        return data
+
     session_update: Literal["tool_call_update"] = Field(
         default="tool_call_update",
         validation_alias="sessionUpdate",
@@ -3854,7 +4065,12 @@ class UsageUpdate(WireModel):
 class UsageUpdateSessionUpdate(UsageUpdate):
     """Context window and cost update for the session."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "usage_update"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "usage_update")
+        return data
+
     session_update: Literal["usage_update"] = Field(
         default="usage_update",
         validation_alias="sessionUpdate",
@@ -3865,7 +4081,12 @@ class UsageUpdateSessionUpdate(UsageUpdate):
 class UserMessageChunkSessionUpdate(ContentChunk):
     """A chunk of the user's message being streamed."""
 
-    __wire_tags__ = (("session_update", "sessionUpdate", "user_message_chunk"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("sessionUpdate", "user_message_chunk")
+        return data
+
     session_update: Literal["user_message_chunk"] = Field(
         default="user_message_chunk",
         validation_alias="sessionUpdate",
@@ -4458,7 +4679,12 @@ class AcpMcpServer(McpServerAcp):
     The MCP server is provided by an ACP component and communicates over the ACP channel.
     """
 
-    __wire_tags__ = (("type", "type", "acp"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "acp")
+        return data
+
     type: Literal["acp"] = Field(default="acp")
 
 
@@ -4497,7 +4723,12 @@ class HttpMcpServer(McpServerHttp):
     Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
     """
 
-    __wire_tags__ = (("type", "type", "http"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "http")
+        return data
+
     type: Literal["http"] = Field(default="http")
 
 
@@ -4523,7 +4754,12 @@ class SseMcpServer(McpServerSse):
     Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
     """
 
-    __wire_tags__ = (("type", "type", "sse"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("type", "sse")
+        return data
+
     type: Literal["sse"] = Field(default="sse")
 
 
@@ -5057,7 +5293,12 @@ class CancelledRequestPermissionOutcome(WireModel):
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
     """
 
-    __wire_tags__ = (("outcome", "outcome", "cancelled"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("outcome", "cancelled")
+        return data
+
     outcome: Literal["cancelled"] = Field(default="cancelled")
 
 
@@ -5080,7 +5321,12 @@ class SelectedPermissionOutcome(WireModel):
 class SelectedRequestPermissionOutcome(SelectedPermissionOutcome):
     """The user selected one of the provided options."""
 
-    __wire_tags__ = (("outcome", "outcome", "selected"),)
+    @model_serializer(mode="wrap")
+    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("outcome", "selected")
+        return data
+
     outcome: Literal["selected"] = Field(default="selected")
 
 
