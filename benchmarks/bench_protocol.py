@@ -148,8 +148,11 @@ async def bench_sdk(messages: int, pings: int, starts: int) -> Result:
             await conn.ext_method("_bench/ping", {})
             rtts.append(time.perf_counter() - t0)
     if received != messages:
-        print(f"note: the SDK client had received {received} of {messages} updates "
-              "when the prompt answered", file=sys.stderr)
+        print(
+            f"note: the SDK client had received {received} of {messages} updates "
+            "when the prompt answered",
+            file=sys.stderr,
+        )
     return Result(
         "official SDK 0.12.1",
         messages / wall,
@@ -187,8 +190,10 @@ def _table(results: list[Result]) -> str:
 async def main(args: argparse.Namespace) -> None:
     accord = await bench_accord(args.messages, args.pings, args.starts)
     sdk = await bench_sdk(args.messages, args.pings, args.starts)
-    print(f"{args.messages:,} chunks, {args.pings:,} pings, {args.starts} cold starts; "
-          f"Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    print(
+        f"{args.messages:,} chunks, {args.pings:,} pings, {args.starts} cold starts; "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
     print(_table([accord, sdk]))
 
 

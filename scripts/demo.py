@@ -25,7 +25,11 @@ SCRIPT = [
         text=["Let me look around the project first."],
         tool_calls=[ScriptedToolCall(name="list_directory", arguments={"path": "."})],
     ),
-    ScriptedReply(tool_calls=[ScriptedToolCall(name="read_file", arguments={"path": "README.md", "limit": 40})]),
+    ScriptedReply(
+        tool_calls=[
+            ScriptedToolCall(name="read_file", arguments={"path": "README.md", "limit": 40})
+        ]
+    ),
     ScriptedReply(
         tool_calls=[
             ScriptedToolCall(

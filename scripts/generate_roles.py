@@ -157,10 +157,7 @@ def generate() -> str:
             lines.append(f'"""Wire method -> a call of the {side.lower()} {kind} handler."""')
             lines.append("")
     # Overridable-method names per side, for capability derivation.
-    for side, table, base in (
-        ("AGENT", AGENT_METHODS, "AgentHandlers"),
-        ("CLIENT", CLIENT_METHODS, "ClientHandlers"),
-    ):
+    for side, table in (("AGENT", AGENT_METHODS), ("CLIENT", CLIENT_METHODS)):
         lines.append(f"{side}_HANDLER_NAMES: dict[str, str] = {{")
         for method, spec in sorted(table.items()):
             lines.append(f'    "{method}": "{spec.handler}",')
