@@ -8,20 +8,26 @@ warm-up each:
   see `bench_pydantic_ai_alone.py`) on `OpenAIChatModel` + `OpenAIProvider`, counting text events;
 * `accord`: an agent process serving `AgentRuntime(PydanticAIEngine(agent))` over stdio (what
   `accord serve` runs: the SQLite session store by default, every event stored before it is
-  sent), driven by accord's `ClientSideConnection` in this process, counting the
-  `agent_message_chunk` notifications of one `session/prompt` (a new session per prompt);
+  sent), driven by accord's `ClientSideConnection` in this process, which receives the
+  `agent_message_chunk` notifications of one `session/prompt`. Each run opens a new session
+  and times its second prompt: the first one builds the session's model client and opens its
+  HTTP connection, which pydantic-ai alone has done once for all its runs;
 * `ACP Kit`: the same client driving an agent process running ACP Kit's pydantic adapter
   (`pydantic_acp.run_acp(agent)`), installed by this script into `.bench/acpkit-venv` from PyPI
   (`pydantic-acp` with the newest `pydantic-ai-slim` it allows, which is older than ours: the
   table says which). If it cannot be installed, its row says n/a.
 
 Per way: the median and best delta rate over the runs (wall clock from sending the prompt to
-its answer), CPU microseconds per delta of the agent process (this process for pydantic-ai
-alone) and of the client, and the ratio of the median rate to pydantic-ai alone. The target of
-issue 5: accord at least 80% of pydantic-ai alone.
+its answer; a delta counts once its text has arrived, however many deltas an agent puts in one
+chunk), CPU microseconds per delta of the agent process (this process for pydantic-ai alone)
+and of the client, the `agent_message_chunk` events per reply, and the ratio of the median
+rate to pydantic-ai alone. The target of issue 5: accord at least 80% of pydantic-ai alone.
+accord merges the deltas of one message that arrive within 10 ms into one chunk
+(`chunk_interval`); ACP Kit sends one chunk per delta.
 
 Run: `python benchmarks/bench_pydantic_ai.py [--deltas 5000] [--runs 5] [--store memory]
-[--no-acpkit]`. The script re-runs itself as the agent processes (`--serve accord|acpkit`).
+[--chunk-interval 0.01|none] [--no-acpkit]`. The script re-runs itself as the agent processes
+(`--serve accord|acpkit`).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ class Sample:
 # ------------------------------------------------------------------------- agent processes
 
 
-def serve_accord(base_url: str, store: str) -> None:
+def serve_accord(base_url: str, store: str, chunk_interval: float | None) -> None:
     """Serve `AgentRuntime(PydanticAIEngine(...))` over stdio (the `--serve accord` mode)."""
     sys.path.insert(0, str(SRC))
     from pydantic_ai import Agent
@@ -80,7 +86,7 @@ def serve_accord(base_url: str, store: str) -> None:
         return OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=base_url, api_key="bench"))
 
     choice = ModelChoice(id=MODEL, model=model, context_window=CONTEXT_WINDOW)
-    engine = PydanticAIEngine(Agent(), models=[choice])
+    engine = PydanticAIEngine(Agent(), models=[choice], chunk_interval=chunk_interval)
     session_store: SessionStore = (
         MemorySessionStore() if store == "memory" else SqliteSessionStore(store)
     )
@@ -132,7 +138,7 @@ def process_cpu(pid: int) -> float:
 
 
 async def run(
-    base_url: str, *, runs: int, store: str, acpkit: Path | None
+    base_url: str, *, runs: int, store: str, chunk_interval: str, acpkit: Path | None
 ) -> dict[str, list[Sample]]:
     """Measure every way `runs` times, round-robin, after one warm-up each."""
     from contextlib import AsyncExitStack
@@ -213,10 +219,11 @@ async def run(
         async def prompt() -> Sample:
             with anyio.fail_after(TIMEOUT):
                 session = await conn.new_session(NewSessionRequest(cwd=str(ROOT), mcp_servers=[]))
-                counter.chunks = counter.text = 0
                 request = PromptRequest(
                     session_id=session.session_id, prompt=[TextContentBlock(text="go")]
                 )
+                await conn.prompt(request)  # the session's first turn opens its model client
+                counter.chunks = counter.text = 0
                 agent_cpu, cpu = process_cpu(transport.pid), time.process_time()
                 wall = time.perf_counter()
                 response = await conn.prompt(request)
@@ -233,7 +240,8 @@ async def run(
     async with provider, AsyncExitStack() as stack:
         ways: dict[str, Callable[[], Awaitable[Sample]]] = {"pydantic-ai alone": alone}
         command = [sys.executable, me, "--serve", "accord", "--base-url", base_url]
-        ways["accord"] = await connect(stack, [*command, "--store", store])
+        command += ["--store", store, "--chunk-interval", chunk_interval]
+        ways["accord"] = await connect(stack, command)
         if acpkit is not None:
             command = [str(acpkit), me, "--serve", "acpkit", "--base-url", base_url]
             ways["ACP Kit"] = await connect(stack, command)
@@ -284,12 +292,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deltas", type=int, default=5000, help="text deltas per reply")
     parser.add_argument("--runs", type=int, default=5, help="measured replies per way")
     parser.add_argument("--store", default="sqlite", help="accord's store: sqlite or memory")
+    parser.add_argument(
+        "--chunk-interval",
+        default="0.01",
+        help="accord's chunk_interval in seconds, or 'none' for one chunk per delta",
+    )
     parser.add_argument("--no-acpkit", action="store_true", help="skip ACP Kit")
     parser.add_argument("--serve", choices=("accord", "acpkit"), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve == "accord":
-        serve_accord(args.base_url, args.store)
+        interval = None if args.chunk_interval == "none" else float(args.chunk_interval)
+        serve_accord(args.base_url, args.store, interval)
         return
     if args.serve == "acpkit":
         serve_acpkit(args.base_url)
@@ -300,11 +314,19 @@ def main(argv: list[str] | None = None) -> None:
     from bench_pydantic_ai_alone import fake_server, make_reply
 
     acpkit, acpkit_version = (None, "") if args.no_acpkit else acpkit_python()
-    requests = (args.runs + 1) * len(WAYS) + 10  # a margin for any extra model request
+    requests = 2 * (args.runs + 1) * len(WAYS) + 10  # two prompts per run; a margin
     with tempfile.TemporaryDirectory() as tmp:
         store = "memory" if args.store == "memory" else str(Path(tmp) / "sessions.db")
         with fake_server([make_reply(args.deltas)] * requests, in_process=False) as base_url:
-            samples = anyio.run(lambda: run(base_url, runs=args.runs, store=store, acpkit=acpkit))
+            samples = anyio.run(
+                lambda: run(
+                    base_url,
+                    runs=args.runs,
+                    store=store,
+                    chunk_interval=args.chunk_interval,
+                    acpkit=acpkit,
+                )
+            )
     text = len("".join(make_reply(args.deltas).text))
     report(samples, args.deltas, text, acpkit_version)
 

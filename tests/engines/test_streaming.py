@@ -11,7 +11,7 @@ from pydantic_ai import Agent
 
 from accord.agent import TurnOutput
 from accord.engines.pydantic_ai import PydanticAIEngine
-from accord.engines.pydantic_ai._pipe import Receiver
+from accord.engines.pydantic_ai._pipe import Pipe, Receiver
 from accord.events import (
     ModelCallEnded,
     ModelCallStarted,
@@ -190,7 +190,7 @@ async def test_only_plain_chunks_of_one_message_merge() -> None:
         for event in queued:
             send.send_nowait(event)
         send.close()
-        receiver = Receiver(receive, coalesce=True, interval=0.0)
+        receiver = Receiver(receive, Pipe(send), coalesce=True, interval=0.0)
         taken: list[tuple[TurnOutput, int]] = []
         while (item := await receiver.next()) is not None:
             taken.append(item)

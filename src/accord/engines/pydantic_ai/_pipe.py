@@ -54,7 +54,7 @@ down in milliseconds, and a producer that does not is abandoned rather than hang
 class Pipe:
     """The producer's end: :meth:`put` events in order, :meth:`wait_handled` for the consumer."""
 
-    __slots__ = ("_barrier", "_send", "handled", "sent")
+    __slots__ = ("_barrier", "_send", "handled", "sent", "wake")
 
     def __init__(self, send: MemoryObjectSendStream[TurnOutput]) -> None:
         """Wrap the send end of the stream."""
@@ -64,6 +64,9 @@ class Pipe:
         """Events put so far."""
         self.handled = 0
         """Events the consumer has handled so far."""
+        self.wake: anyio.Event | None = None
+        """Set by a consumer waiting out a chunk interval: anything but a chunk (or a full
+        buffer, or the end) ends its wait at once."""
 
     async def put(self, event: TurnOutput) -> None:
         """Hand ``event`` to the consumer; waits only while the buffer is full."""
@@ -71,7 +74,21 @@ class Pipe:
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
+            self.wake_consumer()
             await self._send.send(event)
+            return
+        if (
+            self.wake is not None
+            and type(event) is not TextChunk
+            and type(event) is not ThinkingChunk
+        ):
+            self.wake_consumer()
+
+    def wake_consumer(self) -> None:
+        """End a consumer's wait for more chunks now."""
+        if self.wake is not None:
+            self.wake.set()
+            self.wake = None
 
     async def wait_handled(self) -> None:
         """Wait until the consumer has handled every event put so far."""
@@ -107,17 +124,24 @@ class Receiver:
 
     Args:
         receive: The receive end of the stream.
+        pipe: The producer's end (to be woken from a wait).
         coalesce: Merge consecutive plain chunks of one message that are waiting.
         interval: With ``coalesce``, the least time between two chunks of one message.
     """
 
-    __slots__ = ("_coalesce", "_held", "_interval", "_last_id", "_last_time", "_receive")
+    __slots__ = ("_coalesce", "_held", "_interval", "_last_id", "_last_time", "_pipe", "_receive")
 
     def __init__(
-        self, receive: MemoryObjectReceiveStream[TurnOutput], *, coalesce: bool, interval: float
+        self,
+        receive: MemoryObjectReceiveStream[TurnOutput],
+        pipe: Pipe,
+        *,
+        coalesce: bool,
+        interval: float,
     ) -> None:
         """Start with nothing held back."""
         self._receive = receive
+        self._pipe = pipe
         self._coalesce = coalesce
         self._interval = interval
         self._held: TurnOutput | None = None
@@ -178,12 +202,15 @@ class Receiver:
             pass
         if deadline is None or (remaining := deadline - anyio.current_time()) <= 0:
             return None
+        # One wait for the whole interval, not one wake-up per arriving delta.
+        self._pipe.wake = wake = anyio.Event()
         with anyio.move_on_after(remaining):
-            try:
-                return await self._receive.receive()
-            except anyio.EndOfStream:
-                return None
-        return None
+            await wake.wait()
+        self._pipe.wake = None
+        try:
+            return self._receive.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return None
 
 
 async def run_in_task(
@@ -206,11 +233,14 @@ async def run_in_task(
     """
     send, receive = anyio.create_memory_object_stream[TurnOutput](MAX_BUFFERED_EVENTS)
     pipe = Pipe(send)
-    receiver = Receiver(receive, coalesce=coalesce, interval=interval)
+    receiver = Receiver(receive, pipe, coalesce=coalesce, interval=interval)
 
     async def producer() -> None:
         with send:
-            await produce(pipe)
+            try:
+                await produce(pipe)
+            finally:
+                pipe.wake_consumer()
 
     # Not a task-group child: no task group may span this generator's yields (module docstring).
     task = asyncio.get_running_loop().create_task(producer())
