@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..transports import Transport
+from ..transports import BatchTransport, Transport
 
 __all__ = ("PROMPT_ANSWERED", "TurnBoundaryTransport")
 
@@ -42,6 +42,7 @@ class TurnBoundaryTransport:
 
     def __init__(self, inner: Transport, on_prompt_sent: Callable[[str, Any], None]) -> None:
         self.inner = inner
+        self._batch_inner = inner if isinstance(inner, BatchTransport) else None
         #: Marks markers as ours (an agent cannot forge one).
         self.token = secrets.token_hex(8)
         self._on_prompt_sent = on_prompt_sent
@@ -69,12 +70,37 @@ class TurnBoundaryTransport:
             request_id: Any = fields.get("id")
             session_id = self._prompts.pop(request_id, None)
             if session_id is not None:
-                self._marker = {
-                    "jsonrpc": "2.0",
-                    "method": PROMPT_ANSWERED,
-                    "params": {"token": self.token, "sessionId": session_id, "id": request_id},
-                }
+                self._marker = self._make_marker(session_id, request_id)
         return cast(Any, message)
+
+    async def receive_batch(self, max_messages: int) -> list[Any]:
+        """The messages ready now, each prompt's answer followed by its marker."""
+        inner = self._batch_inner
+        if inner is None:
+            return [await self.receive()]
+        if self._marker is not None:
+            marker, self._marker = self._marker, None
+            return [marker]
+        batch = await inner.receive_batch(max_messages)
+        if not self._prompts:
+            return batch
+        out: list[Any] = []
+        for message in batch:
+            out.append(message)
+            if self._prompts and isinstance(message, dict) and "method" not in message:
+                fields = cast("dict[str, Any]", message)
+                request_id: Any = fields.get("id")
+                session_id = self._prompts.pop(request_id, None)
+                if session_id is not None:
+                    out.append(self._make_marker(session_id, request_id))
+        return out
+
+    def _make_marker(self, session_id: str, request_id: Any) -> dict[str, Any]:
+        return {
+            "jsonrpc": "2.0",
+            "method": PROMPT_ANSWERED,
+            "params": {"token": self.token, "sessionId": session_id, "id": request_id},
+        }
 
     async def aclose(self) -> None:
         """Close the transport underneath."""

@@ -66,6 +66,8 @@ DEFAULT_MAX_CONCURRENT_REQUESTS = 64
 #: How many received notifications may wait for the worker before the reader stops reading.
 #: Small enough to bound memory, large enough that a burst of updates keeps both sides busy.
 DEFAULT_MAX_BUFFERED_NOTIFICATIONS = 256
+#: Most messages taken from the transport in one call (see ``BatchTransport``).
+READ_BATCH_MESSAGES = 64
 #: The notification worker yields to other tasks at least once per this many notifications.
 WORKER_YIELD_EVERY = 64
 #: How long sending ``$/cancel_request`` for an abandoned call may take; it is a courtesy.
@@ -177,11 +179,19 @@ class Connection:
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._no_running_handlers = anyio.Event()
         self._slots = anyio.Semaphore(max_concurrent_requests)
-        send, receive = anyio.create_memory_object_stream[NotificationReceived](
-            max_buffered_notifications
+        # Notifications travel to the worker in batches (all those of one read), so a burst
+        # costs one hand-off per read, not per message; the bound still counts messages.
+        # A batch in the worker's hands, batches queued, one batch being read: at most
+        # ``max_buffered_notifications`` messages in all.
+        self._batch_size = max(1, min(READ_BATCH_MESSAGES, max_buffered_notifications // 4))
+        send, receive = anyio.create_memory_object_stream[list[NotificationReceived]](
+            max(1, max_buffered_notifications // self._batch_size - 2)
         )
-        self._notify_send: MemoryObjectSendStream[NotificationReceived] = send
-        self._notify_receive: MemoryObjectReceiveStream[NotificationReceived] = receive
+        self._notify_send: MemoryObjectSendStream[list[NotificationReceived]] = send
+        self._notify_receive: MemoryObjectReceiveStream[list[NotificationReceived]] = receive
+        self._unsent: list[NotificationReceived] = []
+        receive_batch: Any = getattr(transport, "receive_batch", None)
+        self._receive_batch: Callable[[int], Awaitable[list[Any]]] | None = receive_batch
         self._received_notifications = 0
         self._handled_notifications = 0
         self._barrier_waiters: list[tuple[int, anyio.Event]] = []
@@ -325,9 +335,13 @@ class Connection:
     async def _read_loop(self) -> None:
         reason: BaseException = ConnectionClosed("the connection was closed")
         try:
+            receive_batch = self._receive_batch
             while True:
                 try:
-                    message = await self._transport.receive()
+                    if receive_batch is not None:
+                        messages = await receive_batch(self._batch_size)
+                    else:
+                        messages = (await self._transport.receive(),)
                 except anyio.EndOfStream:
                     reason = ConnectionClosed("the peer closed the connection")
                     break
@@ -337,7 +351,10 @@ class Connection:
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                     reason = ConnectionClosed(f"the transport broke: {exc!r}")
                     break
-                await self._dispatch(message)
+                for message in messages:
+                    await self._dispatch(message)
+                if self._unsent:
+                    await self._flush_notifications()
         finally:
             self._close_reason = reason
             self._notify_send.close()
@@ -359,16 +376,7 @@ class Connection:
                 self._cancel_running(event.params)
                 return
             self._received_notifications += 1
-            try:
-                try:
-                    self._notify_send.send_nowait(event)
-                except anyio.WouldBlock:
-                    await self._notify_send.send(event)
-            except anyio.BrokenResourceError:
-                # The worker is gone, so the connection is closing; the reader may not have
-                # passed a checkpoint since (buffered input is read without one): take it now.
-                await anyio.lowlevel.checkpoint()
-                raise
+            self._unsent.append(event)
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -377,6 +385,8 @@ class Connection:
                 waiter.barrier = self._received_notifications
                 waiter.event.set()
         elif isinstance(event, RequestReceived):
+            if self._unsent:  # its handler waits for them: hand them over before any wait
+                await self._flush_notifications()
             await self._slots.acquire()
             assert self._task_group is not None
             # Registered before the task starts, so a $/cancel_request read right after the
@@ -388,10 +398,25 @@ class Connection:
                 self._handle_request, event, self._received_notifications, scope
             )
         elif isinstance(event, InvalidMessage):
+            if self._unsent:
+                await self._flush_notifications()
             logger.warning(
                 "%s: invalid message answered with an error: %s", self._name, event.reason
             )
             await self._send_quietly(event.reply)
+
+    async def _flush_notifications(self) -> None:
+        batch, self._unsent = self._unsent, []
+        try:
+            try:
+                self._notify_send.send_nowait(batch)
+            except anyio.WouldBlock:
+                await self._notify_send.send(batch)
+        except anyio.BrokenResourceError:
+            # The worker is gone, so the connection is closing; the reader may not have
+            # passed a checkpoint since (buffered input is read without one): take it now.
+            await anyio.lowlevel.checkpoint()
+            raise
 
     def _cancel_running(self, params: Any) -> None:
         request_id: Any = (
@@ -453,25 +478,26 @@ class Connection:
                 # Drain what is buffered without a scheduling round trip per message, but
                 # yield now and then so a burst cannot starve the other tasks.
                 try:
-                    event = receive.receive_nowait()
+                    batch = receive.receive_nowait()
                 except anyio.WouldBlock:
                     try:
-                        event = await receive.receive()
+                        batch = await receive.receive()
                     except anyio.EndOfStream:
                         return
                 except anyio.EndOfStream:
                     return
-                try:
-                    await self._on_notification(event.method, event.params)
-                except Exception:
-                    logger.exception(
-                        "%s: handler for notification %r failed", self._name, event.method
-                    )
-                self._handled_notifications += 1
-                if self._barrier_waiters:
-                    self._wake_barrier_waiters()
-                if not self._handled_notifications % WORKER_YIELD_EVERY:
-                    await anyio.lowlevel.checkpoint()
+                for event in batch:
+                    try:
+                        await self._on_notification(event.method, event.params)
+                    except Exception:
+                        logger.exception(
+                            "%s: handler for notification %r failed", self._name, event.method
+                        )
+                    self._handled_notifications += 1
+                    if self._barrier_waiters:
+                        self._wake_barrier_waiters()
+                    if not self._handled_notifications % WORKER_YIELD_EVERY:
+                        await anyio.lowlevel.checkpoint()
 
     def _wake_barrier_waiters(self) -> None:
         done = self._handled_notifications

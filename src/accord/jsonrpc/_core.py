@@ -161,6 +161,17 @@ class Endpoint:
 
     def receive(self, message: Any) -> Incoming:
         """Classify one incoming message (already parsed) into an event."""
+        # Fast path for the bulk of traffic: a well-formed notification (session/update).
+        if type(message) is dict and "id" not in message:
+            fields = cast(dict[str, Any], message)
+            method: Any = fields.get("method")
+            params: Any = fields.get("params")
+            if (
+                type(method) is str
+                and fields.get("jsonrpc") == "2.0"
+                and (params is None or type(params) is dict)
+            ):
+                return NotificationReceived(method, params)
         if isinstance(message, MalformedFrame):
             return self._receive_malformed(message)
         if not isinstance(message, dict):

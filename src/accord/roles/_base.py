@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import ValidationError
+from pydantic_core import SchemaValidator
 
 from ..errors import InvalidParams, LocalProtocolError, MethodNotFound, RemoteProtocolError
 from ..jsonrpc import Connection, ConnectionStatistics
@@ -46,6 +47,7 @@ class RoleConnection:
         self._role = role
         self._implemented: set[str] = set()
         self._peer_capabilities: dict[str, Any] | None = None
+        self._notification_routes: dict[str, tuple[Callable[[Any], Any], Handler]] = {}
         self._connection = Connection(
             transport,
             on_request=self._on_request,
@@ -162,6 +164,20 @@ class RoleConnection:
         """Hook for subclasses (e.g. record capabilities exchanged in ``initialize``)."""
 
     async def _on_notification(self, method: str, params: Any) -> None:
+        route = self._notification_routes.get(method)
+        if route is not None:  # the hot path: a known notification (session/update)
+            validate, handler = route
+            try:
+                notification = validate(params or {})
+            except ValidationError as exc:
+                logger.warning(
+                    "notification %s with invalid params ignored: %s",
+                    method,
+                    validation_error_data(exc),
+                )
+                return
+            await handler(self._role, notification)
+            return
         spec = self._local_methods.get(method)
         if spec is None or spec.kind != "notification":
             if method.startswith("_"):
@@ -171,8 +187,9 @@ class RoleConnection:
             else:
                 logger.debug("unknown notification %r ignored", method)
             return
+        params_type = spec.params_type
         try:
-            notification = spec.params_type.model_validate(params or {})
+            notification = params_type.model_validate(params or {})
         except ValidationError as exc:
             logger.warning(
                 "notification %s with invalid params ignored: %s",
@@ -180,6 +197,13 @@ class RoleConnection:
                 validation_error_data(exc),
             )
             return
+        # The model's validator is built now: later calls skip model_validate's wrapper.
+        validator = params_type.__pydantic_validator__
+        if isinstance(validator, SchemaValidator):
+            self._notification_routes[method] = (
+                validator.validate_python,
+                self._notification_handlers[method],
+            )
         await self._notification_handlers[method](self._role, notification)
 
 

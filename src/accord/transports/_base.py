@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..jsonrpc._framing import MalformedFrame
 
-__all__ = ("Transport",)
+__all__ = ("BatchTransport", "Transport")
 
 
 @runtime_checkable
@@ -39,4 +39,21 @@ class Transport(Protocol):
 
     async def aclose(self) -> None:
         """Close the channel; the peer's ``receive`` then raises ``EndOfStream``."""
+        ...
+
+
+@runtime_checkable
+class BatchTransport(Transport, Protocol):
+    """A transport that can hand over everything it has read in one call (optional).
+
+    The connection uses it when available: one call per read instead of one per message.
+    """
+
+    async def receive_batch(self, max_messages: int) -> list[Any]:
+        """Return the messages ready now: at least one (waiting for it), at most ``max_messages``.
+
+        Raises:
+            anyio.EndOfStream: the peer closed the channel.
+            TransportError: the channel failed, with details.
+        """
         ...

@@ -53,6 +53,17 @@ class MemoryTransport:
         except anyio.ClosedResourceError:
             raise anyio.EndOfStream from None
 
+    async def receive_batch(self, max_messages: int) -> list[dict[str, Any]]:
+        """Receive the messages waiting (at least one, at most ``max_messages``)."""
+        batch = [await self.receive()]
+        receive_nowait = self._receive_stream.receive_nowait
+        while len(batch) < max_messages:
+            try:
+                batch.append(receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+        return batch
+
     async def aclose(self) -> None:
         """Close this end."""
         await self._send_stream.aclose()

@@ -106,6 +106,23 @@ class StreamTransport:
             return frame
         return decode_line(frame)
 
+    async def receive_batch(self, max_messages: int) -> list[Any]:
+        """Return the messages already read (at least one, at most ``max_messages``).
+
+        The connection's fast path: one call per read instead of one per message.
+        Raises ``EndOfStream`` at the end, like :meth:`receive`.
+        """
+        first = await self.receive()
+        frames = self._frames
+        if not frames:
+            return [first]
+        batch = [first]
+        append = batch.append
+        while frames and len(batch) < max_messages:
+            frame = frames.popleft()
+            append(frame if isinstance(frame, MalformedFrame) else decode_line(frame))
+        return batch
+
     @property
     def buffered_bytes(self) -> int:
         """Bytes read but not yet returned as messages."""

@@ -165,6 +165,15 @@ class SubprocessTransport(StreamTransport):
                 raise
             raise await self._exit_error() from None
 
+    async def receive_batch(self, max_messages: int) -> list[Any]:
+        """Read the messages already received; raises ``AgentProcessExited`` at the end."""
+        try:
+            return await super().receive_batch(max_messages)
+        except anyio.EndOfStream:
+            if self._closing:
+                raise
+            raise await self._exit_error() from None
+
     async def _exit_error(self) -> ConnectionClosed:
         with anyio.move_on_after(EXIT_WAIT_TIMEOUT):
             await self.process.wait()
