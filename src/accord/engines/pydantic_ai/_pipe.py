@@ -2,11 +2,12 @@
 
 Why a task of its own: ``Agent.iter`` keeps an anyio task group open for the whole run
 (pydantic-graph's ``GraphRun``). An async generator that drove the run itself would hold that
-scope across its ``yield`` s, and a consumer that wraps each step in a cancel scope of its own
-(the agent runtime does, to be able to cancel one step) then fails with "Attempted to exit a
-cancel scope that isn't the current task's current cancel scope". So :func:`run_in_task` runs
-the producer in a task and the generator only receives from a bounded memory stream: it holds
-no scope across a yield, whoever consumes it and however.
+scope across its ``yield`` s: any cancel scope its consumer enters before a step and leaves after
+it (a scope per step, a shielded ``aclose()`` after an early exit) would be exited out of order,
+which anyio refuses ("Attempted to exit a cancel scope that isn't the current task's current
+cancel scope"), and the consumer's own code between steps would run inside pydantic-ai's task
+group. So :func:`run_in_task` runs the producer in a task and the generator only receives from a
+bounded memory stream: it holds no scope across a yield, whoever consumes it and however.
 
 The task is an asyncio task, not a task-group child, because no task group may span the
 generator's yields. Its lifetime is still bounded by the generator: when the generator ends,
