@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
 from accord.agent import EngineCapabilities
 from accord.engines.pydantic_ai import MODEL_CONFIG_ID, ModelChoice, PydanticAIEngine
-from accord.errors import InvalidParams
+from accord.errors import InternalError, InvalidParams
 from accord.events import ModelCallStarted
 from accord.schema import SelectSessionConfigOption, SessionMode
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
-from ._support import ModelCounter, Turn, of_type, opened, run_turn
+from ._support import ModelCounter, Turn, context, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -153,3 +154,11 @@ async def test_agent_factory_builds_one_agent_per_session() -> None:
         events = await run_turn(session)
     assert built == ["s1"]
     assert "from the factory" in str(events)
+
+
+def test_a_session_needs_asyncio() -> None:
+    async def open_on_trio() -> None:
+        await PydanticAIEngine(Agent(TestModel())).open_session(context())
+
+    with pytest.raises(InternalError, match="asyncio"):
+        anyio.run(open_on_trio, backend="trio")

@@ -10,6 +10,7 @@ This module sits on pydantic-ai, the engine protocol and the modules beside it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
@@ -138,9 +139,16 @@ class PydanticAIEngine(Engine):
         """Build a session: its agent, history, model client and deps.
 
         Raises:
-            InternalError: the stored history cannot be read back.
+            InternalError: the stored history cannot be read back, or the runtime does not run
+                on asyncio (pydantic-ai needs it).
             Exception: whatever the agent, model or deps factory raises.
         """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise InternalError(
+                "the pydantic-ai engine needs the asyncio backend (pydantic-ai runs on no other)"
+            ) from None
         try:
             history = history_from_json(context.history)
         except HistoryError as exc:
