@@ -25,7 +25,7 @@ lint: setup
 	$(BIN)/ruff format --check src tests scripts benchmarks examples
 
 typecheck: setup
-	$(BIN)/pyright
+	$(BIN)/pyright --pythonpath $(PY)
 
 test: setup schema interop-deps lint typecheck
 	$(BIN)/pytest -q
