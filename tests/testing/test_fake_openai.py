@@ -210,7 +210,9 @@ def test_exhausted_script_answers_400(client_factory: ClientFactory) -> None:
     with FakeOpenAIServer([]) as server:
         with pytest.raises(openai.BadRequestError, match="script exhausted after 0 replies"):
             client_factory(server).chat.completions.create(model="m", messages=USER)
-        assert server.requests[0].outcome == "error"
+        # The server records the outcome after the answer went out: wait for it, do not race.
+        (record,) = server.wait_for_requests(1, outcome="error")
+        assert record.outcome == "error"
 
 
 def test_scripted_error(client_factory: ClientFactory) -> None:
