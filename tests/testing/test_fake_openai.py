@@ -274,7 +274,8 @@ def test_hang_times_out_and_drops_the_connection(
         with pytest.raises(openai.APIConnectionError):
             collect_text(stream, seen)
         assert "".join(seen) == expected
-        assert server.requests[0].outcome == "timed_out"
+        (record,) = server.wait_for_requests(1, outcome="timed_out")
+        assert record.outcome == "timed_out"
 
 
 def test_non_streaming_hang_meets_the_client_timeout(client_factory: ClientFactory) -> None:
