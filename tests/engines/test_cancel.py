@@ -28,7 +28,7 @@ from ._support import ModelCounter, Turn, check_rules, collect, of_type, opened,
 
 pytestmark = pytest.mark.anyio
 
-PROMPT_TIMEOUT = 2.0
+PROMPT_TIMEOUT = 5.0
 """A cancelled turn must end well within this; the fake server would hang for 30 s."""
 
 
