@@ -14,10 +14,11 @@
     )
     runtime = AgentRuntime(engine)
 
-What a client sees, per turn (details in :mod:`._stream` and :mod:`._session`):
+What a client sees, per turn (details in :mod:`._stream`, :mod:`._run` and :mod:`._pipe`):
 
 * text and **thinking** stream as ``agent_message_chunk`` / ``agent_thought_chunk``, one
-  message id per response part;
+  message id per response part; deltas of one message that arrive within ``chunk_interval``
+  (10 ms by default) go out as one chunk;
 * tool calls appear while the model streams them, with a kind, title, locations and, for
   edits, a diff from the tool's :class:`ToolBehaviour`; results end them ``completed`` or
   ``failed`` with the result as text (the diff for a completed edit);
@@ -34,7 +35,8 @@ What a client sees, per turn (details in :mod:`._stream` and :mod:`._session`):
 
 The message history is saved at the end of every turn (also a cancelled or failed one) as the
 session's state, so ``session/load`` after a restart continues the conversation with the model
-seeing every earlier message.
+seeing every earlier message. Every run carries ``RunContext.metadata["accord"]`` (session,
+turn and mode ids), for instructions or tools that depend on the mode.
 
 pydantic-ai runs on asyncio only, so this engine does too. Below: pydantic-ai,
 :mod:`accord.agent` (the engine protocol), :mod:`accord.events`, :mod:`accord.schema`.
