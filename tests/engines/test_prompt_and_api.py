@@ -132,6 +132,7 @@ def test_all_is_sorted_complete_and_public(module: object) -> None:
     assert public == set(names)
 
 
+@pytest.mark.subprocess
 def test_importing_accord_engines_does_not_import_pydantic_ai() -> None:
     import subprocess
     import sys
