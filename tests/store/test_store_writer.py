@@ -372,3 +372,27 @@ async def test_writer_on_sqlite_end_to_end(tmp_path: Path) -> None:
         assert await store.read_events("s", limit=5000) == events("s", 1, 3000)
         got = await store.get_session("s")
         assert got is not None and got.last_seq == 3000
+
+
+@pytest.mark.anyio
+async def test_commit_window_gathers_events_into_fewer_transactions() -> None:
+    committed: list[int] = []
+
+    async def on_committed(batch: Sequence[StoredEvent]) -> None:
+        committed.append(len(batch))
+
+    async with MemorySessionStore() as store:
+        await store.create_session(record("w1"))
+        async with GroupCommitWriter(store, on_committed, commit_window=0.05) as writer:
+            for seq, event in enumerate(events("w1", 1, 40), 1):
+                await writer.append(event)
+                if seq % 10 == 0:
+                    await anyio.lowlevel.checkpoint()  # the commit task runs, and waits
+            await writer.flush()  # ends the window at once
+    assert sum(committed) == 40
+    assert len(committed) <= 2, committed
+
+
+def test_commit_window_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="commit_window"):
+        GroupCommitWriter(MemorySessionStore(), commit_window=-1)

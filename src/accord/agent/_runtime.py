@@ -97,6 +97,12 @@ if TYPE_CHECKING:
 
 __all__ = ("AgentRuntime", "RuntimeStatistics")
 
+#: During a turn, events gather this long before a commit: clients then see output in steps
+#: of at most 20 ms (below what a person notices in streamed text), and a streaming turn costs
+#: a few dozen transactions per second instead of one per chunk (each is a hand-off to the
+#: database thread, which slows the event loop; measured: 91% -> 76% of pydantic-ai alone).
+TURN_COMMIT_WINDOW = 0.02
+
 logger = logging.getLogger("accord.agent")
 
 _NO_CAPABILITIES: Final = ClientCapabilities()
@@ -366,7 +372,10 @@ class AgentRuntime(Agent):
         stop: StopReason = "end_turn"
         try:
             async with GroupCommitWriter(
-                self._store, session.durable.on_committed, max_pending=self._max_pending
+                self._store,
+                session.durable.on_committed,
+                max_pending=self._max_pending,
+                commit_window=TURN_COMMIT_WINDOW,
             ) as writer:
                 session.durable.attach_writer(writer)
                 try:

@@ -92,6 +92,7 @@ class GroupCommitWriter:
         on_committed: OnCommitted | None = None,
         *,
         max_pending: int = DEFAULT_MAX_PENDING,
+        commit_window: float = 0.0,
     ) -> None:
         """Prepare a writer; it starts in ``async with``.
 
@@ -100,12 +101,20 @@ class GroupCommitWriter:
             on_committed: awaited with each batch after it is committed (e.g. to send the
                 events to clients); its errors stop the writer like commit errors.
             max_pending: at most this many events are appended but not yet delivered.
+            commit_window: seconds to let events gather before a commit (0: commit as soon as
+                the commit task runs). Fewer, larger transactions cost less (each one is a
+                hand-off to the database thread); ``flush()``, closing, or a half-full buffer
+                end the wait early.
 
         Raises:
-            ValueError: ``max_pending`` is less than 1.
+            ValueError: ``max_pending`` is less than 1, or ``commit_window`` is negative.
         """
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
+        if commit_window < 0:
+            raise ValueError(f"commit_window must not be negative, got {commit_window}")
+        self._commit_window = commit_window
+        self._hurry: anyio.Event | None = None
         self._store = store
         self._on_committed = on_committed or _deliver_nowhere
         self._max_pending = max_pending
@@ -164,6 +173,8 @@ class GroupCommitWriter:
             await self._progress.wait()
         self._pending.append(event)
         self._appended += 1
+        if self._hurry is not None and len(self._pending) * 2 >= self._max_pending:
+            self._hurry.set()
         assert self._work is not None
         self._work.set()
 
@@ -174,6 +185,8 @@ class GroupCommitWriter:
             WriterClosed: the writer stopped (a commit failed, or it was closed) first.
         """
         target = self._appended
+        if self._hurry is not None:
+            self._hurry.set()
         await checkpoint()
         while self._delivered < target:
             if self._state in ("failed", "closed"):
@@ -190,6 +203,11 @@ class GroupCommitWriter:
                     self._work = anyio.Event()
                     await self._work.wait()
                     continue
+                if self._commit_window and self._state == "running":
+                    assert self._hurry is not None
+                    with anyio.move_on_after(self._commit_window):
+                        await self._hurry.wait()
+                    self._hurry = anyio.Event()
                 batch, self._pending = self._pending, []
                 self._in_flight = len(batch)
                 await self._store.append_events(batch)
@@ -218,6 +236,8 @@ class GroupCommitWriter:
             raise RuntimeError("a GroupCommitWriter can be started only once")
         self._work = anyio.Event()
         self._progress = anyio.Event()
+        if self._commit_window:
+            self._hurry = anyio.Event()
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -240,6 +260,8 @@ class GroupCommitWriter:
         if self._state == "running":
             self._state = "closing"
             self._work.set()
+            if self._hurry is not None:
+                self._hurry.set()
         try:
             return await self._task_group.__aexit__(exc_type, exc, tb)
         except BaseExceptionGroup as group:
