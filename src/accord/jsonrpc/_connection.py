@@ -371,6 +371,10 @@ class Connection:
         if observer is not None and isinstance(message, dict):
             observer("received", message)
         event = self._endpoint.receive(message)
+        if type(event) is NotificationReceived and event.method != CANCEL_REQUEST_METHOD:
+            self._received_notifications += 1  # the bulk of traffic: no further dispatch
+            self._unsent.append(event)
+            return
         if isinstance(event, NotificationReceived):
             if event.method == CANCEL_REQUEST_METHOD:
                 self._cancel_running(event.params)

@@ -47,7 +47,9 @@ class RoleConnection:
         self._role = role
         self._implemented: set[str] = set()
         self._peer_capabilities: dict[str, Any] | None = None
-        self._notification_routes: dict[str, tuple[Callable[[Any], Any], Handler]] = {}
+        self._notification_routes: dict[
+            str, tuple[Callable[[Any], Any], Callable[[Any], Awaitable[None]]]
+        ] = {}
         self._connection = Connection(
             transport,
             on_request=self._on_request,
@@ -176,7 +178,7 @@ class RoleConnection:
                     validation_error_data(exc),
                 )
                 return
-            await handler(self._role, notification)
+            await handler(notification)
             return
         spec = self._local_methods.get(method)
         if spec is None or spec.kind != "notification":
@@ -200,9 +202,10 @@ class RoleConnection:
         # The model's validator is built now: later calls skip model_validate's wrapper.
         validator = params_type.__pydantic_validator__
         if isinstance(validator, SchemaValidator):
+            # The role's own bound method, named by the generated table: no call in between.
             self._notification_routes[method] = (
                 validator.validate_python,
-                self._notification_handlers[method],
+                getattr(self._role, spec.handler),
             )
         await self._notification_handlers[method](self._role, notification)
 
