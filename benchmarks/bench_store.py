@@ -24,16 +24,15 @@ import os
 import sqlite3
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 import anyio
 import orjson
+from _timing import Rate, Timer
 
 if importlib.util.find_spec("accord") is None:  # a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -97,36 +96,6 @@ class Turn:
             payload=_payload(self.message_id, seq),
             created_at=datetime.now(UTC),
         )
-
-
-@dataclass
-class Rate:
-    """Events per wall-clock second and per CPU second."""
-
-    events: int
-    wall: float
-    cpu: float
-
-    @property
-    def per_wall_second(self) -> float:
-        return self.events / self.wall
-
-    @property
-    def per_cpu_second(self) -> float:
-        return self.events / self.cpu
-
-
-class Timer:
-    """Measures wall-clock and process CPU time (every thread) of a block."""
-
-    def __enter__(self) -> Timer:
-        self._wall = time.perf_counter()
-        self._cpu = time.process_time()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.wall = time.perf_counter() - self._wall
-        self.cpu = time.process_time() - self._cpu
 
 
 async def _new_session(store: SqliteSessionStore) -> str:
