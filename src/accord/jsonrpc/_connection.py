@@ -208,6 +208,11 @@ class Connection:
         self._task_group = task_group
         task_group.start_soon(self._read_loop)
         task_group.start_soon(self._notification_worker)
+        run_writer: Callable[[], Awaitable[None]] | None = getattr(
+            self._transport, "run_writer", None
+        )
+        if run_writer is not None:
+            task_group.start_soon(run_writer)
         return self
 
     async def __aexit__(
