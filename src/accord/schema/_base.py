@@ -167,11 +167,15 @@ def tag_discriminator(
     """
 
     def discriminate(value: Any) -> str | None:
+        # Runs for every union value validated or dumped: the common cases (a wire dict, a
+        # model) first, without the slow ABC check.
         tag: object
-        if isinstance(value, Mapping):
-            tag = cast("Mapping[str, object]", value).get(alias)
+        if type(value) is dict:
+            tag = cast("dict[str, object]", value).get(alias)
         else:
             tag = getattr(value, attribute, None)
+            if tag is None and isinstance(value, Mapping):
+                tag = cast("Mapping[str, object]", value).get(alias)
         if isinstance(tag, str):
             if tag in known:
                 return tag
