@@ -163,7 +163,13 @@ class _RuntimeClient(Client):
 
     async def session_update(self, notification: SessionNotification) -> None:
         """Fold the update into its session (and its running turn's stream)."""
-        await self._hub.on_update(notification)
+        hub = self._hub
+        if hub.update_listener is None:  # the common case, without a call in between
+            session = hub.sessions.get(notification.session_id)
+            if session is not None:
+                await session._on_update(notification.update)
+                return
+        await hub.on_update(notification)
 
     async def request_permission(
         self, request: RequestPermissionRequest

@@ -353,7 +353,7 @@ class ClientSession:
         turn = self._turn
         if turn is None or turn.answered:
             return
-        if isinstance(event, TextDelta):
+        if type(event) is TextDelta:
             turn.text_parts.append(event.text)
         elif isinstance(event, ToolCallStarted | ToolCallUpdated):
             turn.tool_call_ids[event.tool_call.tool_call_id] = None

@@ -65,7 +65,7 @@ class Message:
         """Add one chunk; returns its text ("" for a block that is not text)."""
         if isinstance(block, TextContentBlock):
             text = block.text
-            if block.annotations is None and block.meta is None and not block.model_extra:
+            if block.annotations is None and block.meta is None and not block.__pydantic_extra__:
                 self._parts.append(text)
             else:
                 self._parts.append(block)

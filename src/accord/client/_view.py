@@ -65,14 +65,14 @@ from ._events import (
     ModeChanged,
     OtherUpdate,
     PlanUpdated,
-    TextDelta,
-    ThoughtDelta,
     TitleChanged,
     ToolCallStarted,
     ToolCallUpdated,
     TurnEvent,
     UsageUpdated,
-    UserMessageDelta,
+    new_text_delta,
+    new_thought_delta,
+    new_user_message_delta,
 )
 from ._state import Message, MessageRole, ToolCallState
 
@@ -178,17 +178,17 @@ class SessionView:
         match update:
             case AgentMessageChunkSessionUpdate(content=content, message_id=message_id):
                 text = self._chunk("agent", content, message_id)
-                return TextDelta(text=text, content=content, message_id=message_id)
+                return new_text_delta(text, content, message_id)
             case AgentThoughtChunkSessionUpdate(content=content, message_id=message_id):
                 text = self._chunk("thought", content, message_id)
-                return ThoughtDelta(text=text, content=content, message_id=message_id)
+                return new_thought_delta(text, content, message_id)
             case ToolCallUpdateSessionUpdate():
                 return self._patch_tool_call(update)
             case ToolCallSessionUpdate():
                 return self._upsert_tool_call(update)
             case UserMessageChunkSessionUpdate(content=content, message_id=message_id):
                 text = self._chunk("user", content, message_id)
-                return UserMessageDelta(text=text, content=content, message_id=message_id)
+                return new_user_message_delta(text, content, message_id)
             case PlanSessionUpdate(entries=entries):
                 self.plan = tuple(entries)
                 return PlanUpdated(entries=self.plan)

@@ -79,6 +79,8 @@ RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], Awaitable[None]]
 """Handles a peer notification: ``(method, params)``; errors are logged, never answered."""
 
+_Notification = tuple[str, Any]  # (method, params), as queued for the notification worker
+
 WireObserver = Callable[[Literal["sent", "received"], Any], None]
 """Sees every message crossing any connection in this process (used by test suites)."""
 
@@ -184,12 +186,13 @@ class Connection:
         # A batch in the worker's hands, batches queued, one batch being read: at most
         # ``max_buffered_notifications`` messages in all.
         self._batch_size = max(1, min(READ_BATCH_MESSAGES, max_buffered_notifications // 4))
-        send, receive = anyio.create_memory_object_stream[list[NotificationReceived]](
+        # A notification travels as a plain ``(method, params)`` pair.
+        send, receive = anyio.create_memory_object_stream[list[_Notification]](
             max(1, max_buffered_notifications // self._batch_size - 2)
         )
-        self._notify_send: MemoryObjectSendStream[list[NotificationReceived]] = send
-        self._notify_receive: MemoryObjectReceiveStream[list[NotificationReceived]] = receive
-        self._unsent: list[NotificationReceived] = []
+        self._notify_send: MemoryObjectSendStream[list[_Notification]] = send
+        self._notify_receive: MemoryObjectReceiveStream[list[_Notification]] = receive
+        self._unsent: list[_Notification] = []
         receive_batch: Any = getattr(transport, "receive_batch", None)
         self._receive_batch: Callable[[int], Awaitable[list[Any]]] | None = receive_batch
         self._received_notifications = 0
@@ -356,8 +359,21 @@ class Connection:
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
                     reason = ConnectionClosed(f"the transport broke: {exc!r}")
                     break
+                notification_of = self._endpoint.notification_of
+                observer = _wire_observer
+                unsent = self._unsent
                 for message in messages:
+                    if observer is not None and isinstance(message, dict):
+                        observer("received", message)
+                    # The bulk of traffic, a notification, is queued here without a call
+                    # into the dispatcher; everything else is dispatched in full.
+                    notification = notification_of(message)
+                    if notification is not None and notification[0] != CANCEL_REQUEST_METHOD:
+                        self._received_notifications += 1
+                        unsent.append(notification)
+                        continue
                     await self._dispatch(message)
+                    unsent = self._unsent  # a flush inside _dispatch swapped the list
                 if self._unsent:
                     await self._flush_notifications()
         finally:
@@ -372,20 +388,13 @@ class Connection:
         self._drained.set()
 
     async def _dispatch(self, message: Any) -> None:
-        observer = _wire_observer
-        if observer is not None and isinstance(message, dict):
-            observer("received", message)
         event = self._endpoint.receive(message)
-        if type(event) is NotificationReceived and event.method != CANCEL_REQUEST_METHOD:
-            self._received_notifications += 1  # the bulk of traffic: no further dispatch
-            self._unsent.append(event)
-            return
         if isinstance(event, NotificationReceived):
             if event.method == CANCEL_REQUEST_METHOD:
                 self._cancel_running(event.params)
                 return
             self._received_notifications += 1
-            self._unsent.append(event)
+            self._unsent.append((event.method, event.params))
         elif isinstance(event, ResponseReceived):
             waiter = self._waiters.get(event.id)
             if waiter is not None:
@@ -495,12 +504,13 @@ class Connection:
                         return
                 except anyio.EndOfStream:
                     return
-                for event in batch:
+                on_notification = self._on_notification
+                for method, params in batch:
                     try:
-                        await self._on_notification(event.method, event.params)
+                        await on_notification(method, params)
                     except Exception:
                         logger.exception(
-                            "%s: handler for notification %r failed", self._name, event.method
+                            "%s: handler for notification %r failed", self._name, method
                         )
                     self._handled_notifications += 1
                     if self._barrier_waiters:

@@ -159,9 +159,13 @@ class Endpoint:
         """Return an error response for ``error``."""
         return error_response(request_id, error.to_error_object())
 
-    def receive(self, message: Any) -> Incoming:
-        """Classify one incoming message (already parsed) into an event."""
-        # Fast path for the bulk of traffic: a well-formed notification (session/update).
+    @staticmethod
+    def notification_of(message: Any) -> tuple[str, dict[str, Any] | None] | None:
+        """``(method, params)`` when ``message`` is a well-formed notification, else None.
+
+        The fast path for the bulk of traffic (``session/update``): no event object is built.
+        Anything it declines goes through :meth:`receive`, which classifies it fully.
+        """
         if type(message) is dict and "id" not in message:
             fields = cast(dict[str, Any], message)
             method: Any = fields.get("method")
@@ -171,7 +175,14 @@ class Endpoint:
                 and fields.get("jsonrpc") == "2.0"
                 and (params is None or type(params) is dict)
             ):
-                return NotificationReceived(method, params)
+                return method, params
+        return None
+
+    def receive(self, message: Any) -> Incoming:
+        """Classify one incoming message (already parsed) into an event."""
+        notification = self.notification_of(message)
+        if notification is not None:
+            return NotificationReceived(*notification)
         if isinstance(message, MalformedFrame):
             return self._receive_malformed(message)
         if not isinstance(message, dict):
