@@ -767,9 +767,8 @@ class Generator:
             "from pydantic import (",
             "    Discriminator,",
             "    Field,",
-            "    SerializerFunctionWrapHandler,",
             "    Tag,",
-            "    model_serializer,",
+            "    computed_field,",
             ")",
             "",
             "from ._base import (",
@@ -839,20 +838,11 @@ class Generator:
         out = [f"class {decl.name}({decl.base}):"]
         if decl.doc:
             out.append(docstring(decl.doc, "    "))
-        if decl.tags:
-            # The tag of a variant is always on the wire, even when defaulted (exclude_unset
-            # would drop it): a serializer on the variant adds it, so construction stays plain.
-            out.append("")
-            out.append('    @model_serializer(mode="wrap")')
-            out.append(
-                "    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) "
-                "-> dict[str, Any]:"
-            )
-            out.append("        data: dict[str, Any] = handler(self)")
-            for _, wire, value in decl.tags:
-                out.append(f"        data.setdefault({json.dumps(wire)}, {json.dumps(value)})")
-            out.append("        return data")
-            out.append("")
+        # The tag of a variant is always on the wire, even when defaulted (exclude_unset
+        # would drop the field): the field is read on input but not dumped, and a computed
+        # field of constant value puts the tag on the wire. Construction stays plain, and
+        # dumping needs no Python serializer around the model.
+        tag_attrs = {attr for attr, _, _ in decl.tags}
         shadow = {f.name for f in decl.fields} & {"list", "dict", "str", "int", "float", "bool"}
         for f in decl.fields:
             annotation = f.annotation
@@ -870,12 +860,24 @@ class Generator:
                 args.append(f"serialization_alias={json.dumps(f.wire)}")
             if f.exclude_none:
                 args.append("exclude_if=is_none")
+            if f.name in tag_attrs:
+                args.append("exclude=True")
             if f.description:
                 args.append(f"description={json.dumps(f.description)}")
             if args:
                 out.append(f"    {f.name}: {annotation} = Field({', '.join(args)})")
             else:
                 out.append(f"    {f.name}: {annotation}")
+        field_names = {f.name for f in decl.fields}
+        for attr, wire, value in decl.tags:
+            tag_name = f"{attr}_tag"
+            assert tag_name not in field_names, (decl.name, tag_name)
+            out.append("")
+            out.append(f"    @computed_field(alias={json.dumps(wire)}, repr=False)")
+            out.append("    @property")
+            out.append(f"    def {tag_name}(self) -> Literal[{json.dumps(value)}]:")
+            out.append(f'        """The tag on the wire (`{wire}`): always sent."""')
+            out.append(f"        return {json.dumps(value)}")
         if len(out) == 1:
             out.append("    pass")
         return out

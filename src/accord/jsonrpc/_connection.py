@@ -15,7 +15,7 @@ sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
@@ -211,7 +211,7 @@ class Connection:
         self._task_group = task_group
         task_group.start_soon(self._read_loop)
         task_group.start_soon(self._notification_worker)
-        run_writer: Callable[[], Awaitable[None]] | None = getattr(
+        run_writer: Callable[[], Coroutine[Any, Any, None]] | None = getattr(
             self._transport, "run_writer", None
         )
         if run_writer is not None:
@@ -313,7 +313,12 @@ class Connection:
         Raises:
             ConnectionClosed: the transport can no longer send.
         """
-        await self._send(self._endpoint.build_notification(method, params))
+        # _send() inlined: this is the path of every streamed update.
+        message = self._endpoint.build_notification(method, params)
+        observer = _wire_observer
+        if observer is not None:
+            observer("sent", message)
+        await self._transport.send(message)
 
     async def _send_cancel_notice(self, request_id: RequestId) -> None:
         if self._close_reason is not None:

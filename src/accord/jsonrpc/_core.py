@@ -175,7 +175,7 @@ class Endpoint:
                 and fields.get("jsonrpc") == "2.0"
                 and (params is None or type(params) is dict)
             ):
-                return method, params
+                return method, cast("dict[str, Any] | None", params)
         return None
 
     def receive(self, message: Any) -> Incoming:

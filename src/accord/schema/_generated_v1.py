@@ -11,9 +11,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import (
     Discriminator,
     Field,
-    SerializerFunctionWrapHandler,
     Tag,
-    model_serializer,
+    computed_field,
 )
 
 from ._base import (
@@ -191,13 +190,13 @@ class AudioContentBlock(AudioContent):
     Requires the `audio` prompt capability when included in prompts.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "audio")
-        return data
+    type: Literal["audio"] = Field(default="audio", exclude=True)
 
-    type: Literal["audio"] = Field(default="audio")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["audio"]:
+        """The tag on the wire (`type`): always sent."""
+        return "audio"
 
 
 class ImageContent(WireModel):
@@ -230,13 +229,13 @@ class ImageContentBlock(ImageContent):
     Requires the `image` prompt capability when included in prompts.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "image")
-        return data
+    type: Literal["image"] = Field(default="image", exclude=True)
 
-    type: Literal["image"] = Field(default="image")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["image"]:
+        """The tag on the wire (`type`): always sent."""
+        return "image"
 
 
 class TextResourceContents(WireModel):
@@ -307,13 +306,13 @@ class ResourceContentBlock(EmbeddedResource):
     Requires the `embeddedContext` prompt capability when included in prompts.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "resource")
-        return data
+    type: Literal["resource"] = Field(default="resource", exclude=True)
 
-    type: Literal["resource"] = Field(default="resource")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["resource"]:
+        """The tag on the wire (`type`): always sent."""
+        return "resource"
 
 
 class ResourceLink(WireModel):
@@ -354,13 +353,13 @@ class ResourceLinkContentBlock(ResourceLink):
     All agents MUST support resource links in prompts.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "resource_link")
-        return data
+    type: Literal["resource_link"] = Field(default="resource_link", exclude=True)
 
-    type: Literal["resource_link"] = Field(default="resource_link")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["resource_link"]:
+        """The tag on the wire (`type`): always sent."""
+        return "resource_link"
 
 
 class TextContent(WireModel):
@@ -386,13 +385,13 @@ class TextContentBlock(TextContent):
     Clients SHOULD render this text as Markdown.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "text")
-        return data
+    type: Literal["text"] = Field(default="text", exclude=True)
 
-    type: Literal["text"] = Field(default="text")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["text"]:
+        """The tag on the wire (`type`): always sent."""
+        return "text"
 
 
 ContentBlock: TypeAlias = Annotated[
@@ -432,13 +431,13 @@ class Content(WireModel):
 class ContentToolCallContent(Content):
     """Standard content block (text, images, resources)."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "content")
-        return data
+    type: Literal["content"] = Field(default="content", exclude=True)
 
-    type: Literal["content"] = Field(default="content")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["content"]:
+        """The tag on the wire (`type`): always sent."""
+        return "content"
 
 
 class Diff(WireModel):
@@ -472,13 +471,13 @@ class Diff(WireModel):
 class DiffToolCallContent(Diff):
     """File modification shown as a diff."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "diff")
-        return data
+    type: Literal["diff"] = Field(default="diff", exclude=True)
 
-    type: Literal["diff"] = Field(default="diff")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["diff"]:
+        """The tag on the wire (`type`): always sent."""
+        return "diff"
 
 
 TerminalId: TypeAlias = str
@@ -514,13 +513,13 @@ class TerminalToolCallContent(Terminal):
     See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "terminal")
-        return data
+    type: Literal["terminal"] = Field(default="terminal", exclude=True)
 
-    type: Literal["terminal"] = Field(default="terminal")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["terminal"]:
+        """The tag on the wire (`type`): always sent."""
+        return "terminal"
 
 
 ToolCallContent: TypeAlias = Annotated[
@@ -808,12 +807,6 @@ ElicitationSchemaType: TypeAlias = Literal["object"]
 class StringMultiSelectItems(WireModel):
     """String item schema for multi-select enum properties."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "string")
-        return data
-
     enum: list[str] = Field(description="Allowed enum values.")
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
@@ -821,7 +814,13 @@ class StringMultiSelectItems(WireModel):
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
     )
-    type: Literal["string"] = Field(default="string")
+    type: Literal["string"] = Field(default="string", exclude=True)
+
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["string"]:
+        """The tag on the wire (`type`): always sent."""
+        return "string"
 
 
 class EnumOption(WireModel):
@@ -911,13 +910,13 @@ class MultiSelectPropertySchema(WireModel):
 class ArrayElicitationPropertySchema(MultiSelectPropertySchema):
     """Multi-select array property."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "array")
-        return data
+    type: Literal["array"] = Field(default="array", exclude=True)
 
-    type: Literal["array"] = Field(default="array")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["array"]:
+        """The tag on the wire (`type`): always sent."""
+        return "array"
 
 
 class BooleanPropertySchema(WireModel):
@@ -946,13 +945,13 @@ class BooleanPropertySchema(WireModel):
 class BooleanElicitationPropertySchema(BooleanPropertySchema):
     """Boolean property."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "boolean")
-        return data
+    type: Literal["boolean"] = Field(default="boolean", exclude=True)
 
-    type: Literal["boolean"] = Field(default="boolean")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["boolean"]:
+        """The tag on the wire (`type`): always sent."""
+        return "boolean"
 
 
 class IntegerPropertySchema(WireModel):
@@ -989,13 +988,13 @@ class IntegerPropertySchema(WireModel):
 class IntegerElicitationPropertySchema(IntegerPropertySchema):
     """Integer property."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "integer")
-        return data
+    type: Literal["integer"] = Field(default="integer", exclude=True)
 
-    type: Literal["integer"] = Field(default="integer")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["integer"]:
+        """The tag on the wire (`type`): always sent."""
+        return "integer"
 
 
 class NumberPropertySchema(WireModel):
@@ -1032,13 +1031,13 @@ class NumberPropertySchema(WireModel):
 class NumberElicitationPropertySchema(NumberPropertySchema):
     """Number (floating-point) property."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "number")
-        return data
+    type: Literal["number"] = Field(default="number", exclude=True)
 
-    type: Literal["number"] = Field(default="number")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["number"]:
+        """The tag on the wire (`type`): always sent."""
+        return "number"
 
 
 class OtherElicitationPropertySchema(WireModel):
@@ -1120,13 +1119,13 @@ class StringPropertySchema(WireModel):
 class StringElicitationPropertySchema(StringPropertySchema):
     """String property (or single-select enum when `enum`/`oneOf` is set)."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "string")
-        return data
+    type: Literal["string"] = Field(default="string", exclude=True)
 
-    type: Literal["string"] = Field(default="string")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["string"]:
+        """The tag on the wire (`type`): always sent."""
+        return "string"
 
 
 ElicitationPropertySchema: TypeAlias = Annotated[
@@ -1944,13 +1943,13 @@ class TerminalAuthMethod(AuthMethodTerminal):
     process, without passing this method to `authenticate`.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "terminal")
-        return data
+    type: Literal["terminal"] = Field(default="terminal", exclude=True)
 
-    type: Literal["terminal"] = Field(default="terminal")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["terminal"]:
+        """The tag on the wire (`type`): always sent."""
+        return "terminal"
 
 
 AuthMethod: TypeAlias = Annotated[
@@ -2338,12 +2337,6 @@ class SessionConfigBoolean(WireModel):
 class BooleanSessionConfigOption(SessionConfigBoolean):
     """Boolean on/off toggle."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "boolean")
-        return data
-
     id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
     name: str = Field(description="Human-readable label for the option.")
     description: Annotated[str | None, DefaultOnError(None)] = Field(
@@ -2358,7 +2351,13 @@ class BooleanSessionConfigOption(SessionConfigBoolean):
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
     )
-    type: Literal["boolean"] = Field(default="boolean")
+    type: Literal["boolean"] = Field(default="boolean", exclude=True)
+
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["boolean"]:
+        """The tag on the wire (`type`): always sent."""
+        return "boolean"
 
 
 SessionConfigValueId: TypeAlias = str
@@ -2422,12 +2421,6 @@ class SessionConfigSelect(WireModel):
 class SelectSessionConfigOption(SessionConfigSelect):
     """Single-value selector (dropdown)."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "select")
-        return data
-
     id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
     name: str = Field(description="Human-readable label for the option.")
     description: Annotated[str | None, DefaultOnError(None)] = Field(
@@ -2442,7 +2435,13 @@ class SelectSessionConfigOption(SessionConfigSelect):
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
     )
-    type: Literal["select"] = Field(default="select")
+    type: Literal["select"] = Field(default="select", exclude=True)
+
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["select"]:
+        """The tag on the wire (`type`): always sent."""
+        return "select"
 
 
 SessionConfigOption: TypeAlias = Annotated[
@@ -2912,33 +2911,35 @@ class ContentChunk(WireModel):
 class AgentMessageChunkSessionUpdate(ContentChunk):
     """A chunk of the agent's response being streamed."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "agent_message_chunk")
-        return data
-
     session_update: Literal["agent_message_chunk"] = Field(
         default="agent_message_chunk",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["agent_message_chunk"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "agent_message_chunk"
 
 
 class AgentThoughtChunkSessionUpdate(ContentChunk):
     """A chunk of the agent's internal reasoning being streamed."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "agent_thought_chunk")
-        return data
-
     session_update: Literal["agent_thought_chunk"] = Field(
         default="agent_thought_chunk",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["agent_thought_chunk"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "agent_thought_chunk"
 
 
 class UnstructuredCommandInput(WireModel):
@@ -2994,17 +2995,18 @@ class AvailableCommandsUpdate(WireModel):
 class AvailableCommandsUpdateSessionUpdate(AvailableCommandsUpdate):
     """Available commands are ready or have changed"""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "available_commands_update")
-        return data
-
     session_update: Literal["available_commands_update"] = Field(
         default="available_commands_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["available_commands_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "available_commands_update"
 
 
 CompactionId: TypeAlias = str
@@ -3039,17 +3041,18 @@ class CompactionSummaryChunkSessionUpdate(CompactionSummaryChunk):
     the `session.compaction` Client capability.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "compaction_summary_chunk")
-        return data
-
     session_update: Literal["compaction_summary_chunk"] = Field(
         default="compaction_summary_chunk",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["compaction_summary_chunk"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "compaction_summary_chunk"
 
 
 CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"] | str
@@ -3097,17 +3100,18 @@ class CompactionUpdateSessionUpdate(CompactionUpdate):
     the `session.compaction` Client capability.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "compaction_update")
-        return data
-
     session_update: Literal["compaction_update"] = Field(
         default="compaction_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["compaction_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "compaction_update"
 
 
 class ConfigOptionUpdate(WireModel):
@@ -3132,17 +3136,18 @@ class ConfigOptionUpdate(WireModel):
 class ConfigOptionUpdateSessionUpdate(ConfigOptionUpdate):
     """Session configuration options have been updated."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "config_option_update")
-        return data
-
     session_update: Literal["config_option_update"] = Field(
         default="config_option_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["config_option_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "config_option_update"
 
 
 class CurrentModeUpdate(WireModel):
@@ -3170,17 +3175,18 @@ class CurrentModeUpdateSessionUpdate(CurrentModeUpdate):
     See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "current_mode_update")
-        return data
-
     session_update: Literal["current_mode_update"] = Field(
         default="current_mode_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["current_mode_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "current_mode_update"
 
 
 NoticeSeverity: TypeAlias = Literal["info", "warning", "error"] | str
@@ -3222,15 +3228,18 @@ class NoticeSessionUpdate(Notice):
     the `session.notices` Client capability.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "notice")
-        return data
-
     session_update: Literal["notice"] = Field(
-        default="notice", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
+        default="notice",
+        validation_alias="sessionUpdate",
+        serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["notice"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "notice"
 
 
 PlanId: TypeAlias = str
@@ -3271,17 +3280,18 @@ class PlanRemovedSessionUpdate(PlanRemoved):
     Removal notice for a plan identified by ID.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "plan_removed")
-        return data
-
     session_update: Literal["plan_removed"] = Field(
         default="plan_removed",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["plan_removed"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "plan_removed"
 
 
 PlanEntryPriority: TypeAlias = Literal["high", "medium", "low"]
@@ -3352,15 +3362,18 @@ class PlanSessionUpdate(Plan):
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "plan")
-        return data
-
     session_update: Literal["plan"] = Field(
-        default="plan", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
+        default="plan",
+        validation_alias="sessionUpdate",
+        serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["plan"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "plan"
 
 
 class PlanFile(WireModel):
@@ -3388,13 +3401,13 @@ class PlanFile(WireModel):
 class FilePlanUpdateContent(PlanFile):
     """A URI pointing to a file containing the plan."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "file")
-        return data
+    type: Literal["file"] = Field(default="file", exclude=True)
 
-    type: Literal["file"] = Field(default="file")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["file"]:
+        """The tag on the wire (`type`): always sent."""
+        return "file"
 
 
 class PlanItems(WireModel):
@@ -3426,13 +3439,13 @@ class PlanItems(WireModel):
 class ItemsPlanUpdateContent(PlanItems):
     """Structured plan entries."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "items")
-        return data
+    type: Literal["items"] = Field(default="items", exclude=True)
 
-    type: Literal["items"] = Field(default="items")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["items"]:
+        """The tag on the wire (`type`): always sent."""
+        return "items"
 
 
 class PlanMarkdown(WireModel):
@@ -3460,13 +3473,13 @@ class PlanMarkdown(WireModel):
 class MarkdownPlanUpdateContent(PlanMarkdown):
     """Raw markdown content for the plan."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "markdown")
-        return data
+    type: Literal["markdown"] = Field(default="markdown", exclude=True)
 
-    type: Literal["markdown"] = Field(default="markdown")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["markdown"]:
+        """The tag on the wire (`type`): always sent."""
+        return "markdown"
 
 
 PlanUpdateContent: TypeAlias = Annotated[
@@ -3506,15 +3519,18 @@ class PlanUpdateSessionUpdate(PlanUpdate):
     A content update for a plan identified by ID.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "plan_update")
-        return data
-
     session_update: Literal["plan_update"] = Field(
-        default="plan_update", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
+        default="plan_update",
+        validation_alias="sessionUpdate",
+        serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["plan_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "plan_update"
 
 
 class SessionInfoUpdate(WireModel):
@@ -3544,17 +3560,18 @@ class SessionInfoUpdate(WireModel):
 class SessionInfoUpdateSessionUpdate(SessionInfoUpdate):
     """Session metadata has been updated (title, timestamps, custom metadata)"""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "session_info_update")
-        return data
-
     session_update: Literal["session_info_update"] = Field(
         default="session_info_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["session_info_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "session_info_update"
 
 
 class SessionMessageChunk(WireModel):
@@ -3590,17 +3607,18 @@ class SessionMessageChunkSessionUpdate(SessionMessageChunk):
     One content block appended to a sent or received session message.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "session_message_chunk")
-        return data
-
     session_update: Literal["session_message_chunk"] = Field(
         default="session_message_chunk",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["session_message_chunk"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "session_message_chunk"
 
 
 class SessionMessage(WireModel):
@@ -3663,17 +3681,18 @@ class SessionMessageSessionUpdate(SessionMessage):
     received from another session.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "session_message")
-        return data
-
     session_update: Literal["session_message"] = Field(
         default="session_message",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["session_message"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "session_message"
 
 
 class SessionCancelCapabilities(WireModel):
@@ -3720,19 +3739,19 @@ class SubagentSessionCapabilities(WireModel):
 class RunningStateUpdate(WireModel):
     """Foreground work is in progress."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("state", "running")
-        return data
-
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
         validation_alias="_meta",
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
     )
-    state: Literal["running"] = Field(default="running")
+    state: Literal["running"] = Field(default="running", exclude=True)
+
+    @computed_field(alias="state", repr=False)
+    @property
+    def state_tag(self) -> Literal["running"]:
+        """The tag on the wire (`state`): always sent."""
+        return "running"
 
 
 class IdleStateUpdate(WireModel):
@@ -3740,12 +3759,6 @@ class IdleStateUpdate(WireModel):
 
     An omitted, `null`, or malformed `stopReason` means not reported.
     """
-
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("state", "idle")
-        return data
 
     usage: Annotated[Usage | None, DefaultOnError(None)] = Field(
         default=None,
@@ -3767,17 +3780,17 @@ class IdleStateUpdate(WireModel):
         default=None,
         description="The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.",
     )
-    state: Literal["idle"] = Field(default="idle")
+    state: Literal["idle"] = Field(default="idle", exclude=True)
+
+    @computed_field(alias="state", repr=False)
+    @property
+    def state_tag(self) -> Literal["idle"]:
+        """The tag on the wire (`state`): always sent."""
+        return "idle"
 
 
 class RequiresActionStateUpdate(WireModel):
     """Foreground work is blocked on user action."""
-
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("state", "requires_action")
-        return data
 
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
@@ -3785,7 +3798,13 @@ class RequiresActionStateUpdate(WireModel):
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
     )
-    state: Literal["requires_action"] = Field(default="requires_action")
+    state: Literal["requires_action"] = Field(default="requires_action", exclude=True)
+
+    @computed_field(alias="state", repr=False)
+    @property
+    def state_tag(self) -> Literal["requires_action"]:
+        """The tag on the wire (`state`): always sent."""
+        return "requires_action"
 
 
 class UnknownStateUpdate(WireModel):
@@ -3804,19 +3823,19 @@ class UnknownStateUpdate(WireModel):
     pending requests, or revoke capabilities. Capabilities are updated separately.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("state", "unknown")
-        return data
-
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
         default=None,
         validation_alias="_meta",
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
     )
-    state: Literal["unknown"] = Field(default="unknown")
+    state: Literal["unknown"] = Field(default="unknown", exclude=True)
+
+    @computed_field(alias="state", repr=False)
+    @property
+    def state_tag(self) -> Literal["unknown"]:
+        """The tag on the wire (`state`): always sent."""
+        return "unknown"
 
 
 class OtherStateUpdate(WireModel):
@@ -3932,17 +3951,18 @@ class SubagentUpdateSessionUpdate(SubagentUpdate):
     that ownership association's metadata.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "subagent_update")
-        return data
-
     session_update: Literal["subagent_update"] = Field(
         default="subagent_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["subagent_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "subagent_update"
 
 
 class ToolCall(WireModel):
@@ -4004,31 +4024,35 @@ class ToolCall(WireModel):
 class ToolCallSessionUpdate(ToolCall):
     """Notification that a new tool call has been initiated."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "tool_call")
-        return data
-
     session_update: Literal["tool_call"] = Field(
-        default="tool_call", validation_alias="sessionUpdate", serialization_alias="sessionUpdate"
+        default="tool_call",
+        validation_alias="sessionUpdate",
+        serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["tool_call"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "tool_call"
 
 
 class ToolCallUpdateSessionUpdate(ToolCallUpdate):
     """Update on the status or results of a tool call."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "tool_call_update")
-        return data
-
     session_update: Literal["tool_call_update"] = Field(
         default="tool_call_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["tool_call_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "tool_call_update"
 
 
 class Cost(WireModel):
@@ -4065,33 +4089,35 @@ class UsageUpdate(WireModel):
 class UsageUpdateSessionUpdate(UsageUpdate):
     """Context window and cost update for the session."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "usage_update")
-        return data
-
     session_update: Literal["usage_update"] = Field(
         default="usage_update",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["usage_update"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "usage_update"
 
 
 class UserMessageChunkSessionUpdate(ContentChunk):
     """A chunk of the user's message being streamed."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("sessionUpdate", "user_message_chunk")
-        return data
-
     session_update: Literal["user_message_chunk"] = Field(
         default="user_message_chunk",
         validation_alias="sessionUpdate",
         serialization_alias="sessionUpdate",
+        exclude=True,
     )
+
+    @computed_field(alias="sessionUpdate", repr=False)
+    @property
+    def session_update_tag(self) -> Literal["user_message_chunk"]:
+        """The tag on the wire (`sessionUpdate`): always sent."""
+        return "user_message_chunk"
 
 
 SessionUpdate: TypeAlias = Annotated[
@@ -4679,13 +4705,13 @@ class AcpMcpServer(McpServerAcp):
     The MCP server is provided by an ACP component and communicates over the ACP channel.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "acp")
-        return data
+    type: Literal["acp"] = Field(default="acp", exclude=True)
 
-    type: Literal["acp"] = Field(default="acp")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["acp"]:
+        """The tag on the wire (`type`): always sent."""
+        return "acp"
 
 
 class HttpHeader(WireModel):
@@ -4723,13 +4749,13 @@ class HttpMcpServer(McpServerHttp):
     Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "http")
-        return data
+    type: Literal["http"] = Field(default="http", exclude=True)
 
-    type: Literal["http"] = Field(default="http")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["http"]:
+        """The tag on the wire (`type`): always sent."""
+        return "http"
 
 
 class McpServerSse(WireModel):
@@ -4754,13 +4780,13 @@ class SseMcpServer(McpServerSse):
     Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("type", "sse")
-        return data
+    type: Literal["sse"] = Field(default="sse", exclude=True)
 
-    type: Literal["sse"] = Field(default="sse")
+    @computed_field(alias="type", repr=False)
+    @property
+    def type_tag(self) -> Literal["sse"]:
+        """The tag on the wire (`type`): always sent."""
+        return "sse"
 
 
 McpServer: TypeAlias = Annotated[
@@ -5293,13 +5319,13 @@ class CancelledRequestPermissionOutcome(WireModel):
     See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
     """
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("outcome", "cancelled")
-        return data
+    outcome: Literal["cancelled"] = Field(default="cancelled", exclude=True)
 
-    outcome: Literal["cancelled"] = Field(default="cancelled")
+    @computed_field(alias="outcome", repr=False)
+    @property
+    def outcome_tag(self) -> Literal["cancelled"]:
+        """The tag on the wire (`outcome`): always sent."""
+        return "cancelled"
 
 
 class SelectedPermissionOutcome(WireModel):
@@ -5321,13 +5347,13 @@ class SelectedPermissionOutcome(WireModel):
 class SelectedRequestPermissionOutcome(SelectedPermissionOutcome):
     """The user selected one of the provided options."""
 
-    @model_serializer(mode="wrap")
-    def _serialize_with_tag(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.setdefault("outcome", "selected")
-        return data
+    outcome: Literal["selected"] = Field(default="selected", exclude=True)
 
-    outcome: Literal["selected"] = Field(default="selected")
+    @computed_field(alias="outcome", repr=False)
+    @property
+    def outcome_tag(self) -> Literal["selected"]:
+        """The tag on the wire (`outcome`): always sent."""
+        return "selected"
 
 
 RequestPermissionOutcome: TypeAlias = Annotated[
