@@ -167,7 +167,9 @@ class _RuntimeClient(Client):
         if hub.update_listener is None:  # the common case, without a call in between
             session = hub.sessions.get(notification.session_id)
             if session is not None:
-                await session._on_update(notification.update)
+                event = session._fold(notification.update)
+                if event is not None:  # the turn's stream is full: wait for its reader
+                    await session._emit(event)
                 return
         await hub.on_update(notification)
 

@@ -349,15 +349,31 @@ class ClientSession:
     # ------------------------------------------------------------------ from the agent
 
     async def _on_update(self, update: SessionUpdate) -> None:
+        event = self._fold(update)
+        if event is not None:
+            await self._emit(event)
+
+    def _fold(self, update: SessionUpdate) -> TurnEvent | None:
+        """Fold an update into the view and the running turn, without waiting.
+
+        Returns the event when the turn's stream has no room for it now: the caller then
+        hands it over with :meth:`_emit` (which waits) before the next update.
+        """
         event = self._view.apply(update)
         turn = self._turn
         if turn is None or turn.answered:
-            return
+            return None
         if type(event) is TextDelta:
             turn.text_parts.append(event.text)
         elif isinstance(event, ToolCallStarted | ToolCallUpdated):
             turn.tool_call_ids[event.tool_call.tool_call_id] = None
-        if turn.send is not None:
+        if turn.send is None or turn.emit_nowait(event):
+            return None
+        return event
+
+    async def _emit(self, event: TurnEvent) -> None:
+        turn = self._turn
+        if turn is not None:
             await turn.emit(event)
 
     async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:

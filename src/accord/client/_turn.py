@@ -131,18 +131,29 @@ class _Turn:
         self.error: BaseException | None = None
         self.done = anyio.Event()
 
-    async def emit(self, event: TurnEvent) -> None:
-        """Hand an event to the stream's reader, waiting while its buffer is full."""
+    def emit_nowait(self, event: TurnEvent) -> bool:
+        """Hand an event to the stream's reader if its buffer has room.
+
+        Returns False when the buffer is full: then :meth:`emit` must deliver it.
+        """
         send = self.send
         if send is None:
-            return
+            return True
         try:
             send.send_nowait(event)
         except anyio.WouldBlock:
-            try:
-                await send.send(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self.close_stream()  # the reader left: the view still gets everything
+            return False
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.close_stream()  # the reader left: the view still gets everything
+        return True
+
+    async def emit(self, event: TurnEvent) -> None:
+        """Hand an event to the stream's reader, waiting while its buffer is full."""
+        if self.emit_nowait(event):
+            return
+        assert self.send is not None
+        try:
+            await self.send.send(event)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.close_stream()
 

@@ -51,6 +51,7 @@ __all__ = (
     "Connection",
     "ConnectionStatistics",
     "NotificationHandler",
+    "NotificationRoute",
     "RequestHandler",
     "WireObserver",
     "set_wire_observer",
@@ -78,6 +79,9 @@ RequestHandler = Callable[[str, Any], Awaitable[Any]]
 
 NotificationHandler = Callable[[str, Any], Awaitable[None]]
 """Handles a peer notification: ``(method, params)``; errors are logged, never answered."""
+
+NotificationRoute = Callable[[Any], Awaitable[None]]
+"""Handles a notification's parsed params (see ``Connection.add_notification_route``)."""
 
 _Notification = tuple[str, Any]  # (method, params), as queued for the notification worker
 
@@ -175,6 +179,7 @@ class Connection:
         self._transport = transport
         self._on_request = on_request or _method_not_found
         self._on_notification = on_notification or _ignore_notification
+        self._notification_routes: dict[str, tuple[Callable[[Any], Any], NotificationRoute]] = {}
         self._endpoint = Endpoint()
         self._name = name
         self._waiters: dict[RequestId, _Waiter] = {}
@@ -274,6 +279,17 @@ class Connection:
             notifications_handled=self._handled_notifications,
             closed=self.closed,
         )
+
+    def add_notification_route(
+        self, method: str, parse: Callable[[Any], Any], handler: NotificationRoute
+    ) -> None:
+        """Deliver ``method`` as ``await handler(parse(params))``, bypassing ``on_notification``.
+
+        The fast path of typed handlers: one call per notification instead of a chain. When
+        ``parse`` raises, the notification goes to ``on_notification`` after all, which is
+        where malformed params get reported.
+        """
+        self._notification_routes[method] = (parse, handler)
 
     # ----------------------------------------------------------------- outgoing
 
@@ -510,9 +526,20 @@ class Connection:
                 except anyio.EndOfStream:
                     return
                 on_notification = self._on_notification
+                routes = self._notification_routes
                 for method, params in batch:
                     try:
-                        await on_notification(method, params)
+                        route = routes.get(method)
+                        if route is None:
+                            await on_notification(method, params)
+                        else:
+                            try:
+                                value = route[0]({} if params is None else params)
+                            except Exception:
+                                # Params that do not parse: the general handler reports them.
+                                await on_notification(method, params)
+                            else:
+                                await route[1](value)
                     except Exception:
                         logger.exception(
                             "%s: handler for notification %r failed", self._name, method

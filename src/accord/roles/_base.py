@@ -47,9 +47,6 @@ class RoleConnection:
         self._role = role
         self._implemented: set[str] = set()
         self._peer_capabilities: dict[str, Any] | None = None
-        self._notification_routes: dict[
-            str, tuple[Callable[[Any], Any], Callable[[Any], Awaitable[None]]]
-        ] = {}
         self._connection = Connection(
             transport,
             on_request=self._on_request,
@@ -166,20 +163,6 @@ class RoleConnection:
         """Hook for subclasses (e.g. record capabilities exchanged in ``initialize``)."""
 
     async def _on_notification(self, method: str, params: Any) -> None:
-        route = self._notification_routes.get(method)
-        if route is not None:  # the hot path: a known notification (session/update)
-            validate, handler = route
-            try:
-                notification = validate(params or {})
-            except ValidationError as exc:
-                logger.warning(
-                    "notification %s with invalid params ignored: %s",
-                    method,
-                    validation_error_data(exc),
-                )
-                return
-            await handler(notification)
-            return
         spec = self._local_methods.get(method)
         if spec is None or spec.kind != "notification":
             if method.startswith("_"):
@@ -199,13 +182,13 @@ class RoleConnection:
                 validation_error_data(exc),
             )
             return
-        # The model's validator is built now: later calls skip model_validate's wrapper.
+        # The model's validator is built now: from here on the connection validates and calls
+        # the role's own bound method (named by the generated table) itself, the hot path of
+        # session/update, without this method or model_validate's wrapper in between.
         validator = params_type.__pydantic_validator__
         if isinstance(validator, SchemaValidator):
-            # The role's own bound method, named by the generated table: no call in between.
-            self._notification_routes[method] = (
-                validator.validate_python,
-                getattr(self._role, spec.handler),
+            self._connection.add_notification_route(
+                method, validator.validate_python, getattr(self._role, spec.handler)
             )
         await self._notification_handlers[method](self._role, notification)
 
