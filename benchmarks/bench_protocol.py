@@ -5,12 +5,13 @@ speaking newline-delimited JSON on its stdin/stdout. Measured, for each implemen
 (accord client + accord agent, SDK client + SDK agent), in one run:
 
 (a) one prompt streaming N ``agent_message_chunk`` notifications of ~40 bytes: messages/s,
-    and CPU microseconds per message on the client and on the agent;
+    and CPU microseconds per message on the client and on the agent (the median of several
+    such prompts on one connection, the first one not counted: it builds the validators);
 (b) request round-trip latency (an extension request answered at once): p50 and p99;
 (c) cold start: from spawn to the ``initialize`` answer (median of several spawns);
 (d) the agent process's peak RSS.
 
-Run: ``python benchmarks/bench_protocol.py [--messages 20000] [--pings 2000]``.
+Run: ``python benchmarks/bench_protocol.py [--messages 20000] [--rounds 5] [--pings 2000]``.
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ import anyio
 
 HERE = Path(__file__).resolve().parent
 AGENTS = [sys.executable, str(HERE / "_agents.py")]
+sys.path.insert(0, str(HERE))
+
+from _timing import compile_accord  # noqa: E402
 
 
 @dataclass
 class Result:
     name: str
     msgs_per_s: float
+    msgs_per_s_range: tuple[float, float]
     client_us_per_msg: float
     agent_us_per_msg: float
     rtt_p50_ms: float
@@ -47,7 +52,24 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def bench_accord(messages: int, pings: int, starts: int) -> Result:
+@dataclass
+class Turns:
+    """Per-prompt samples: wall seconds, client and agent CPU seconds."""
+
+    messages: int
+    wall: list[float]
+    cpu: list[float]
+    agent_cpu: list[float]
+
+    def rate(self) -> tuple[float, tuple[float, float]]:
+        rates = [self.messages / wall for wall in self.wall]
+        return statistics.median(rates), (min(rates), max(rates))
+
+    def us_per_msg(self, samples: list[float]) -> float:
+        return statistics.median(samples) / self.messages * 1e6
+
+
+async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> Result:
     from accord.roles import Client, ClientSideConnection
     from accord.schema import (
         NewSessionRequest,
@@ -83,22 +105,31 @@ async def bench_accord(messages: int, pings: int, starts: int) -> Result:
         request = PromptRequest(
             session_id=session.session_id, prompt=[TextContentBlock(text=str(messages))]
         )
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        response = await conn.prompt(request)
-        wall = time.perf_counter() - wall0
-        cpu = time.process_time() - cpu0
-        assert client.count == messages, (client.count, messages)
-        meta: dict[str, Any] = response.meta or {}
+        turns = Turns(messages, [], [], [])
+        for round_ in range(rounds + 1):
+            client.count = 0
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            response = await conn.prompt(request)
+            wall = time.perf_counter() - wall0
+            cpu = time.process_time() - cpu0
+            assert client.count == messages, (client.count, messages)
+            meta: dict[str, Any] = response.meta or {}
+            if round_:  # the first turn builds the validators: not counted
+                turns.wall.append(wall)
+                turns.cpu.append(cpu)
+                turns.agent_cpu.append(meta["cpu"])
         rtts: list[float] = []
         for _ in range(pings):
             t0 = time.perf_counter()
             await conn.ext_request("_bench/ping", {})
             rtts.append(time.perf_counter() - t0)
+    rate, rate_range = turns.rate()
     return Result(
         "accord",
-        messages / wall,
-        cpu / messages * 1e6,
-        meta["cpu"] / messages * 1e6,
+        rate,
+        rate_range,
+        turns.us_per_msg(turns.cpu),
+        turns.us_per_msg(turns.agent_cpu),
         _percentile(rtts, 0.5) * 1e3,
         _percentile(rtts, 0.99) * 1e3,
         statistics.median(cold),
@@ -106,7 +137,7 @@ async def bench_accord(messages: int, pings: int, starts: int) -> Result:
     )
 
 
-async def bench_sdk(messages: int, pings: int, starts: int) -> Result:
+async def bench_sdk(messages: int, rounds: int, pings: int, starts: int) -> Result:
     import acp
     from acp import schema
 
@@ -133,31 +164,41 @@ async def bench_sdk(messages: int, pings: int, starts: int) -> Result:
     async with acp.spawn_agent_process(client, *AGENTS, "sdk") as (conn, _):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=os.getcwd(), mcp_servers=[])
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        response = await conn.prompt(
-            prompt=[schema.TextContentBlock(type="text", text=str(messages))],
-            session_id=session.session_id,
-        )
-        wall = time.perf_counter() - wall0
-        cpu = time.process_time() - cpu0
-        received = client.count
-        meta: dict[str, Any] = response.field_meta or {}
+        turns = Turns(messages, [], [], [])
+        received: list[int] = []
+        for round_ in range(rounds + 1):
+            client.count = 0
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            response = await conn.prompt(
+                prompt=[schema.TextContentBlock(type="text", text=str(messages))],
+                session_id=session.session_id,
+            )
+            wall = time.perf_counter() - wall0
+            cpu = time.process_time() - cpu0
+            received.append(client.count)
+            meta: dict[str, Any] = response.field_meta or {}
+            if round_:
+                turns.wall.append(wall)
+                turns.cpu.append(cpu)
+                turns.agent_cpu.append(meta["cpu"])
         rtts: list[float] = []
         for _ in range(pings):
             t0 = time.perf_counter()
             await conn.ext_method("_bench/ping", {})
             rtts.append(time.perf_counter() - t0)
-    if received != messages:
+    if min(received) != messages:
         print(
-            f"note: the SDK client had received {received} of {messages} updates "
-            "when the prompt answered",
+            f"note: the SDK client had received as few as {min(received)} of {messages} "
+            "updates when the prompt answered",
             file=sys.stderr,
         )
+    rate, rate_range = turns.rate()
     return Result(
         "official SDK 0.12.1",
-        messages / wall,
-        cpu / messages * 1e6,
-        meta["cpu"] / messages * 1e6,
+        rate,
+        rate_range,
+        turns.us_per_msg(turns.cpu),
+        turns.us_per_msg(turns.agent_cpu),
         _percentile(rtts, 0.5) * 1e3,
         _percentile(rtts, 0.99) * 1e3,
         statistics.median(cold),
@@ -168,7 +209,7 @@ async def bench_sdk(messages: int, pings: int, starts: int) -> Result:
 def _table(results: list[Result]) -> str:
     accord, sdk = results
     rows = [
-        ("(a) messages/s", "msgs_per_s", "{:,.0f}", True),
+        ("(a) messages/s (median)", "msgs_per_s", "{:,.0f}", True),
         ("(a) client CPU us/msg", "client_us_per_msg", "{:.1f}", False),
         ("(a) agent CPU us/msg", "agent_us_per_msg", "{:.1f}", False),
         ("(b) round trip p50 ms", "rtt_p50_ms", "{:.3f}", False),
@@ -184,15 +225,24 @@ def _table(results: list[Result]) -> str:
         a, s = getattr(accord, field), getattr(sdk, field)
         ratio = (a / s) if higher_is_better else (s / a)
         lines.append(f"| {label} | {fmt.format(a)} | {fmt.format(s)} | {ratio:.1f}x |")
+        if field == "msgs_per_s":
+            (a_lo, a_hi), (s_lo, s_hi) = accord.msgs_per_s_range, sdk.msgs_per_s_range
+            lines.append(
+                f"| (a) messages/s (min-max) | {a_lo:,.0f}-{a_hi:,.0f} | {s_lo:,.0f}-{s_hi:,.0f} "
+                f"| {a_lo / s_hi:.1f}x-{a_hi / s_lo:.1f}x |"
+            )
     return "\n".join(lines)
 
 
 async def main(args: argparse.Namespace) -> None:
-    accord = await bench_accord(args.messages, args.pings, args.starts)
-    sdk = await bench_sdk(args.messages, args.pings, args.starts)
+    compile_accord()
+    load_before = os.getloadavg()[0]
+    accord = await bench_accord(args.messages, args.rounds, args.pings, args.starts)
+    sdk = await bench_sdk(args.messages, args.rounds, args.pings, args.starts)
     print(
-        f"{args.messages:,} chunks, {args.pings:,} pings, {args.starts} cold starts; "
-        f"Python {sys.version.split()[0]}, {os.cpu_count()} cores"
+        f"{args.messages:,} chunks x {args.rounds} prompts (median), {args.pings:,} pings, "
+        f"{args.starts} cold starts; Python {sys.version.split()[0]}, {os.cpu_count()} cores; "
+        f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
     print(_table([accord, sdk]))
 
@@ -200,6 +250,7 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--pings", type=int, default=2_000)
     parser.add_argument("--starts", type=int, default=5)
     anyio.run(main, parser.parse_args())
