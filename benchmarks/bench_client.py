@@ -6,8 +6,10 @@ in one run:
 
 (a) a turn of N ``agent_message_chunk`` notifications (~40 bytes of text each) received by
     accord's client runtime, with ``session.prompt(...)`` (updates folded into the session's
-    view) and with ``session.stream(...)`` (each event also handed to a reader), and by the
-    SDK's client (``acp.spawn_agent_process`` with a ``session_update`` that counts):
+    view) and with ``session.stream(...)`` (each event also handed to a reader); by accord's
+    typed protocol layer (``accord.roles.ClientSideConnection`` with a ``Client`` whose
+    ``session_update`` counts: the same layer and the same work as the SDK's client); and by
+    the SDK's client (``acp.spawn_agent_process`` with a ``session_update`` that counts):
     messages/s (wall time from sending the prompt until its answer is in hand *and* every
     update has been handled) and client CPU microseconds per message (``time.process_time()``
     over the same span). Each turn runs on a fresh session after a warm-up turn; the rounds
@@ -44,6 +46,10 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 AGENT = [sys.executable, str(HERE / "_stream_agent.py")]
+sys.path.insert(0, str(HERE))
+
+from _timing import compile_accord  # noqa: E402
+
 WARMUP_MESSAGES = 2_000
 SDK_DRAIN_TIMEOUT = 30.0
 
@@ -127,6 +133,52 @@ class AccordClient:
     async def round(self, messages: int) -> None:
         await self._prompt_turn(messages, self.prompted)
         await self._stream_turn(messages, self.streamed)
+
+
+class RoleClient:
+    """accord's typed protocol layer: a ``Client`` that counts, as the SDK's client does."""
+
+    def __init__(self) -> None:
+        self.turns = Turns("accord Client role")
+        self._conn: Any = None
+        self._session_id = ""
+
+    async def open(self, stack: AsyncExitStack) -> None:
+        from accord.roles import Client, ClientSideConnection
+        from accord.schema import SessionNotification
+        from accord.transports import spawn_agent
+
+        class CountingClient(Client):
+            count = 0
+
+            async def session_update(self, notification: SessionNotification) -> None:
+                self.count += 1
+
+        self._client = CountingClient()
+        transport = await stack.enter_async_context(spawn_agent(AGENT))
+        self._conn = await stack.enter_async_context(ClientSideConnection(self._client, transport))
+        await self._conn.initialize()
+        await self._turn(WARMUP_MESSAGES, None)
+
+    async def _turn(self, messages: int, into: Turns | None) -> None:
+        from accord.schema import NewSessionRequest, PromptRequest, TextContentBlock
+
+        session = await self._conn.new_session(NewSessionRequest(cwd=os.getcwd(), mcp_servers=[]))
+        request = PromptRequest(
+            session_id=session.session_id, prompt=[TextContentBlock(text=str(messages))]
+        )
+        self._client.count = 0
+        gc.collect()
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        response = await self._conn.prompt(request)
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+        got = self._client.count
+        if into is not None:
+            into.add(wall, cpu, (response.meta or {})["cpu"], got, got)
+
+    async def round(self, messages: int) -> None:
+        await self._turn(messages, self.turns)
 
 
 # ---------------------------------------------------------------------- official SDK client
@@ -444,16 +496,19 @@ def _memory_table(m: Memory) -> str:
 
 async def run_turns(messages: int, rounds: int) -> tuple[list[Turns], list[Turns]]:
     accord = AccordClient()
+    role = RoleClient()
     sdks = [SdkClient(telemetry=True), SdkClient(telemetry=False)]
     async with AsyncExitStack() as stack:
         await accord.open(stack)
+        await role.open(stack)
         for sdk in sdks:
             await sdk.open(stack)
         for _ in range(rounds):
             await accord.round(messages)
+            await role.round(messages)
             for sdk in sdks:
                 await sdk.round(messages)
-    return [accord.prompted, accord.streamed], [sdk.turns for sdk in sdks]
+    return [accord.prompted, accord.streamed, role.turns], [sdk.turns for sdk in sdks]
 
 
 def main() -> None:
@@ -462,6 +517,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--events", type=int, default=10_000)
     args = parser.parse_args()
+    compile_accord()
     load = os.getloadavg()
     accord, sdk = anyio.run(run_turns, args.messages, args.rounds)
     memory = bench_memory(args.events)
