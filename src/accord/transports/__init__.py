@@ -7,6 +7,7 @@ agent process (:func:`spawn_agent`). The connection (``accord.jsonrpc.Connection
 framing (``accord.jsonrpc._framing``) below.
 """
 
+from ._base import BackgroundWriterTransport as BackgroundWriterTransport
 from ._base import BatchTransport as BatchTransport
 from ._base import Transport as Transport
 from ._memory import MemoryTransport as MemoryTransport
@@ -17,6 +18,7 @@ from ._subprocess import SubprocessTransport as SubprocessTransport
 from ._subprocess import spawn_agent as spawn_agent
 
 __all__ = (
+    "BackgroundWriterTransport",
     "BatchTransport",
     "MemoryTransport",
     "StreamTransport",

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..jsonrpc._framing import MalformedFrame
 
-__all__ = ("BatchTransport", "Transport")
+__all__ = ("BackgroundWriterTransport", "BatchTransport", "Transport")
 
 
 @runtime_checkable
@@ -55,5 +55,25 @@ class BatchTransport(Transport, Protocol):
         Raises:
             anyio.EndOfStream: the peer closed the channel.
             TransportError: the channel failed, with details.
+        """
+        ...
+
+
+@runtime_checkable
+class BackgroundWriterTransport(Transport, Protocol):
+    """A transport that can write in a background task (optional).
+
+    The connection runs :meth:`run_writer` in its task group for as long as it is open, when
+    the transport has one. Messages sent while it runs may be queued and written together
+    (one system call for a burst instead of one per message); ``send`` still keeps their
+    order, still waits when too much is queued (backpressure), and ``aclose`` still writes
+    out what was queued before closing.
+    """
+
+    async def run_writer(self) -> None:
+        """Write queued messages until cancelled; may return early once writing has failed.
+
+        Raises:
+            RuntimeError: it is already running for this transport.
         """
         ...

@@ -92,22 +92,25 @@ class FdSendStream(_FdBase, ByteSendStream):
                 raise anyio.BrokenResourceError from exc
             raise
 
+    async def wait_writable(self) -> None:
+        """Wait until the pipe takes bytes again (or the reader is gone).
+
+        Raises:
+            anyio.ClosedResourceError: the stream was closed (also while waiting).
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await anyio.wait_writable(self._fd)
+
     async def send(self, item: bytes) -> None:
         """Write all of ``item``, waiting while the pipe is full."""
         view = memoryview(item)
         while view:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            try:
-                written = os.write(self._fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self._fd)
-                continue
-            except OSError as exc:
-                if exc.errno == errno.EPIPE:
-                    raise anyio.BrokenResourceError from exc
-                raise
-            view = view[written:]
+            written = self.write_nowait(view)
+            if written:
+                view = view[written:]
+            else:
+                await self.wait_writable()
 
     async def aclose(self) -> None:
         """Close the write side so the reader sees end of file."""

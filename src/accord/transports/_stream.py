@@ -2,8 +2,10 @@
 
 ``StreamTransport`` frames messages as UTF-8 JSON lines: it is what stdio and subprocess
 transports are made of. Reads are large (64 KiB) and parsed lines are buffered, so a burst of
-small notifications costs one system call per read rather than one per message. Writes are
-serialized by a lock so concurrent senders never interleave lines.
+small notifications costs one system call per read rather than one per message. Writes keep
+one queue, so concurrent senders never interleave lines; with ``run_writer`` running (the
+connection starts it), a burst sent without yielding is written with one system call per
+pipe buffer rather than one per message.
 """
 
 from __future__ import annotations
@@ -25,10 +27,17 @@ from ..jsonrpc._framing import (
 )
 from ._fd import FdSendStream
 
-__all__ = ("READ_SIZE", "StreamTransport")
+__all__ = ("CLOSE_FLUSH_TIMEOUT", "COALESCE_BYTES", "READ_SIZE", "StreamTransport")
 
 #: Bytes asked for per read: one OS pipe buffer's worth.
 READ_SIZE = 65536
+#: Queued bytes at which a sender stops queueing and writes them itself.
+COALESCE_BYTES = 8192
+#: How long closing may spend writing out lines still queued.
+CLOSE_FLUSH_TIMEOUT = 5.0
+
+#: What a failed write raises: the peer is gone or the stream was closed.
+_WRITE_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 class StreamTransport:
@@ -53,37 +62,203 @@ class StreamTransport:
         self._frames: deque[bytes | MalformedFrame] = deque()
         self._eof = False
         self._write_lock = anyio.Lock(fast_acquire=True)
-        # A pipe we write with non-blocking system calls: lines that fit go out at once,
+        # A pipe we write with non-blocking system calls: a line that fits goes out at once,
         # without taking the lock, as long as no earlier line is still waiting to be written.
         self._fd_writer = writer if isinstance(writer, FdSendStream) else None
-        self._writers_waiting = 0
+        # Lines waiting to be written, oldest first (see send() and run_writer()). The lock
+        # holder writes them; while it writes a batch, later lines queue here behind it.
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        # Some queued line's send() has already returned (or part of a line is on the wire):
+        # closing must still write them out. Lines of sends still waiting need not be.
+        self._owed = False
+        self._write_error: BaseException | None = None
+        self._writer_running = False
+        self._wake = anyio.Event()
+        # A line went out since the writer last ran: the sender has not yielded since.
+        self._wrote_this_turn = False
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one message as a JSON line."""
+        """Write one message as a JSON line.
+
+        Without a running :meth:`run_writer`, the line is written before this returns
+        (waiting while the pipe is full). With one, a line sent while the pipe is idle is
+        still written at once, but the lines that follow it before the sending task yields
+        are queued and written together: by the writer task as soon as the sender yields,
+        or by the sender itself once ``COALESCE_BYTES`` are waiting (waiting while the pipe
+        is full, which is the backpressure).
+
+        A send cancelled while it waits may still have its line written later (never half of
+        it). Over a stream that is not a pipe, cancelling a write in progress ends the
+        transport, since how much of it was written is unknown.
+
+        Raises:
+            ConnectionClosed: the peer is gone (possibly noticed by an earlier write).
+        """
         data = encode_message(message)
-        try:
-            fd_writer = self._fd_writer
-            if fd_writer is not None and not self._writers_waiting:
-                written = fd_writer.write_nowait(data)
-                if written == len(data):
-                    return
-                data = data[written:]
-                # The rest must go out before any later line: the writers behind us queue up.
-                self._writers_waiting += 1
-                try:
-                    async with self._write_lock:
-                        await self._writer.send(data)
-                finally:
-                    self._writers_waiting -= 1
+        if self._write_error is not None:
+            raise self._closed_error()
+        if self._pending or self._write_lock.locked():
+            # Earlier lines are queued or being written: this one goes after them.
+            self._queue(data)
+            if not self._writer_running:
+                await self._flush()
+            elif self._pending_bytes >= COALESCE_BYTES:
+                await self._flush()  # backpressure: wait while the pipe is full
+            else:
+                self._owed = True
+                # The lock holder writes it; should none be left, the writer does.
+                self._wake_writer()
+            return
+        if self._writer_running:
+            if self._wrote_this_turn or self._fd_writer is None:
+                # A burst: queue it; the writer writes the lot once the sender yields.
+                self._queue(data)
+                self._owed = True
+                self._wake_writer()
                 return
-            self._writers_waiting += 1
+            # Idle: write at once, and have the writer run (ending the turn) on our next yield.
+            self._wrote_this_turn = True
+            self._wake_writer()
+        fd_writer = self._fd_writer
+        if fd_writer is not None:
             try:
-                async with self._write_lock:
-                    await self._writer.send(data)
-            finally:
-                self._writers_waiting -= 1
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise ConnectionClosed(f"cannot write to the peer: {exc!r}") from exc
+                written = fd_writer.write_nowait(data)
+            except _WRITE_ERRORS as exc:
+                raise self._record_error(exc) from exc
+            if written == len(data):
+                return
+            if written:
+                self._owed = True  # part of the line is on the wire: closing must end it
+            data = data[written:]
+        # The pipe is full (or not a pipe): the rest must go out before any later line.
+        self._queue(data)
+        if self._writer_running:
+            self._owed = True  # the writer, woken above, writes the rest
+            return
+        await self._flush()
+
+    async def run_writer(self) -> None:
+        """Write queued lines in the background until cancelled.
+
+        Optional: `Connection` runs it in its task group, so that a burst of messages sent
+        without yielding costs one system call per pipe buffer rather than one per message.
+        It returns once a write fails (the next :meth:`send` raises ``ConnectionClosed``).
+        Lines still queued when it stops are written by the next send or by :meth:`aclose`.
+        """
+        if self._writer_running:
+            raise RuntimeError("run_writer() is already running for this transport")
+        self._writer_running = True
+        if self._pending:
+            self._wake_writer()  # left over from before (a send cancelled mid-write)
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                self._wrote_this_turn = False
+                if self._pending:
+                    try:
+                        await self._flush()
+                    except ConnectionClosed:
+                        return  # recorded: the next send raises it
+        finally:
+            self._writer_running = False
+            self._wrote_this_turn = False
+
+    def _wake_writer(self) -> None:
+        wake = self._wake
+        if not wake.is_set():
+            wake.set()
+
+    def _queue(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+
+    async def _flush(self) -> None:
+        """Write everything queued, in order, waiting while the pipe is full.
+
+        Raises:
+            ConnectionClosed: a write failed, this one or an earlier one (whose batch may
+                have held lines of the caller's that are therefore lost).
+        """
+        async with self._write_lock:
+            while True:
+                if self._write_error is not None:
+                    raise self._closed_error()
+                pending = self._pending
+                if not pending:
+                    self._owed = False
+                    return
+                batch = pending[0] if len(pending) == 1 else b"".join(pending)
+                self._pending = []
+                self._pending_bytes = 0
+                await self._write_batch(batch)
+
+    async def _write_batch(self, batch: bytes) -> None:
+        """Write one batch whole; the lock is held.
+
+        Cancelled while the pipe is full, it puts back what is left at the head of the queue:
+        the lines in it may belong to sends that have returned, and the next flush must end
+        the line that is half on the wire before anything else is written.
+        """
+        fd_writer = self._fd_writer
+        if fd_writer is None:
+            await self._write_to_stream(batch)
+            return
+        view = memoryview(batch)
+        try:
+            while view:
+                written = fd_writer.write_nowait(view)
+                if written:
+                    view = view[written:]
+                else:
+                    await fd_writer.wait_writable()
+        except _WRITE_ERRORS as exc:
+            raise self._record_error(exc) from exc
+        except BaseException:
+            if view:
+                self._pending.insert(0, bytes(view))
+                self._pending_bytes += len(view)
+                if len(view) < len(batch):
+                    self._owed = True  # part of a line is on the wire: close must end it
+                if self._writer_running:
+                    self._wake_writer()  # the lines queued behind us must not be stranded
+            raise
+
+    async def _write_to_stream(self, batch: bytes) -> None:
+        """Write one batch to a stream that is not a pipe; the lock is held.
+
+        How much of a cancelled write reached such a stream is unknown, so a cancelled write
+        ends the transport rather than risk a torn or repeated line.
+        """
+        try:
+            await self._writer.send(batch)
+        except _WRITE_ERRORS as exc:
+            raise self._record_error(exc) from exc
+        except BaseException:
+            self._write_error = anyio.BrokenResourceError("a write was cancelled part-way")
+            raise
+
+    async def _flush_before_close(self) -> None:
+        """Write out the lines sends were promised, bounded by ``CLOSE_FLUSH_TIMEOUT``.
+
+        Then refuse further sends: they raise ``ConnectionClosed`` instead of queueing.
+        """
+        if self._owed and self._write_error is None:
+            with anyio.move_on_after(CLOSE_FLUSH_TIMEOUT, shield=True):
+                try:
+                    await self._flush()
+                except ConnectionClosed:
+                    pass
+        if self._write_error is None:
+            self._write_error = anyio.ClosedResourceError("the transport was closed")
+
+    def _record_error(self, exc: BaseException) -> ConnectionClosed:
+        self._write_error = exc
+        return self._closed_error()
+
+    def _closed_error(self) -> ConnectionClosed:
+        return ConnectionClosed(f"cannot write to the peer: {self._write_error!r}")
 
     async def receive(self) -> Any:
         """Return the next message (or ``MalformedFrame``); ``EndOfStream`` at the end."""
@@ -131,8 +306,9 @@ class StreamTransport:
         )
 
     async def aclose(self) -> None:
-        """Close both streams."""
+        """Write out what is queued (bounded), then close both streams."""
         try:
+            await self._flush_before_close()
             await self._writer.aclose()
         finally:
             await self._reader.aclose()

@@ -205,6 +205,7 @@ class SubprocessTransport(StreamTransport):
 
     async def _shutdown(self) -> None:
         process = self.process
+        await self._flush_before_close()
         try:
             await self._writer.aclose()
         except (anyio.BrokenResourceError, OSError):
