@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..transports import BatchTransport, Transport
+from ..transports import BackgroundWriterTransport, BatchTransport, Transport
 
 __all__ = ("PROMPT_ANSWERED", "TurnBoundaryTransport")
 
@@ -48,6 +48,11 @@ class TurnBoundaryTransport:
         self._on_prompt_sent = on_prompt_sent
         self._prompts: dict[Any, str] = {}
         self._marker: dict[str, Any] | None = None
+
+    async def run_writer(self) -> None:
+        """Run the inner transport's background writer, if it has one (coalesced writes)."""
+        if isinstance(self.inner, BackgroundWriterTransport):
+            await self.inner.run_writer()
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send a message; remember the id of each ``session/prompt``."""
