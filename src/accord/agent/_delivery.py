@@ -58,7 +58,7 @@ from ..schema import BooleanSessionConfigOption, SessionNotification, SessionUpd
 from ..store import GroupCommitWriter, SessionStore, StoredEvent, WriterClosed
 
 if TYPE_CHECKING:
-    from ..roles import AgentSideConnection
+    from ..roles import AgentSideConnection, ChunkKind
 
 __all__ = ("MAX_HELD_OBSERVE", "ClientChannel", "DurableSink", "stored_event")
 
@@ -70,9 +70,8 @@ MAX_HELD_OBSERVE: Final = 1000
 
 _GONE: Final = (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
-_SESSION_UPDATE: Final = "session/update"
 #: ``sessionUpdate`` tags of the chunk events (what the standard mapping gives them).
-_CHUNK_TAGS: Final[dict[str, str]] = {
+_CHUNK_TAGS: Final[dict[str, ChunkKind]] = {
     "user_message_chunk": "user_message_chunk",
     "text_chunk": "agent_message_chunk",
     "thinking_chunk": "agent_thought_chunk",
@@ -161,15 +160,9 @@ class ClientChannel:
                 # The bulk of a streamed turn: the same update the mapper builds, written
                 # straight to the wire (no model built, validated and dumped per chunk).
                 assert isinstance(event, UserMessageChunk | TextChunk | ThinkingChunk)
-                params = {
-                    "sessionId": envelope.session_id,
-                    "update": {
-                        "sessionUpdate": tag,
-                        "content": event.content.to_wire(),
-                        "messageId": event.message_id,
-                    },
-                }
-                await self._connection.connection.notify(_SESSION_UPDATE, params)
+                await self._connection.send_chunk(
+                    envelope.session_id, event.content, message_id=event.message_id, kind=tag
+                )
                 return
             await self.sink.deliver(envelope)
         except _GONE as exc:

@@ -9,6 +9,7 @@ provides and enforced on outgoing calls. The agent and client runtimes (``accord
 
 from ._agent import Agent as Agent
 from ._agent import AgentSideConnection as AgentSideConnection
+from ._agent import ChunkKind as ChunkKind
 from ._agent import run_agent_stdio as run_agent_stdio
 from ._agent import serve_agent as serve_agent
 from ._base import RoleConnection as RoleConnection
@@ -23,6 +24,7 @@ __all__ = (
     "SUPPORTED_PROTOCOL_VERSIONS",
     "Agent",
     "AgentSideConnection",
+    "ChunkKind",
     "Client",
     "ClientSideConnection",
     "RoleConnection",
