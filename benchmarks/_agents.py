@@ -3,9 +3,10 @@
 ``python benchmarks/_agents.py accord`` serves an accord agent over stdio;
 ``python benchmarks/_agents.py sdk`` serves the same behaviour on the official Python SDK.
 On a prompt whose text is a number N, the agent streams N ``agent_message_chunk``
-notifications of about 40 bytes of text, then answers; the response's ``_meta`` reports the
-agent's CPU seconds for the turn and its peak RSS. The extension request ``_bench/ping``
-answers ``{}`` at once (round-trip latency).
+notifications of about 40 bytes of text (accord: ``fast:N`` streams them with
+``send_chunk`` instead of building a model per chunk), then answers; the response's
+``_meta`` reports the agent's CPU seconds for the turn and its peak RSS. The extension
+request ``_bench/ping`` answers ``{}`` at once (round-trip latency).
 """
 
 from __future__ import annotations
@@ -40,18 +41,26 @@ def run_accord() -> None:
 
         async def prompt(self, request: PromptRequest) -> PromptResponse:
             block = request.prompt[0]
-            count = int(block.text) if isinstance(block, TextContentBlock) else 0
+            text = block.text if isinstance(block, TextContentBlock) else "0"
+            fast = text.startswith("fast:")
+            count = int(text.removeprefix("fast:"))
+            session_id = request.session_id
             started = time.process_time()
-            send = self.client.session_update
-            for _ in range(count):
-                await send(
-                    SessionNotification(
-                        session_id=request.session_id,
-                        update=AgentMessageChunkSessionUpdate(
-                            content=TextContentBlock(text=CHUNK), message_id="m1"
-                        ),
+            if fast:  # the model-free path for chunks
+                send_chunk = self.client.send_chunk
+                for _ in range(count):
+                    await send_chunk(session_id, CHUNK, message_id="m1")
+            else:  # the typed call: a model per chunk, as with the SDK
+                send = self.client.session_update
+                for _ in range(count):
+                    await send(
+                        SessionNotification(
+                            session_id=session_id,
+                            update=AgentMessageChunkSessionUpdate(
+                                content=TextContentBlock(text=CHUNK), message_id="m1"
+                            ),
+                        )
                     )
-                )
             cpu = time.process_time() - started
             return PromptResponse(
                 stop_reason="end_turn", meta={"cpu": cpu, "peak_rss_kb": _peak_rss_kb()}

@@ -7,6 +7,8 @@ speaking newline-delimited JSON on its stdin/stdout. Measured, for each implemen
 (a) one prompt streaming N ``agent_message_chunk`` notifications of ~40 bytes: messages/s,
     and CPU microseconds per message on the client and on the agent (the median of several
     such prompts on one connection, the first one not counted: it builds the validators);
+    accord's agent streams them both ways, in turn: with the typed call, building a model per
+    chunk as the SDK's agent does, and with ``send_chunk``, which builds none;
 (b) request round-trip latency (an extension request answered at once): p50 and p99;
 (c) cold start: from spawn to the ``initialize`` answer (median of several spawns);
 (d) the agent process's peak RSS.
@@ -69,7 +71,8 @@ class Turns:
         return statistics.median(samples) / self.messages * 1e6
 
 
-async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> Result:
+async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> list[Result]:
+    """accord both ways: the typed call (a model per chunk) and ``send_chunk``, interleaved."""
     from accord.roles import Client, ClientSideConnection
     from accord.schema import (
         NewSessionRequest,
@@ -102,39 +105,49 @@ async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> R
     ):
         await conn.initialize()
         session = await conn.new_session(NewSessionRequest(cwd=os.getcwd(), mcp_servers=[]))
-        request = PromptRequest(
-            session_id=session.session_id, prompt=[TextContentBlock(text=str(messages))]
-        )
-        turns = Turns(messages, [], [], [])
+        modes = {
+            "accord, typed models": (str(messages), Turns(messages, [], [], [])),
+            "accord, send_chunk": (f"fast:{messages}", Turns(messages, [], [], [])),
+        }
+        meta: dict[str, Any] = {}
         for round_ in range(rounds + 1):
-            client.count = 0
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            response = await conn.prompt(request)
-            wall = time.perf_counter() - wall0
-            cpu = time.process_time() - cpu0
-            assert client.count == messages, (client.count, messages)
-            meta: dict[str, Any] = response.meta or {}
-            if round_:  # the first turn builds the validators: not counted
-                turns.wall.append(wall)
-                turns.cpu.append(cpu)
-                turns.agent_cpu.append(meta["cpu"])
+            for text, turns in modes.values():
+                request = PromptRequest(
+                    session_id=session.session_id, prompt=[TextContentBlock(text=text)]
+                )
+                client.count = 0
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                response = await conn.prompt(request)
+                wall = time.perf_counter() - wall0
+                cpu = time.process_time() - cpu0
+                assert client.count == messages, (client.count, messages)
+                meta = response.meta or {}
+                if round_:  # the first turn builds the validators: not counted
+                    turns.wall.append(wall)
+                    turns.cpu.append(cpu)
+                    turns.agent_cpu.append(meta["cpu"])
         rtts: list[float] = []
         for _ in range(pings):
             t0 = time.perf_counter()
             await conn.ext_request("_bench/ping", {})
             rtts.append(time.perf_counter() - t0)
-    rate, rate_range = turns.rate()
-    return Result(
-        "accord",
-        rate,
-        rate_range,
-        turns.us_per_msg(turns.cpu),
-        turns.us_per_msg(turns.agent_cpu),
-        _percentile(rtts, 0.5) * 1e3,
-        _percentile(rtts, 0.99) * 1e3,
-        statistics.median(cold),
-        meta["peak_rss_kb"] / 1024,
-    )
+    results: list[Result] = []
+    for name, (_, turns) in modes.items():
+        rate, rate_range = turns.rate()
+        results.append(
+            Result(
+                name,
+                rate,
+                rate_range,
+                turns.us_per_msg(turns.cpu),
+                turns.us_per_msg(turns.agent_cpu),
+                _percentile(rtts, 0.5) * 1e3,
+                _percentile(rtts, 0.99) * 1e3,
+                statistics.median(cold),
+                meta["peak_rss_kb"] / 1024,
+            )
+        )
+    return results
 
 
 async def bench_sdk(messages: int, rounds: int, pings: int, starts: int) -> Result:
@@ -206,8 +219,7 @@ async def bench_sdk(messages: int, rounds: int, pings: int, starts: int) -> Resu
     )
 
 
-def _table(results: list[Result]) -> str:
-    accord, sdk = results
+def _table(accords: list[Result], sdk: Result) -> str:
     rows = [
         ("(a) messages/s (median)", "msgs_per_s", "{:,.0f}", True),
         ("(a) client CPU us/msg", "client_us_per_msg", "{:.1f}", False),
@@ -217,34 +229,41 @@ def _table(results: list[Result]) -> str:
         ("(c) cold start s", "cold_start_s", "{:.3f}", False),
         ("(d) agent peak RSS MB", "agent_peak_rss_mb", "{:.1f}", False),
     ]
+    columns = [*accords, sdk]
     lines = [
-        f"| measure | {accord.name} | {sdk.name} | accord advantage |",
-        "| --- | ---: | ---: | ---: |",
+        "| measure | "
+        + " | ".join(r.name for r in columns)
+        + " | "
+        + " | ".join(f"advantage, {a.name.removeprefix('accord, ')}" for a in accords)
+        + " |",
+        "| --- |" + " ---: |" * (len(columns) + len(accords)),
     ]
     for label, field, fmt, higher_is_better in rows:
-        a, s = getattr(accord, field), getattr(sdk, field)
-        ratio = (a / s) if higher_is_better else (s / a)
-        lines.append(f"| {label} | {fmt.format(a)} | {fmt.format(s)} | {ratio:.1f}x |")
+        values = [fmt.format(getattr(r, field)) for r in columns]
+        s = getattr(sdk, field)
+        ratios = [
+            f"{(getattr(a, field) / s) if higher_is_better else (s / getattr(a, field)):.1f}x"
+            for a in accords
+        ]
+        lines.append(f"| {label} | " + " | ".join(values + ratios) + " |")
         if field == "msgs_per_s":
-            (a_lo, a_hi), (s_lo, s_hi) = accord.msgs_per_s_range, sdk.msgs_per_s_range
-            lines.append(
-                f"| (a) messages/s (min-max) | {a_lo:,.0f}-{a_hi:,.0f} | {s_lo:,.0f}-{s_hi:,.0f} "
-                f"| {a_lo / s_hi:.1f}x-{a_hi / s_lo:.1f}x |"
-            )
+            spreads = [f"{lo:,.0f}-{hi:,.0f}" for lo, hi in (r.msgs_per_s_range for r in columns)]
+            blank = [""] * len(accords)
+            lines.append("| (a) messages/s (min-max) | " + " | ".join(spreads + blank) + " |")
     return "\n".join(lines)
 
 
 async def main(args: argparse.Namespace) -> None:
     compile_accord()
     load_before = os.getloadavg()[0]
-    accord = await bench_accord(args.messages, args.rounds, args.pings, args.starts)
+    accords = await bench_accord(args.messages, args.rounds, args.pings, args.starts)
     sdk = await bench_sdk(args.messages, args.rounds, args.pings, args.starts)
     print(
         f"{args.messages:,} chunks x {args.rounds} prompts (median), {args.pings:,} pings, "
         f"{args.starts} cold starts; Python {sys.version.split()[0]}, {os.cpu_count()} cores; "
         f"load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
-    print(_table([accord, sdk]))
+    print(_table(accords, sdk))
 
 
 if __name__ == "__main__":
