@@ -71,6 +71,10 @@ async def test_slow_receiver_slows_the_sender(kind: str) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(flood)
+            # Let the pipes settle: a readiness event the loop has not processed yet (the
+            # reader's last read freeing room) can still move the sender once more.
+            await anyio.wait_all_tasks_blocked()
+            await anyio.sleep(0.05)
             await anyio.wait_all_tasks_blocked()
             held = sent
             stats = b.statistics()
@@ -84,6 +88,7 @@ async def test_slow_receiver_slows_the_sender(kind: str) -> None:
                 assert isinstance(transport, StreamTransport)
                 assert transport.buffered_bytes <= READ_SIZE
                 assert held < 5_000, f"{held} notifications in flight over a pipe"
+            await anyio.sleep(0.05)
             await anyio.wait_all_tasks_blocked()
             assert sent == held, "the sender kept going while the receiver was stuck"
             gate.set()
