@@ -54,6 +54,8 @@ class EchoAgent(Agent):
             self._sessions[request.session_id] = scope
             for index, word in enumerate(text.split(" ")):
                 chunk = word if index == 0 else " " + word
+                # The typed call. ``self.client.send_chunk(request.session_id, chunk,
+                # message_id=message_id)`` sends the same message without building the models.
                 await self.client.session_update(
                     SessionNotification(
                         session_id=request.session_id,
