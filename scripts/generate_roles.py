@@ -93,18 +93,21 @@ def generate() -> str:
         "from __future__ import annotations",
         "",
         "from collections.abc import Awaitable, Callable",
-        "from typing import Any",
+        "from typing import TYPE_CHECKING, Any",
         "",
         "from ..errors import MethodNotFound",
-        "from ..schema import (",
+        "from ..schema.methods import AGENT_METHODS, CLIENT_METHODS, MethodSpec",
+        "",
+        "if TYPE_CHECKING:  # annotations only: the models are defined when first used",
+        "    from ..schema import (",
     ]
     names: set[str] = set()
     for spec in [*AGENT_METHODS.values(), *CLIENT_METHODS.values()]:
-        names.add(spec.params_type.__name__)
-        if spec.result_type is not None:
-            names.add(spec.result_type.__name__)
-    lines += [f"    {name}," for name in sorted(names)]
-    lines += [")", "from ..schema.methods import AGENT_METHODS, CLIENT_METHODS, MethodSpec", ""]
+        names.add(spec.params_name)
+        if spec.result_name is not None:
+            names.add(spec.result_name)
+    lines += [f"        {name}," for name in sorted(names)]
+    lines += ["    )", ""]
     for table_name, table in (("AGENT_METHODS", AGENT_METHODS), ("CLIENT_METHODS", CLIENT_METHODS)):
         for method, spec in sorted(table.items()):
             lines.append(f'{_spec_var(spec)} = {table_name}["{method}"]')

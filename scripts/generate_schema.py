@@ -18,11 +18,13 @@ Usage: python scripts/generate_schema.py [--protocol v1] [--check]
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import keyword
 import re
 import subprocess
 import sys
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +106,10 @@ class Target:
     @property
     def models_path(self) -> Path:
         return ROOT / "src" / "accord" / "schema" / f"_generated_{self.protocol}.py"
+
+    @property
+    def stub_path(self) -> Path:
+        return self.models_path.with_suffix(".pyi")
 
     @property
     def methods_path(self) -> Path:
@@ -751,8 +757,21 @@ class Generator:
         keys = list(self.defs)
         return (keys.index(name) if name in keys else len(keys), name)
 
-    def emit_models(self) -> str:
+    def emit_models(self, *, lazy: bool = False) -> str:
+        """The models module: eager class definitions (the `.pyi` stub, what type checkers
+        read) or, with `lazy`, the runtime module, where each name is defined on first access."""
         v = self.target.protocol
+        laziness = (
+            [
+                "",
+                "Each name is defined on first access (PEP 562 `__getattr__`), together with the",
+                "names it needs, so a process pays only for the models it uses. The eager",
+                f"definitions, which type checkers read, are in `_generated_{v}.pyi`, with the",
+                "fields' descriptions (left out here: they would cost every process memory).",
+            ]
+            if lazy
+            else []
+        )
         lines: list[str] = [
             *header(v),
             f'"""ACP {v} wire models (stable + unstable surface), generated from the official'
@@ -760,8 +779,14 @@ class Generator:
             "",
             "One name per schema `$defs` entry, plus one class per variant of each tagged union",
             "(`TextContentBlock`, `AgentMessageChunkSessionUpdate`, ...). See docs/architecture.md.",
+            *laziness,
             '"""',
             "",
+            *(
+                ["from collections.abc import Callable", "from threading import RLock"]
+                if lazy
+                else []
+            ),
             "from typing import Annotated, Any, Literal, TypeAlias",
             "",
             "from pydantic import (",
@@ -786,15 +811,20 @@ class Generator:
         ]
         used: set[str] = set()
         body: list[str] = []
-        for decl in self.ordered():
+        ordered = self.ordered()
+        for decl in ordered:
             body.append("")
             body.append("")
-            if isinstance(decl, AliasSpec):
+            if lazy:
+                body.extend(self.emit_definer(decl))
+            elif isinstance(decl, AliasSpec):
                 body.append(f"{decl.name}: TypeAlias = {decl.expr}")
                 if decl.doc:
                     body.append(docstring(decl.doc, ""))
             else:
-                body.extend(self.emit_class(decl))
+                body.extend(self.emit_class(decl, stub=True))
+        if lazy:
+            body = ["", "", *LAZY_RUNTIME.splitlines(), *body]
         text = "\n".join(body)
         for name in (
             "SKIP_INVALID",
@@ -834,7 +864,35 @@ class Generator:
             out = out.replace("    Discriminator,\n", "", 1).replace("    Tag,\n", "", 1)
         return out
 
-    def emit_class(self, decl: ClassSpec) -> list[str]:
+    def emit_definer(self, decl: Decl) -> list[str]:
+        """`_define_<name>()`: defines the class or alias (after what it names) as a global."""
+        if isinstance(decl, AliasSpec):
+            inner = [f"{decl.name} = {decl.expr}"]
+        else:
+            # Field descriptions live in the stub only: at run time they cost every process
+            # memory and serve no one (class docstrings stay, for help()).
+            inner = self.emit_class(decl, descriptions=False)
+        block = "\n".join(inner) + "\n"
+        # The names the definition uses as code (not those its docstrings mention).
+        words = {
+            tok.string
+            for tok in tokenize.generate_tokens(io.StringIO(block).readline)
+            if tok.type == tokenize.NAME
+        }
+        needs = sorted(other for other in self.decls if other != decl.name and other in words)
+        out = [
+            f'@_defines("{decl.name}")',
+            f"def _define_{decl.name}() -> None:",
+            f"    global {decl.name}",
+        ]
+        if needs:
+            out.append("    _require(" + ", ".join(f'"{n}"' for n in needs) + ")")
+        out += [("    " + line) if line else "" for line in inner]
+        return out
+
+    def emit_class(
+        self, decl: ClassSpec, *, descriptions: bool = True, stub: bool = False
+    ) -> list[str]:
         out = [f"class {decl.name}({decl.base}):"]
         if decl.doc:
             out.append(docstring(decl.doc, "    "))
@@ -862,7 +920,7 @@ class Generator:
                 args.append("exclude_if=is_none")
             if f.name in tag_attrs:
                 args.append("exclude=True")
-            if f.description:
+            if f.description and descriptions:
                 args.append(f"description={json.dumps(f.description)}")
             if args:
                 out.append(f"    {f.name}: {annotation} = Field({', '.join(args)})")
@@ -877,7 +935,7 @@ class Generator:
             out.append("    @property")
             out.append(f"    def {tag_name}(self) -> Literal[{json.dumps(value)}]:")
             out.append(f'        """The tag on the wire (`{wire}`): always sent."""')
-            out.append(f"        return {json.dumps(value)}")
+            out.append("        ..." if stub else f"        return {json.dumps(value)}")
         if len(out) == 1:
             out.append("    pass")
         return out
@@ -937,14 +995,18 @@ class Generator:
         v = self.target.protocol
         rows = self.methods()
         types = sorted({e["params"] for e in rows} | {e["result"] for e in rows if "result" in e})
+        del types  # named, not imported: the models are defined on first use
         lines = [
             *header(v),
-            f'"""ACP {v} method tables, from the schema\'s `x-method` / `x-side` annotations."""',
+            f'"""ACP {v} method tables, from the schema\'s `x-method` / `x-side` annotations.',
+            "",
+            "Each `MethodSpec` names its params and result models; they are defined when first",
+            "used (`MethodSpec.params_type`), so importing the tables defines none.",
+            '"""',
             "",
             "from ._base import MethodSpec",
-            f"from ._generated_{v} import (",
-            *[f"    {t}," for t in types],
-            ")",
+            "",
+            f'_MODELS = "accord.schema._generated_{v}"',
             "",
         ]
         for side, table in TABLE_SIDES.items():
@@ -958,8 +1020,9 @@ class Generator:
                     f"    {json.dumps(e['method'])}: MethodSpec("
                     f"method={json.dumps(e['method'])}, handler={json.dumps(e['handler'])}, "
                     f"side={json.dumps(side)}, kind={json.dumps(e['kind'])}, "
-                    f"params_type={e['params']}, result_type={e.get('result', 'None')}, "
-                    f"capability={cap}, unstable={e['unstable']}),"
+                    f"params_name={json.dumps(e['params'])}, "
+                    f"result_name={json.dumps(e['result']) if 'result' in e else 'None'}, "
+                    f"capability={cap}, unstable={e['unstable']}, models=_MODELS),"
                 )
             lines.append("}")
         lines += [
@@ -969,6 +1032,46 @@ class Generator:
             "",
         ]
         return "\n".join(lines)
+
+
+LAZY_RUNTIME = """\
+#: The definer of each name not defined yet; a definer is dropped once it has run.
+_DEFINERS: dict[str, Callable[[], None]] = {}
+#: Held while defining, so that two threads never define the same name twice.
+_DEFINING = RLock()
+
+
+def _defines(name: str) -> Callable[[Callable[[], None]], None]:
+    def register(define: Callable[[], None]) -> None:
+        _DEFINERS[name] = define
+
+    return register
+
+
+def _require(*names: str) -> None:
+    \"\"\"Define the named globals that are not defined yet.\"\"\"
+    defined = globals()
+    with _DEFINING:
+        for name in names:
+            if name not in defined:
+                _DEFINERS.pop(name)()
+
+
+def __getattr__(name: str) -> Any:
+    \"\"\"Define a model or alias on first access.\"\"\"
+    defined = globals()
+    with _DEFINING:
+        if name not in defined:
+            define = _DEFINERS.pop(name, None)
+            if define is None:
+                raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            define()
+    return defined[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+"""
 
 
 def header(protocol: str) -> list[str]:
@@ -1025,8 +1128,11 @@ def init_block(target: Target, names: list[str]) -> str:
         "from ._base import MethodSpec as MethodSpec",
         "from ._base import WireModel as WireModel",
     ]
-    lines += [f"from {module} import {n} as {n}" for n in sorted(names)]
     lines += [f"from .methods import {n} as {n}" for n in INIT_EXTRA if n.endswith("_METHODS")]
+    # The models are defined on first access (see `__getattr__` below the block); type
+    # checkers read them from here.
+    lines += ["", "if TYPE_CHECKING:"]
+    lines += [f"    from {module} import {n} as {n}" for n in sorted(names)]
     lines += ["", "__all__: tuple[str, ...] = ("]
     lines += [f'    "{n}",' for n in sorted({*names, *INIT_EXTRA})]
     lines += [")", INIT_END]
@@ -1047,7 +1153,11 @@ def generate(target: Target) -> dict[Path, str]:
     stable = json.loads(target.stable_path.read_text(encoding="utf-8"))
     gen = Generator(schema, stable, target)
     gen.run()
-    files = {target.models_path: gen.emit_models(), target.methods_path: gen.emit_methods()}
+    files = {
+        target.models_path: gen.emit_models(lazy=True),
+        target.stub_path: gen.emit_models(),
+        target.methods_path: gen.emit_methods(),
+    }
     if target.protocol == "v1":  # accord.schema re-exports the v1 models
         init = INIT_PATH.read_text(encoding="utf-8")
         files[INIT_PATH] = with_init_block(init, init_block(target, sorted(gen.decls)))

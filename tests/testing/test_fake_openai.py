@@ -195,7 +195,8 @@ def test_requests_are_recorded(client_factory: ClientFactory) -> None:
         client = client_factory(server)
         client.chat.completions.create(model="m", messages=USER)
         list(client.chat.completions.create(model="m2", messages=USER * 2, stream=True))
-        first, second = server.requests
+        # The server marks a stream completed just after its last bytes reach the client.
+        first, second = server.wait_for_requests(2, outcome="completed")
 
     assert first.index == 0 and second.index == 1
     assert first.method == "POST" and first.path == "/v1/chat/completions"

@@ -19,7 +19,8 @@ the happy path), so they cost nothing when the input is well formed:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
@@ -196,19 +197,46 @@ class MethodSpec:
         side: Who handles it: `agent` (client to agent), `client` (agent to client), or
             `protocol` (either way).
         kind: `request` (answered) or `notification`.
-        params_type: The params model.
-        result_type: The result model of a request; `None` for a notification.
+        params_name: The params model's name.
+        result_name: The result model's name for a request; `None` for a notification.
         capability: The capability path (camelCase wire names, from the handler side's
             capabilities) that must be advertised before the peer may call it; `None` when
             the method is baseline.
         unstable: Not part of the stable schema (`schema.json`).
+        models: The module that defines the models (`accord.schema._generated_v1`).
+
+    The models themselves are :attr:`params_type` and :attr:`result_type`, defined on first
+    use (the generated models module defines each name when it is first asked for).
     """
 
     method: str
     handler: str
     side: Literal["agent", "client", "protocol"]
     kind: Literal["request", "notification"]
-    params_type: type[WireModel]
-    result_type: type[WireModel] | None
+    params_name: str
+    result_name: str | None
     capability: tuple[str, ...] | None
     unstable: bool
+    models: str
+    _params: type[WireModel] | None = field(default=None, init=False, repr=False, compare=False)
+    _result: type[WireModel] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def params_type(self) -> type[WireModel]:
+        """The params model."""
+        params = self._params
+        if params is None:
+            params = getattr(import_module(self.models), self.params_name)
+            object.__setattr__(self, "_params", params)
+        return cast("type[WireModel]", params)
+
+    @property
+    def result_type(self) -> type[WireModel] | None:
+        """The result model of a request; `None` for a notification."""
+        if self.result_name is None:
+            return None
+        result = self._result
+        if result is None:
+            result = getattr(import_module(self.models), self.result_name)
+            object.__setattr__(self, "_result", result)
+        return cast("type[WireModel]", result)

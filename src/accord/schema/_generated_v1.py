@@ -4,8 +4,15 @@
 
 One name per schema `$defs` entry, plus one class per variant of each tagged union
 (`TextContentBlock`, `AgentMessageChunkSessionUpdate`, ...). See docs/architecture.md.
+
+Each name is defined on first access (PEP 562 `__getattr__`), together with the
+names it needs, so a process pays only for the models it uses. The eager
+definitions, which type checkers read, are in `_generated_v1.pyi`, with the
+fields' descriptions (left out here: they would cost every process memory).
 """
 
+from collections.abc import Callable
+from threading import RLock
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -27,5743 +34,5533 @@ from ._base import (
     tag_discriminator,
 )
 
-RequestId: TypeAlias = int | str | None
-r"""JSON RPC Request Id
+#: The definer of each name not defined yet; a definer is dropped once it has run.
+_DEFINERS: dict[str, Callable[[], None]] = {}
+#: Held while defining, so that two threads never define the same name twice.
+_DEFINING = RLock()
 
-An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
 
-The Server MUST reply with the same value in the Response object if included. This member is used to correlate the context between the two objects.
+def _defines(name: str) -> Callable[[Callable[[], None]], None]:
+    def register(define: Callable[[], None]) -> None:
+        _DEFINERS[name] = define
 
-\[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
+    return register
 
-\[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
-"""
 
+def _require(*names: str) -> None:
+    """Define the named globals that are not defined yet."""
+    defined = globals()
+    with _DEFINING:
+        for name in names:
+            if name not in defined:
+                _DEFINERS.pop(name)()
 
-SessionId: TypeAlias = str
-"""A unique identifier for a conversation session between a client and agent.
 
-Each session has its own context, conversation history, and state, so one
-agent can run several independent sessions.
+def __getattr__(name: str) -> Any:
+    """Define a model or alias on first access."""
+    defined = globals()
+    with _DEFINING:
+        if name not in defined:
+            define = _DEFINERS.pop(name, None)
+            if define is None:
+                raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            define()
+    return defined[name]
 
-See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v1/draft/session-setup#session-id)
-"""
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
-class WriteTextFileRequest(WireModel):
-    """Request to write content to a text file.
 
-    Only available if the client supports the `fs.writeTextFile` capability.
-    """
+@_defines("RequestId")
+def _define_RequestId() -> None:
+    global RequestId
+    RequestId = int | str | None
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    path: str = Field(description="Absolute path to the file to write.")
-    content: str = Field(description="The text content to write to the file.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("SessionId")
+def _define_SessionId() -> None:
+    global SessionId
+    SessionId = str
 
-class ReadTextFileRequest(WireModel):
-    """Request to read content from a text file.
 
-    Only available if the client supports the `fs.readTextFile` capability.
-    """
+@_defines("WriteTextFileRequest")
+def _define_WriteTextFileRequest() -> None:
+    global WriteTextFileRequest
+    _require("SessionId")
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    path: str = Field(description="Absolute path to the file to read.")
-    line: Annotated[int, Field(ge=0)] | None = Field(
-        default=None, description="Line number to start reading from (1-based)."
-    )
-    limit: Annotated[int, Field(ge=0)] | None = Field(
-        default=None, description="Maximum number of lines to read."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class WriteTextFileRequest(WireModel):
+        """Request to write content to a text file.
 
+        Only available if the client supports the `fs.writeTextFile` capability.
+        """
 
-ToolCallId: TypeAlias = str
-"""Unique identifier for a tool call within a session."""
-
-
-ToolKind: TypeAlias = Annotated[
-    Literal[
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    ],
-    UnknownAs("other"),
-]
-"""Categories of tools that can be invoked.
-
-Tool kinds help clients choose appropriate icons and optimize how they
-display tool execution progress.
-
-See protocol docs: [Creating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#creating)
-"""
-
-
-ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
-"""Execution status of a tool call.
-
-Tool calls progress through different statuses during their lifecycle.
-
-See protocol docs: [Status](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#status)
-"""
-
-
-Role: TypeAlias = Literal["assistant", "user"]
-"""The sender or recipient of messages and data in a conversation."""
-
-
-class Annotations(WireModel):
-    """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
-
-    audience: Annotated[list[Annotated[Role, SKIP_INVALID]] | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Intended recipients for this content, such as the user or assistant.",
-    )
-    last_modified: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="lastModified",
-        serialization_alias="lastModified",
-        description="Timestamp indicating when the underlying resource was last modified.",
-    )
-    priority: Annotated[float | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Relative importance of this content when clients choose what to surface.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AudioContent(WireModel):
-    """Audio provided to or from an LLM."""
-
-    annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional annotations that help clients decide how to display or route this content.",
-    )
-    data: str = Field(description="Base64-encoded media payload.")
-    mime_type: str = Field(
-        validation_alias="mimeType",
-        serialization_alias="mimeType",
-        description="MIME type describing the encoded media payload.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AudioContentBlock(AudioContent):
-    """Audio data for transcription or analysis.
-
-    Requires the `audio` prompt capability when included in prompts.
-    """
-
-    type: Literal["audio"] = Field(default="audio", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["audio"]:
-        """The tag on the wire (`type`): always sent."""
-        return "audio"
-
-
-class ImageContent(WireModel):
-    """An image provided to or from an LLM."""
-
-    annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional annotations that help clients decide how to display or route this content.",
-    )
-    data: str = Field(description="Base64-encoded media payload.")
-    mime_type: str = Field(
-        validation_alias="mimeType",
-        serialization_alias="mimeType",
-        description="MIME type describing the encoded media payload.",
-    )
-    uri: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="URI associated with this resource or media payload."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ImageContentBlock(ImageContent):
-    """Images for visual context or analysis.
-
-    Requires the `image` prompt capability when included in prompts.
-    """
-
-    type: Literal["image"] = Field(default="image", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["image"]:
-        """The tag on the wire (`type`): always sent."""
-        return "image"
-
-
-class TextResourceContents(WireModel):
-    """Text-based resource contents."""
-
-    mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="mimeType",
-        serialization_alias="mimeType",
-        description="MIME type describing the encoded media payload.",
-    )
-    text: str = Field(description="Text payload carried by this content block.")
-    uri: str = Field(description="URI associated with this resource or media payload.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class BlobResourceContents(WireModel):
-    """Binary resource contents."""
-
-    blob: str = Field(description="Base64-encoded bytes for a binary resource payload.")
-    mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="mimeType",
-        serialization_alias="mimeType",
-        description="MIME type describing the encoded media payload.",
-    )
-    uri: str = Field(description="URI associated with this resource or media payload.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-EmbeddedResourceResource: TypeAlias = TextResourceContents | BlobResourceContents
-"""Resource content that can be embedded in a message."""
-
-
-class EmbeddedResource(WireModel):
-    """The contents of a resource, embedded into a prompt or tool call result."""
-
-    annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional annotations that help clients decide how to display or route this content.",
-    )
-    resource: EmbeddedResourceResource = Field(
-        description="Embedded resource payload, either text or binary data."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ResourceContentBlock(EmbeddedResource):
-    """Complete resource contents embedded directly in the message.
-
-    Preferred for including context as it avoids extra round-trips.
-
-    Requires the `embeddedContext` prompt capability when included in prompts.
-    """
-
-    type: Literal["resource"] = Field(default="resource", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["resource"]:
-        """The tag on the wire (`type`): always sent."""
-        return "resource"
-
-
-class ResourceLink(WireModel):
-    """A resource that the server is capable of reading, included in a prompt or tool call result."""
-
-    annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional annotations that help clients decide how to display or route this content.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional human-readable details shown with this protocol object."
-    )
-    mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="mimeType",
-        serialization_alias="mimeType",
-        description="MIME type describing the encoded media payload.",
-    )
-    name: str = Field(description="Human-readable name shown for this protocol object.")
-    size: Annotated[int | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional size of the linked resource in bytes, if known."
-    )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional display title for end-user UI."
-    )
-    uri: str = Field(description="URI associated with this resource or media payload.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ResourceLinkContentBlock(ResourceLink):
-    """References to resources that the agent can access.
-
-    All agents MUST support resource links in prompts.
-    """
-
-    type: Literal["resource_link"] = Field(default="resource_link", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["resource_link"]:
-        """The tag on the wire (`type`): always sent."""
-        return "resource_link"
-
-
-class TextContent(WireModel):
-    """Text provided to or from an LLM."""
-
-    annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional annotations that help clients decide how to display or route this content.",
-    )
-    text: str = Field(description="Text payload carried by this content block.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class TextContentBlock(TextContent):
-    """Text content. May be plain text or formatted with Markdown.
-
-    All agents MUST support text content blocks in prompts.
-    Clients SHOULD render this text as Markdown.
-    """
-
-    type: Literal["text"] = Field(default="text", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["text"]:
-        """The tag on the wire (`type`): always sent."""
-        return "text"
-
-
-ContentBlock: TypeAlias = Annotated[
-    TextContentBlock
-    | ImageContentBlock
-    | AudioContentBlock
-    | ResourceLinkContentBlock
-    | ResourceContentBlock,
-    Field(discriminator="type"),
-]
-"""Content blocks represent displayable information in the Agent Client Protocol.
-
-Content blocks appear in:
-- User prompts sent via `session/prompt`
-- Language model output streamed through `session/update` notifications
-- Progress updates and results from tool calls
-
-This structure is compatible with the Model Context Protocol (MCP), so agents can
-forward content from MCP tool outputs without transformation.
-
-See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/content)
-"""
-
-
-class Content(WireModel):
-    """Standard content block (text, images, resources)."""
-
-    content: ContentBlock = Field(description="The actual content block.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ContentToolCallContent(Content):
-    """Standard content block (text, images, resources)."""
-
-    type: Literal["content"] = Field(default="content", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["content"]:
-        """The tag on the wire (`type`): always sent."""
-        return "content"
-
-
-class Diff(WireModel):
-    """A diff representing file modifications.
-
-    Shows changes to files in a format suitable for display in the client UI.
-
-    See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
-    """
-
-    path: str = Field(description="The absolute file path being modified.")
-    old_text: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="oldText",
-        serialization_alias="oldText",
-        description="The original content (omitted or `null` for new files).",
-    )
-    new_text: str = Field(
-        validation_alias="newText",
-        serialization_alias="newText",
-        description="The new content after modification.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class DiffToolCallContent(Diff):
-    """File modification shown as a diff."""
-
-    type: Literal["diff"] = Field(default="diff", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["diff"]:
-        """The tag on the wire (`type`): always sent."""
-        return "diff"
-
-
-TerminalId: TypeAlias = str
-"""Typed identifier used for terminal values on the wire."""
-
-
-class Terminal(WireModel):
-    """Embed a terminal created with `terminal/create` by its id.
-
-    The terminal must be added before calling `terminal/release`.
-
-    See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
-    """
-
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="Identifier of the terminal instance to embed in the content stream.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class TerminalToolCallContent(Terminal):
-    """Embed a terminal created with `terminal/create` by its id.
-
-    The terminal must be added before calling `terminal/release`.
-
-    See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
-    """
-
-    type: Literal["terminal"] = Field(default="terminal", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["terminal"]:
-        """The tag on the wire (`type`): always sent."""
-        return "terminal"
-
-
-ToolCallContent: TypeAlias = Annotated[
-    ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent,
-    Field(discriminator="type"),
-]
-"""Content produced by a tool call.
-
-Tool calls can produce different types of content including
-standard content blocks (text, images) or file diffs.
-
-See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
-"""
-
-
-class ToolCallLocation(WireModel):
-    """A file location being accessed or modified by a tool.
-
-    Enables clients to implement "follow-along" features that track
-    which files the agent is working with in real-time.
-
-    See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent)
-    """
-
-    path: str = Field(description="The absolute file path being accessed or modified.")
-    line: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional 1-based line number within the file."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ToolCallUpdate(WireModel):
-    """An update to an existing tool call.
-
-    Used to report progress and results as tools execute. All fields except
-    the tool call ID are optional - only changed fields need to be included.
-
-    See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)
-    """
-
-    tool_call_id: ToolCallId = Field(
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="The ID of the tool call being updated.",
-    )
-    kind: Annotated[ToolKind | None, DefaultOnError(None)] = Field(
-        default=None, description="Update the tool kind."
-    )
-    status: Annotated[ToolCallStatus | None, DefaultOnError(None)] = Field(
-        default=None, description="Update the execution status."
-    )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Update the human-readable title."
-    )
-    name: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Update the programmatic name of the tool being invoked.\n\nThis field is optional. Omitting it or sending `null` both mean that\nthe existing name is left unchanged.",
-    )
-    content: Annotated[
-        list[Annotated[ToolCallContent, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(default=None, description="Replace the content collection.")
-    locations: Annotated[
-        list[Annotated[ToolCallLocation, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(default=None, description="Replace the locations collection.")
-    raw_input: Any = Field(
-        default=None,
-        validation_alias="rawInput",
-        serialization_alias="rawInput",
-        description="Update the raw input.",
-    )
-    raw_output: Any = Field(
-        default=None,
-        validation_alias="rawOutput",
-        serialization_alias="rawOutput",
-        description="Update the raw output.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-PermissionOptionId: TypeAlias = str
-"""Unique identifier for a permission option."""
-
-
-PermissionOptionKind: TypeAlias = Literal[
-    "allow_once", "allow_always", "reject_once", "reject_always"
-]
-"""The type of permission option being presented to the user.
-
-Helps clients choose appropriate icons and UI treatment.
-"""
-
-
-class PermissionOption(WireModel):
-    """An option presented to the user when requesting permission."""
-
-    option_id: PermissionOptionId = Field(
-        validation_alias="optionId",
-        serialization_alias="optionId",
-        description="Unique identifier for this permission option.",
-    )
-    name: str = Field(description="Human-readable label to display to the user.")
-    kind: PermissionOptionKind = Field(
-        description="Hint about the nature of this permission option."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class RequestPermissionRequest(WireModel):
-    """Request for user permission to execute a tool call.
-
-    Sent when the agent needs authorization before performing a sensitive operation.
-
-    See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#requesting-permission)
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    tool_call: ToolCallUpdate = Field(
-        validation_alias="toolCall",
-        serialization_alias="toolCall",
-        description="Details about the tool call requiring permission.",
-    )
-    options: list[PermissionOption] = Field(
-        description="Available permission options for the user to choose from."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class EnvVariable(WireModel):
-    """An environment variable to set when launching an MCP server."""
-
-    name: str = Field(description="The name of the environment variable.")
-    value: str = Field(description="The value to set for the environment variable.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class CreateTerminalRequest(WireModel):
-    """Request to create a new terminal and execute a command."""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    command: str = Field(description="The command to execute.")
-    args: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list, description="Array of command arguments."
-    )
-    env: Annotated[list[EnvVariable], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list, description="Environment variables for the command."
-    )
-    cwd: str | None = Field(
-        default=None, description="Working directory for the command. Must be an absolute path."
-    )
-    output_byte_limit: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        validation_alias="outputByteLimit",
-        serialization_alias="outputByteLimit",
-        description="Maximum number of output bytes to retain.\n\nWhen the limit is exceeded, the Client truncates from the beginning of the output\nto stay within the limit.\n\nThe Client MUST ensure truncation happens at a character boundary to maintain valid\nstring output, even if this means the retained output is slightly less than the\nspecified limit.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class TerminalOutputRequest(WireModel):
-    """Request to get the current output and status of a terminal."""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="The ID of the terminal to get output from.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ReleaseTerminalRequest(WireModel):
-    """Request to release a terminal and free its resources."""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="The ID of the terminal to release.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class WaitForTerminalExitRequest(WireModel):
-    """Request to wait for a terminal command to exit."""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="The ID of the terminal to wait for.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class KillTerminalRequest(WireModel):
-    """Request to kill a terminal without releasing it."""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session ID for this request.",
-    )
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="The ID of the terminal to kill.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ElicitationSchemaType: TypeAlias = Literal["object"]
-"""Type discriminator for elicitation schemas."""
-
-
-class StringMultiSelectItems(WireModel):
-    """String item schema for multi-select enum properties."""
-
-    enum: list[str] = Field(description="Allowed enum values.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    type: Literal["string"] = Field(default="string", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["string"]:
-        """The tag on the wire (`type`): always sent."""
-        return "string"
-
-
-class EnumOption(WireModel):
-    """A titled enum option with a const value, human-readable title, and optional description."""
-
-    const: str = Field(description="The constant value for this option.")
-    title: str = Field(description="Human-readable title for this option.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class TitledMultiSelectItems(WireModel):
-    """Items definition for titled multi-select enum properties."""
-
-    any_of: list[EnumOption] = Field(
-        validation_alias="anyOf", serialization_alias="anyOf", description="Titled enum options."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class OtherMultiSelectItems(WireModel):
-    """Custom or future typed multi-select items."""
-
-    type: str
-
-
-MultiSelectItems: TypeAlias = Annotated[
-    Annotated[StringMultiSelectItems, Tag("string")]
-    | Annotated[OtherMultiSelectItems, Tag("other")]
-    | Annotated[TitledMultiSelectItems, Tag("titled")],
-    Discriminator(
-        tag_discriminator("type", "type", frozenset({"string"}), other="other", fallback="titled")
-    ),
-]
-"""Items for a multi-select (array) property schema."""
-
-
-class MultiSelectPropertySchema(WireModel):
-    """Schema for multi-select (array) properties in an elicitation form."""
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    min_items: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        validation_alias="minItems",
-        serialization_alias="minItems",
-        description="Minimum number of items to select.\n\nOptional. Omitted and `null` are equivalent and mean there is no minimum selection count.",
-    )
-    max_items: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        validation_alias="maxItems",
-        serialization_alias="maxItems",
-        description="Maximum number of items to select.\n\nOptional. Omitted and `null` are equivalent and mean there is no maximum selection count.",
-    )
-    items: MultiSelectItems = Field(description="The items definition describing allowed values.")
-    default: Annotated[list[Annotated[str, SKIP_INVALID]] | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Default selected values.\n\nOptional. Omitted and `null` are equivalent and mean no default selections are provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ArrayElicitationPropertySchema(MultiSelectPropertySchema):
-    """Multi-select array property."""
-
-    type: Literal["array"] = Field(default="array", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["array"]:
-        """The tag on the wire (`type`): always sent."""
-        return "array"
-
-
-class BooleanPropertySchema(WireModel):
-    """Schema for boolean properties in an elicitation form."""
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    default: Annotated[bool | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class BooleanElicitationPropertySchema(BooleanPropertySchema):
-    """Boolean property."""
-
-    type: Literal["boolean"] = Field(default="boolean", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["boolean"]:
-        """The tag on the wire (`type`): always sent."""
-        return "boolean"
-
-
-class IntegerPropertySchema(WireModel):
-    """Schema for integer properties in an elicitation form."""
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    minimum: int | None = Field(
-        default=None,
-        description="Minimum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.",
-    )
-    maximum: int | None = Field(
-        default=None,
-        description="Maximum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.",
-    )
-    default: Annotated[int | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class IntegerElicitationPropertySchema(IntegerPropertySchema):
-    """Integer property."""
-
-    type: Literal["integer"] = Field(default="integer", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["integer"]:
-        """The tag on the wire (`type`): always sent."""
-        return "integer"
-
-
-class NumberPropertySchema(WireModel):
-    """Schema for number (floating-point) properties in an elicitation form."""
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    minimum: float | None = Field(
-        default=None,
-        description="Minimum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive lower bound.",
-    )
-    maximum: float | None = Field(
-        default=None,
-        description="Maximum value (inclusive).\n\nOptional. Omitted and `null` are equivalent and mean there is no inclusive upper bound.",
-    )
-    default: Annotated[float | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class NumberElicitationPropertySchema(NumberPropertySchema):
-    """Number (floating-point) property."""
-
-    type: Literal["number"] = Field(default="number", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["number"]:
-        """The tag on the wire (`type`): always sent."""
-        return "number"
-
-
-class OtherElicitationPropertySchema(WireModel):
-    """Custom or future elicitation property schema.
-
-    Values beginning with `_` are reserved for implementation-specific
-    extensions. Unknown values that do not begin with `_` are reserved for
-    future ACP variants.
-
-    Clients that do not understand this property schema type should preserve
-    the raw schema when storing, replaying, proxying, or forwarding
-    elicitation requests. They MUST NOT render it as a known input control.
-    """
-
-    type: str
-
-
-StringFormat: TypeAlias = Literal["email", "uri", "date", "date-time"]
-"""String format types for string properties in elicitation schemas."""
-
-
-class StringPropertySchema(WireModel):
-    """Schema for string properties in an elicitation form.
-
-    When `enum` or `oneOf` is set, this represents a single-select enum
-    with `"type": "string"`.
-    """
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the property.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Human-readable description.\n\nOptional. Omitted and `null` are equivalent and mean no description is provided.",
-    )
-    min_length: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        validation_alias="minLength",
-        serialization_alias="minLength",
-        description="Minimum string length.\n\nOptional. Omitted and `null` are equivalent and mean there is no minimum length constraint.",
-    )
-    max_length: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        validation_alias="maxLength",
-        serialization_alias="maxLength",
-        description="Maximum string length.\n\nOptional. Omitted and `null` are equivalent and mean there is no maximum length constraint.",
-    )
-    pattern: str | None = Field(
-        default=None,
-        description="Pattern the string must match.\n\nOptional. Omitted and `null` are equivalent and mean there is no pattern constraint.",
-    )
-    format: StringFormat | None = Field(
-        default=None,
-        description="String format.\n\nOptional. Omitted and `null` are equivalent and mean there is no format constraint.",
-    )
-    default: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Default value.\n\nOptional. Omitted and `null` are equivalent and mean no default value is provided.",
-    )
-    enum: list[str] | None = Field(
-        default=None,
-        description="Enum values for untitled single-select enums.\nOptional. Omitted and `null` are equivalent and mean no untitled single-select choices are\ndeclared by `enum`.",
-    )
-    one_of: list[EnumOption] | None = Field(
-        default=None,
-        validation_alias="oneOf",
-        serialization_alias="oneOf",
-        description="Titled enum options for titled single-select enums.\nOptional. Omitted and `null` are equivalent and mean no titled single-select choices are\ndeclared by `oneOf`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class StringElicitationPropertySchema(StringPropertySchema):
-    """String property (or single-select enum when `enum`/`oneOf` is set)."""
-
-    type: Literal["string"] = Field(default="string", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["string"]:
-        """The tag on the wire (`type`): always sent."""
-        return "string"
-
-
-ElicitationPropertySchema: TypeAlias = Annotated[
-    Annotated[StringElicitationPropertySchema, Tag("string")]
-    | Annotated[NumberElicitationPropertySchema, Tag("number")]
-    | Annotated[IntegerElicitationPropertySchema, Tag("integer")]
-    | Annotated[BooleanElicitationPropertySchema, Tag("boolean")]
-    | Annotated[ArrayElicitationPropertySchema, Tag("array")]
-    | Annotated[OtherElicitationPropertySchema, Tag("other")],
-    Discriminator(
-        tag_discriminator(
-            "type",
-            "type",
-            frozenset({"string", "number", "integer", "boolean", "array"}),
-            other="other",
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        path: str
+        content: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
         )
-    ),
-]
-"""Property schema for elicitation form fields.
-
-Each variant corresponds to a JSON Schema `"type"` value.
-Single-select enums use `type: "string"` with `enum` or `oneOf` set.
-Multi-select enums use `type: "array"`.
-"""
 
 
-class ElicitationSchema(WireModel):
-    """Type-safe elicitation schema for requesting structured user input.
+@_defines("ReadTextFileRequest")
+def _define_ReadTextFileRequest() -> None:
+    global ReadTextFileRequest
+    _require("SessionId")
 
-    This represents a JSON Schema object with primitive-typed properties,
-    as required by the elicitation specification.
-    """
+    class ReadTextFileRequest(WireModel):
+        """Request to read content from a text file.
 
-    type: Annotated[ElicitationSchemaType, DefaultOnError("object")] = Field(
-        default="object", description='Type discriminator. Always `"object"`.'
+        Only available if the client supports the `fs.readTextFile` capability.
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        path: str
+        line: Annotated[int, Field(ge=0)] | None = Field(default=None)
+        limit: Annotated[int, Field(ge=0)] | None = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ToolCallId")
+def _define_ToolCallId() -> None:
+    global ToolCallId
+    ToolCallId = str
+
+
+@_defines("ToolKind")
+def _define_ToolKind() -> None:
+    global ToolKind
+    ToolKind = Annotated[
+        Literal[
+            "read",
+            "edit",
+            "delete",
+            "move",
+            "search",
+            "execute",
+            "think",
+            "fetch",
+            "switch_mode",
+            "other",
+        ],
+        UnknownAs("other"),
+    ]
+
+
+@_defines("ToolCallStatus")
+def _define_ToolCallStatus() -> None:
+    global ToolCallStatus
+    ToolCallStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+@_defines("Role")
+def _define_Role() -> None:
+    global Role
+    Role = Literal["assistant", "user"]
+
+
+@_defines("Annotations")
+def _define_Annotations() -> None:
+    global Annotations
+    _require("Role")
+
+    class Annotations(WireModel):
+        """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed"""
+
+        audience: Annotated[list[Annotated[Role, SKIP_INVALID]] | None, DefaultOnError(None)] = (
+            Field(default=None)
+        )
+        last_modified: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="lastModified", serialization_alias="lastModified"
+        )
+        priority: Annotated[float | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AudioContent")
+def _define_AudioContent() -> None:
+    global AudioContent
+    _require("Annotations")
+
+    class AudioContent(WireModel):
+        """Audio provided to or from an LLM."""
+
+        annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(default=None)
+        data: str
+        mime_type: str = Field(validation_alias="mimeType", serialization_alias="mimeType")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AudioContentBlock")
+def _define_AudioContentBlock() -> None:
+    global AudioContentBlock
+    _require("AudioContent")
+
+    class AudioContentBlock(AudioContent):
+        """Audio data for transcription or analysis.
+
+        Requires the `audio` prompt capability when included in prompts.
+        """
+
+        type: Literal["audio"] = Field(default="audio", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["audio"]:
+            """The tag on the wire (`type`): always sent."""
+            return "audio"
+
+
+@_defines("ImageContent")
+def _define_ImageContent() -> None:
+    global ImageContent
+    _require("Annotations")
+
+    class ImageContent(WireModel):
+        """An image provided to or from an LLM."""
+
+        annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(default=None)
+        data: str
+        mime_type: str = Field(validation_alias="mimeType", serialization_alias="mimeType")
+        uri: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ImageContentBlock")
+def _define_ImageContentBlock() -> None:
+    global ImageContentBlock
+    _require("ImageContent")
+
+    class ImageContentBlock(ImageContent):
+        """Images for visual context or analysis.
+
+        Requires the `image` prompt capability when included in prompts.
+        """
+
+        type: Literal["image"] = Field(default="image", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["image"]:
+            """The tag on the wire (`type`): always sent."""
+            return "image"
+
+
+@_defines("TextResourceContents")
+def _define_TextResourceContents() -> None:
+    global TextResourceContents
+
+    class TextResourceContents(WireModel):
+        """Text-based resource contents."""
+
+        mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="mimeType", serialization_alias="mimeType"
+        )
+        text: str
+        uri: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("BlobResourceContents")
+def _define_BlobResourceContents() -> None:
+    global BlobResourceContents
+
+    class BlobResourceContents(WireModel):
+        """Binary resource contents."""
+
+        blob: str
+        mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="mimeType", serialization_alias="mimeType"
+        )
+        uri: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("EmbeddedResourceResource")
+def _define_EmbeddedResourceResource() -> None:
+    global EmbeddedResourceResource
+    _require("BlobResourceContents", "TextResourceContents")
+    EmbeddedResourceResource = TextResourceContents | BlobResourceContents
+
+
+@_defines("EmbeddedResource")
+def _define_EmbeddedResource() -> None:
+    global EmbeddedResource
+    _require("Annotations", "EmbeddedResourceResource")
+
+    class EmbeddedResource(WireModel):
+        """The contents of a resource, embedded into a prompt or tool call result."""
+
+        annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(default=None)
+        resource: EmbeddedResourceResource
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ResourceContentBlock")
+def _define_ResourceContentBlock() -> None:
+    global ResourceContentBlock
+    _require("EmbeddedResource")
+
+    class ResourceContentBlock(EmbeddedResource):
+        """Complete resource contents embedded directly in the message.
+
+        Preferred for including context as it avoids extra round-trips.
+
+        Requires the `embeddedContext` prompt capability when included in prompts.
+        """
+
+        type: Literal["resource"] = Field(default="resource", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["resource"]:
+            """The tag on the wire (`type`): always sent."""
+            return "resource"
+
+
+@_defines("ResourceLink")
+def _define_ResourceLink() -> None:
+    global ResourceLink
+    _require("Annotations")
+
+    class ResourceLink(WireModel):
+        """A resource that the server is capable of reading, included in a prompt or tool call result."""
+
+        annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        mime_type: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="mimeType", serialization_alias="mimeType"
+        )
+        name: str
+        size: Annotated[int | None, DefaultOnError(None)] = Field(default=None)
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        uri: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ResourceLinkContentBlock")
+def _define_ResourceLinkContentBlock() -> None:
+    global ResourceLinkContentBlock
+    _require("ResourceLink")
+
+    class ResourceLinkContentBlock(ResourceLink):
+        """References to resources that the agent can access.
+
+        All agents MUST support resource links in prompts.
+        """
+
+        type: Literal["resource_link"] = Field(default="resource_link", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["resource_link"]:
+            """The tag on the wire (`type`): always sent."""
+            return "resource_link"
+
+
+@_defines("TextContent")
+def _define_TextContent() -> None:
+    global TextContent
+    _require("Annotations")
+
+    class TextContent(WireModel):
+        """Text provided to or from an LLM."""
+
+        annotations: Annotated[Annotations | None, DefaultOnError(None)] = Field(default=None)
+        text: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TextContentBlock")
+def _define_TextContentBlock() -> None:
+    global TextContentBlock
+    _require("TextContent")
+
+    class TextContentBlock(TextContent):
+        """Text content. May be plain text or formatted with Markdown.
+
+        All agents MUST support text content blocks in prompts.
+        Clients SHOULD render this text as Markdown.
+        """
+
+        type: Literal["text"] = Field(default="text", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["text"]:
+            """The tag on the wire (`type`): always sent."""
+            return "text"
+
+
+@_defines("ContentBlock")
+def _define_ContentBlock() -> None:
+    global ContentBlock
+    _require(
+        "AudioContentBlock",
+        "ImageContentBlock",
+        "ResourceContentBlock",
+        "ResourceLinkContentBlock",
+        "TextContentBlock",
     )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional title for the schema.\n\nOptional. Omitted and `null` are equivalent and mean no title is provided.",
+    ContentBlock = Annotated[
+        TextContentBlock
+        | ImageContentBlock
+        | AudioContentBlock
+        | ResourceLinkContentBlock
+        | ResourceContentBlock,
+        Field(discriminator="type"),
+    ]
+
+
+@_defines("Content")
+def _define_Content() -> None:
+    global Content
+    _require("ContentBlock")
+
+    class Content(WireModel):
+        """Standard content block (text, images, resources)."""
+
+        content: ContentBlock
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ContentToolCallContent")
+def _define_ContentToolCallContent() -> None:
+    global ContentToolCallContent
+    _require("Content")
+
+    class ContentToolCallContent(Content):
+        """Standard content block (text, images, resources)."""
+
+        type: Literal["content"] = Field(default="content", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["content"]:
+            """The tag on the wire (`type`): always sent."""
+            return "content"
+
+
+@_defines("Diff")
+def _define_Diff() -> None:
+    global Diff
+
+    class Diff(WireModel):
+        """A diff representing file modifications.
+
+        Shows changes to files in a format suitable for display in the client UI.
+
+        See protocol docs: [Content](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content)
+        """
+
+        path: str
+        old_text: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="oldText", serialization_alias="oldText"
+        )
+        new_text: str = Field(validation_alias="newText", serialization_alias="newText")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("DiffToolCallContent")
+def _define_DiffToolCallContent() -> None:
+    global DiffToolCallContent
+    _require("Diff")
+
+    class DiffToolCallContent(Diff):
+        """File modification shown as a diff."""
+
+        type: Literal["diff"] = Field(default="diff", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["diff"]:
+            """The tag on the wire (`type`): always sent."""
+            return "diff"
+
+
+@_defines("TerminalId")
+def _define_TerminalId() -> None:
+    global TerminalId
+    TerminalId = str
+
+
+@_defines("Terminal")
+def _define_Terminal() -> None:
+    global Terminal
+    _require("TerminalId")
+
+    class Terminal(WireModel):
+        """Embed a terminal created with `terminal/create` by its id.
+
+        The terminal must be added before calling `terminal/release`.
+
+        See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
+        """
+
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TerminalToolCallContent")
+def _define_TerminalToolCallContent() -> None:
+    global TerminalToolCallContent
+    _require("Terminal")
+
+    class TerminalToolCallContent(Terminal):
+        """Embed a terminal created with `terminal/create` by its id.
+
+        The terminal must be added before calling `terminal/release`.
+
+        See protocol docs: [Terminal](https://agentclientprotocol.com/protocol/v1/draft/terminals)
+        """
+
+        type: Literal["terminal"] = Field(default="terminal", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["terminal"]:
+            """The tag on the wire (`type`): always sent."""
+            return "terminal"
+
+
+@_defines("ToolCallContent")
+def _define_ToolCallContent() -> None:
+    global ToolCallContent
+    _require("ContentToolCallContent", "DiffToolCallContent", "TerminalToolCallContent")
+    ToolCallContent = Annotated[
+        ContentToolCallContent | DiffToolCallContent | TerminalToolCallContent,
+        Field(discriminator="type"),
+    ]
+
+
+@_defines("ToolCallLocation")
+def _define_ToolCallLocation() -> None:
+    global ToolCallLocation
+
+    class ToolCallLocation(WireModel):
+        """A file location being accessed or modified by a tool.
+
+        Enables clients to implement "follow-along" features that track
+        which files the agent is working with in real-time.
+
+        See protocol docs: [Following the Agent](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent)
+        """
+
+        path: str
+        line: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ToolCallUpdate")
+def _define_ToolCallUpdate() -> None:
+    global ToolCallUpdate
+    _require("ToolCallContent", "ToolCallId", "ToolCallLocation", "ToolCallStatus", "ToolKind")
+
+    class ToolCallUpdate(WireModel):
+        """An update to an existing tool call.
+
+        Used to report progress and results as tools execute. All fields except
+        the tool call ID are optional - only changed fields need to be included.
+
+        See protocol docs: [Updating](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating)
+        """
+
+        tool_call_id: ToolCallId = Field(
+            validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+        kind: Annotated[ToolKind | None, DefaultOnError(None)] = Field(default=None)
+        status: Annotated[ToolCallStatus | None, DefaultOnError(None)] = Field(default=None)
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        name: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        content: Annotated[
+            list[Annotated[ToolCallContent, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(default=None)
+        locations: Annotated[
+            list[Annotated[ToolCallLocation, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(default=None)
+        raw_input: Any = Field(
+            default=None, validation_alias="rawInput", serialization_alias="rawInput"
+        )
+        raw_output: Any = Field(
+            default=None, validation_alias="rawOutput", serialization_alias="rawOutput"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("PermissionOptionId")
+def _define_PermissionOptionId() -> None:
+    global PermissionOptionId
+    PermissionOptionId = str
+
+
+@_defines("PermissionOptionKind")
+def _define_PermissionOptionKind() -> None:
+    global PermissionOptionKind
+    PermissionOptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@_defines("PermissionOption")
+def _define_PermissionOption() -> None:
+    global PermissionOption
+    _require("PermissionOptionId", "PermissionOptionKind")
+
+    class PermissionOption(WireModel):
+        """An option presented to the user when requesting permission."""
+
+        option_id: PermissionOptionId = Field(
+            validation_alias="optionId", serialization_alias="optionId"
+        )
+        name: str
+        kind: PermissionOptionKind
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("RequestPermissionRequest")
+def _define_RequestPermissionRequest() -> None:
+    global RequestPermissionRequest
+    _require("PermissionOption", "SessionId", "ToolCallUpdate")
+
+    class RequestPermissionRequest(WireModel):
+        """Request for user permission to execute a tool call.
+
+        Sent when the agent needs authorization before performing a sensitive operation.
+
+        See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/draft/tool-calls#requesting-permission)
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        tool_call: ToolCallUpdate = Field(
+            validation_alias="toolCall", serialization_alias="toolCall"
+        )
+        options: list[PermissionOption]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("EnvVariable")
+def _define_EnvVariable() -> None:
+    global EnvVariable
+
+    class EnvVariable(WireModel):
+        """An environment variable to set when launching an MCP server."""
+
+        name: str
+        value: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CreateTerminalRequest")
+def _define_CreateTerminalRequest() -> None:
+    global CreateTerminalRequest
+    _require("EnvVariable", "SessionId")
+
+    class CreateTerminalRequest(WireModel):
+        """Request to create a new terminal and execute a command."""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        command: str
+        args: Annotated[list[str], NullAsDefault(empty_list)] = Field(default_factory=empty_list)
+        env: Annotated[list[EnvVariable], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list
+        )
+        cwd: str | None = Field(default=None)
+        output_byte_limit: Annotated[int, Field(ge=0)] | None = Field(
+            default=None, validation_alias="outputByteLimit", serialization_alias="outputByteLimit"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TerminalOutputRequest")
+def _define_TerminalOutputRequest() -> None:
+    global TerminalOutputRequest
+    _require("SessionId", "TerminalId")
+
+    class TerminalOutputRequest(WireModel):
+        """Request to get the current output and status of a terminal."""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ReleaseTerminalRequest")
+def _define_ReleaseTerminalRequest() -> None:
+    global ReleaseTerminalRequest
+    _require("SessionId", "TerminalId")
+
+    class ReleaseTerminalRequest(WireModel):
+        """Request to release a terminal and free its resources."""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("WaitForTerminalExitRequest")
+def _define_WaitForTerminalExitRequest() -> None:
+    global WaitForTerminalExitRequest
+    _require("SessionId", "TerminalId")
+
+    class WaitForTerminalExitRequest(WireModel):
+        """Request to wait for a terminal command to exit."""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("KillTerminalRequest")
+def _define_KillTerminalRequest() -> None:
+    global KillTerminalRequest
+    _require("SessionId", "TerminalId")
+
+    class KillTerminalRequest(WireModel):
+        """Request to kill a terminal without releasing it."""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ElicitationSchemaType")
+def _define_ElicitationSchemaType() -> None:
+    global ElicitationSchemaType
+    ElicitationSchemaType = Literal["object"]
+
+
+@_defines("StringMultiSelectItems")
+def _define_StringMultiSelectItems() -> None:
+    global StringMultiSelectItems
+
+    class StringMultiSelectItems(WireModel):
+        """String item schema for multi-select enum properties."""
+
+        enum: list[str]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        type: Literal["string"] = Field(default="string", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["string"]:
+            """The tag on the wire (`type`): always sent."""
+            return "string"
+
+
+@_defines("EnumOption")
+def _define_EnumOption() -> None:
+    global EnumOption
+
+    class EnumOption(WireModel):
+        """A titled enum option with a const value, human-readable title, and optional description."""
+
+        const: str
+        title: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TitledMultiSelectItems")
+def _define_TitledMultiSelectItems() -> None:
+    global TitledMultiSelectItems
+    _require("EnumOption")
+
+    class TitledMultiSelectItems(WireModel):
+        """Items definition for titled multi-select enum properties."""
+
+        any_of: list[EnumOption] = Field(validation_alias="anyOf", serialization_alias="anyOf")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("OtherMultiSelectItems")
+def _define_OtherMultiSelectItems() -> None:
+    global OtherMultiSelectItems
+
+    class OtherMultiSelectItems(WireModel):
+        """Custom or future typed multi-select items."""
+
+        type: str
+
+
+@_defines("MultiSelectItems")
+def _define_MultiSelectItems() -> None:
+    global MultiSelectItems
+    _require("OtherMultiSelectItems", "StringMultiSelectItems", "TitledMultiSelectItems")
+    MultiSelectItems = Annotated[
+        Annotated[StringMultiSelectItems, Tag("string")]
+        | Annotated[OtherMultiSelectItems, Tag("other")]
+        | Annotated[TitledMultiSelectItems, Tag("titled")],
+        Discriminator(
+            tag_discriminator(
+                "type", "type", frozenset({"string"}), other="other", fallback="titled"
+            )
+        ),
+    ]
+
+
+@_defines("MultiSelectPropertySchema")
+def _define_MultiSelectPropertySchema() -> None:
+    global MultiSelectPropertySchema
+    _require("MultiSelectItems")
+
+    class MultiSelectPropertySchema(WireModel):
+        """Schema for multi-select (array) properties in an elicitation form."""
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        min_items: Annotated[int, Field(ge=0)] | None = Field(
+            default=None, validation_alias="minItems", serialization_alias="minItems"
+        )
+        max_items: Annotated[int, Field(ge=0)] | None = Field(
+            default=None, validation_alias="maxItems", serialization_alias="maxItems"
+        )
+        items: MultiSelectItems
+        default: Annotated[list[Annotated[str, SKIP_INVALID]] | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ArrayElicitationPropertySchema")
+def _define_ArrayElicitationPropertySchema() -> None:
+    global ArrayElicitationPropertySchema
+    _require("MultiSelectPropertySchema")
+
+    class ArrayElicitationPropertySchema(MultiSelectPropertySchema):
+        """Multi-select array property."""
+
+        type: Literal["array"] = Field(default="array", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["array"]:
+            """The tag on the wire (`type`): always sent."""
+            return "array"
+
+
+@_defines("BooleanPropertySchema")
+def _define_BooleanPropertySchema() -> None:
+    global BooleanPropertySchema
+
+    class BooleanPropertySchema(WireModel):
+        """Schema for boolean properties in an elicitation form."""
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        default: Annotated[bool | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("BooleanElicitationPropertySchema")
+def _define_BooleanElicitationPropertySchema() -> None:
+    global BooleanElicitationPropertySchema
+    _require("BooleanPropertySchema")
+
+    class BooleanElicitationPropertySchema(BooleanPropertySchema):
+        """Boolean property."""
+
+        type: Literal["boolean"] = Field(default="boolean", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["boolean"]:
+            """The tag on the wire (`type`): always sent."""
+            return "boolean"
+
+
+@_defines("IntegerPropertySchema")
+def _define_IntegerPropertySchema() -> None:
+    global IntegerPropertySchema
+
+    class IntegerPropertySchema(WireModel):
+        """Schema for integer properties in an elicitation form."""
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        minimum: int | None = Field(default=None)
+        maximum: int | None = Field(default=None)
+        default: Annotated[int | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("IntegerElicitationPropertySchema")
+def _define_IntegerElicitationPropertySchema() -> None:
+    global IntegerElicitationPropertySchema
+    _require("IntegerPropertySchema")
+
+    class IntegerElicitationPropertySchema(IntegerPropertySchema):
+        """Integer property."""
+
+        type: Literal["integer"] = Field(default="integer", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["integer"]:
+            """The tag on the wire (`type`): always sent."""
+            return "integer"
+
+
+@_defines("NumberPropertySchema")
+def _define_NumberPropertySchema() -> None:
+    global NumberPropertySchema
+
+    class NumberPropertySchema(WireModel):
+        """Schema for number (floating-point) properties in an elicitation form."""
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        minimum: float | None = Field(default=None)
+        maximum: float | None = Field(default=None)
+        default: Annotated[float | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("NumberElicitationPropertySchema")
+def _define_NumberElicitationPropertySchema() -> None:
+    global NumberElicitationPropertySchema
+    _require("NumberPropertySchema")
+
+    class NumberElicitationPropertySchema(NumberPropertySchema):
+        """Number (floating-point) property."""
+
+        type: Literal["number"] = Field(default="number", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["number"]:
+            """The tag on the wire (`type`): always sent."""
+            return "number"
+
+
+@_defines("OtherElicitationPropertySchema")
+def _define_OtherElicitationPropertySchema() -> None:
+    global OtherElicitationPropertySchema
+
+    class OtherElicitationPropertySchema(WireModel):
+        """Custom or future elicitation property schema.
+
+        Values beginning with `_` are reserved for implementation-specific
+        extensions. Unknown values that do not begin with `_` are reserved for
+        future ACP variants.
+
+        Clients that do not understand this property schema type should preserve
+        the raw schema when storing, replaying, proxying, or forwarding
+        elicitation requests. They MUST NOT render it as a known input control.
+        """
+
+        type: str
+
+
+@_defines("StringFormat")
+def _define_StringFormat() -> None:
+    global StringFormat
+    StringFormat = Literal["email", "uri", "date", "date-time"]
+
+
+@_defines("StringPropertySchema")
+def _define_StringPropertySchema() -> None:
+    global StringPropertySchema
+    _require("EnumOption", "StringFormat")
+
+    class StringPropertySchema(WireModel):
+        """Schema for string properties in an elicitation form.
+
+        When `enum` or `oneOf` is set, this represents a single-select enum
+        with `"type": "string"`.
+        """
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        min_length: Annotated[int, Field(ge=0)] | None = Field(
+            default=None, validation_alias="minLength", serialization_alias="minLength"
+        )
+        max_length: Annotated[int, Field(ge=0)] | None = Field(
+            default=None, validation_alias="maxLength", serialization_alias="maxLength"
+        )
+        pattern: str | None = Field(default=None)
+        format: StringFormat | None = Field(default=None)
+        default: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        enum: list[str] | None = Field(default=None)
+        one_of: list[EnumOption] | None = Field(
+            default=None, validation_alias="oneOf", serialization_alias="oneOf"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("StringElicitationPropertySchema")
+def _define_StringElicitationPropertySchema() -> None:
+    global StringElicitationPropertySchema
+    _require("StringPropertySchema")
+
+    class StringElicitationPropertySchema(StringPropertySchema):
+        """String property (or single-select enum when `enum`/`oneOf` is set)."""
+
+        type: Literal["string"] = Field(default="string", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["string"]:
+            """The tag on the wire (`type`): always sent."""
+            return "string"
+
+
+@_defines("ElicitationPropertySchema")
+def _define_ElicitationPropertySchema() -> None:
+    global ElicitationPropertySchema
+    _require(
+        "ArrayElicitationPropertySchema",
+        "BooleanElicitationPropertySchema",
+        "IntegerElicitationPropertySchema",
+        "NumberElicitationPropertySchema",
+        "OtherElicitationPropertySchema",
+        "StringElicitationPropertySchema",
     )
-    properties: dict[str, ElicitationPropertySchema] = Field(
-        default_factory=empty_dict, description="Property definitions (must be primitive types)."
-    )
-    required: list[str] | None = Field(
-        default=None,
-        description="List of required property names.\n\nOptional. Omitted and `null` are equivalent and mean no property names are required.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional description of what this schema represents.\n\nOptional. Omitted and `null` are equivalent and mean no schema description is provided.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ElicitationId: TypeAlias = str
-"""Unique identifier for an elicitation."""
-
-
-class CreateElicitationRequest(WireModel):
-    """Request from the agent to elicit structured user input.
-
-    The agent sends this to the client to request information from the user,
-    either via a form or by directing them to a URL.
-    Elicitations are tied to a session (optionally a tool call) or a request.
-    """
-
-    message: str = Field(description="A human-readable message describing what input is needed.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    mode: Literal["form", "url"] | str = Field(
-        description="Custom or future elicitation mode.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants."
-    )
-    requested_schema: ElicitationSchema | None = Field(
-        default=None,
-        validation_alias="requestedSchema",
-        serialization_alias="requestedSchema",
-        exclude_if=is_none,
-        description="A JSON Schema describing the form fields to present to the user.",
-    )
-    session_id: SessionId | None = Field(
-        default=None,
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        exclude_if=is_none,
-        description="The session this elicitation is tied to.",
-    )
-    tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.",
-    )
-    request_id: RequestId | None = Field(
-        default=None,
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        exclude_if=is_none,
-        description="The request this elicitation is tied to.",
-    )
-    elicitation_id: ElicitationId | None = Field(
-        default=None,
-        validation_alias="elicitationId",
-        serialization_alias="elicitationId",
-        exclude_if=is_none,
-        description="The unique identifier for this elicitation.",
-    )
-    url: str | None = Field(
-        default=None, exclude_if=is_none, description="The URL to direct the user to."
-    )
-
-
-McpServerAcpId: TypeAlias = str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Unique identifier for an MCP server using the ACP transport.
-
-The value is opaque and generated by the ACP component providing the MCP server. It is
-used by `mcp/message` to route requests to the component that declared the server.
-"""
-
-
-McpRequestId: TypeAlias = str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Identifies an inner MCP request active against a server on this ACP connection.
-
-Generated by the caller and preserved unchanged by proxies. This is distinct
-from the outer ACP JSON-RPC request ID.
-"""
-
-
-class MessageMcpRequest(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Request parameters for `mcp/message`.
-    """
-
-    server_id: McpServerAcpId = Field(
-        validation_alias="serverId",
-        serialization_alias="serverId",
-        description="The declared ACP MCP server receiving this request.",
-    )
-    request_id: McpRequestId = Field(
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        description="The caller-generated identifier for the inner MCP request.",
-    )
-    method: str = Field(description="The inner MCP method name.")
-    params: dict[str, Any] | None = Field(
-        default=None,
-        description="Optional inner MCP params.\n\nIf omitted or set to `null`, the inner MCP message has no params.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ExtRequest: TypeAlias = Any
-"""Allows for sending an arbitrary request that is not part of the ACP spec.
-Extension methods provide a way to add custom functionality while maintaining
-protocol compatibility.
-
-See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-"""
-
-
-class AgentRequest(WireModel):
-    """A JSON-RPC request object."""
-
-    id: RequestId = Field(description="The request id used to correlate the matching response.")
-    method: str = Field(description="The method name to invoke.")
-    params: Any = Field(default=None, description="Method-specific request parameters.")
-
-
-class ElicitationSessionScope(WireModel):
-    """Session-scoped elicitation, optionally tied to a specific tool call.
-
-    When `toolCallId` is set, the elicitation is tied to a specific tool call.
-    This is useful when an agent receives an elicitation from an MCP server
-    during a tool call and needs to redirect it to the user.
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The session this elicitation is tied to.",
-    )
-    tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.",
-    )
-
-
-class ElicitationRequestScope(WireModel):
-    """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
-    (e.g., during auth/configuration phases before any session is started).
-    """
-
-    request_id: RequestId = Field(
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        description="The request this elicitation is tied to.",
-    )
-
-
-class ElicitationFormMode(WireModel):
-    """Form-based elicitation mode where the client renders a form from the provided schema."""
-
-    requested_schema: ElicitationSchema = Field(
-        validation_alias="requestedSchema",
-        serialization_alias="requestedSchema",
-        description="A JSON Schema describing the form fields to present to the user.",
-    )
-    session_id: SessionId | None = Field(
-        default=None,
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        exclude_if=is_none,
-        description="The session this elicitation is tied to.",
-    )
-    tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.",
-    )
-    request_id: RequestId | None = Field(
-        default=None,
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        exclude_if=is_none,
-        description="The request this elicitation is tied to.",
-    )
-
-
-class ElicitationUrlMode(WireModel):
-    """URL-based elicitation mode where the client directs the user to a URL."""
-
-    elicitation_id: ElicitationId = Field(
-        validation_alias="elicitationId",
-        serialization_alias="elicitationId",
-        description="The unique identifier for this elicitation.",
-    )
-    url: str = Field(description="The URL to direct the user to.")
-    session_id: SessionId | None = Field(
-        default=None,
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        exclude_if=is_none,
-        description="The session this elicitation is tied to.",
-    )
-    tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="Optional tool call within the session.\n\nOptional. Omitted and `null` are equivalent and mean the elicitation is scoped to the\nsession without a specific tool call.",
-    )
-    request_id: RequestId | None = Field(
-        default=None,
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        exclude_if=is_none,
-        description="The request this elicitation is tied to.",
-    )
-
-
-ProtocolVersion: TypeAlias = Annotated[int, Field(ge=0, le=65535)]
-"""Protocol version identifier.
-
-This version is only bumped for breaking changes.
-Non-breaking changes should be introduced via capabilities.
-"""
-
-
-class PromptCapabilities(WireModel):
-    """Prompt capabilities supported by the agent in `session/prompt` requests.
-
-    Baseline agent functionality requires support for `text`
-    and `resource_link` content blocks in prompt requests.
-
-    Other variants must be explicitly opted in to.
-    Capabilities for different types of content in prompt requests.
-
-    Indicates which content types beyond the baseline (text and resource links)
-    the agent can process.
-
-    See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#prompt-capabilities)
-    """
-
-    image: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False, description="Agent supports `image` content blocks."
-    )
-    audio: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False, description="Agent supports `audio` content blocks."
-    )
-    embedded_context: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        validation_alias="embeddedContext",
-        serialization_alias="embeddedContext",
-        description="Agent supports embedded context in `session/prompt` requests.\n\nWhen enabled, the Client is allowed to include `resource` content blocks\nin prompt requests for pieces of context that are referenced in the message.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class McpCapabilities(WireModel):
-    """MCP capabilities supported by the agent"""
-
-    http: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False, description="Agent supports `http` MCP servers."
-    )
-    sse: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False, description="Agent supports `sse` MCP servers."
-    )
-    acp: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nAgent supports `acp` MCP servers.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionListCapabilities(WireModel):
-    """Capabilities for the `session/list` method.
-
-    Supplying `{}` means the agent supports listing sessions.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionDeleteCapabilities(WireModel):
-    """Capabilities for the `session/delete` method.
-
-    Supplying `{}` means the agent supports deleting sessions from `session/list`.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionAdditionalDirectoriesCapabilities(WireModel):
-    """Capabilities for additional session directories support.
-
-    Supplying `{}` means the agent supports the `additionalDirectories` field on
-    supported session lifecycle requests. Agents that also support
-    `session/list` may return `SessionInfo.additionalDirectories` to report the
-    complete ordered additional-root list associated with a listed session.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionSystemPromptOverrideCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for the `override` system prompt mode.
-
-    Supplying `{}` means the agent supports replacing its built-in default
-    instructions with the client-provided system prompt.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionSystemPromptModeCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    System prompt delivery modes the agent supports in addition to `append`.
-
-    `append` has no entry because every agent advertising
-    `sessionCapabilities.systemPrompt` supports it.
-    """
-
-    override: Annotated[SessionSystemPromptOverrideCapabilities | None, DefaultOnError(None)] = (
-        Field(
+    ElicitationPropertySchema = Annotated[
+        Annotated[StringElicitationPropertySchema, Tag("string")]
+        | Annotated[NumberElicitationPropertySchema, Tag("number")]
+        | Annotated[IntegerElicitationPropertySchema, Tag("integer")]
+        | Annotated[BooleanElicitationPropertySchema, Tag("boolean")]
+        | Annotated[ArrayElicitationPropertySchema, Tag("array")]
+        | Annotated[OtherElicitationPropertySchema, Tag("other")],
+        Discriminator(
+            tag_discriminator(
+                "type",
+                "type",
+                frozenset({"string", "number", "integer", "boolean", "array"}),
+                other="other",
+            )
+        ),
+    ]
+
+
+@_defines("ElicitationSchema")
+def _define_ElicitationSchema() -> None:
+    global ElicitationSchema
+    _require("ElicitationPropertySchema", "ElicitationSchemaType")
+
+    class ElicitationSchema(WireModel):
+        """Type-safe elicitation schema for requesting structured user input.
+
+        This represents a JSON Schema object with primitive-typed properties,
+        as required by the elicitation specification.
+        """
+
+        type: Annotated[ElicitationSchemaType, DefaultOnError("object")] = Field(default="object")
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        properties: dict[str, ElicitationPropertySchema] = Field(default_factory=empty_dict)
+        required: list[str] | None = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ElicitationId")
+def _define_ElicitationId() -> None:
+    global ElicitationId
+    ElicitationId = str
+
+
+@_defines("CreateElicitationRequest")
+def _define_CreateElicitationRequest() -> None:
+    global CreateElicitationRequest
+    _require("ElicitationId", "ElicitationSchema", "RequestId", "SessionId", "ToolCallId")
+
+    class CreateElicitationRequest(WireModel):
+        """Request from the agent to elicit structured user input.
+
+        The agent sends this to the client to request information from the user,
+        either via a form or by directing them to a URL.
+        Elicitations are tied to a session (optionally a tool call) or a request.
+        """
+
+        message: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        mode: Literal["form", "url"] | str
+        requested_schema: ElicitationSchema | None = Field(
             default=None,
-            description="Whether the agent supports `override` mode.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports replacing its built-in default\ninstructions with the client-provided system prompt.",
+            validation_alias="requestedSchema",
+            serialization_alias="requestedSchema",
+            exclude_if=is_none,
         )
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionSystemPromptCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for client-provided system prompts.
-
-    Supplying `{}` means the agent supports `systemPrompt` on session lifecycle
-    requests in `append` mode.
-    """
-
-    mode: Annotated[SessionSystemPromptModeCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Delivery modes the agent supports in addition to `append`.\n\nOptional. Omitted or `null` both mean the agent supports only `append`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionForkCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for the `session/fork` method.
-
-    Supplying `{}` means the agent supports forking sessions.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionArchiveCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for `session/archive` and `session/unarchive`.
-
-    Supplying `{}` means the agent supports both methods, the `archived` filter on
-    `session/list`, and `SessionInfo.archived`.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionStatusCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for the `session/status` method.
-
-    Supplying `{}` means the agent supports checking session status.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionTitleCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for Client-set session titles.
-
-    Supplying `{}` means the agent supports `session/set_title`. Agents report titles
-    through `session/list` and `session_info_update` without this capability.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionResumeCapabilities(WireModel):
-    """Capabilities for the `session/resume` method.
-
-    Supplying `{}` means the agent supports resuming sessions.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionCloseCapabilities(WireModel):
-    """Capabilities for the `session/close` method.
-
-    Supplying `{}` means the agent supports closing sessions.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionCapabilities(WireModel):
-    """Session capabilities supported by the agent.
-
-    As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
-
-    Optionally, they **MAY** support other session methods and notifications by specifying additional capabilities.
-
-    Note: `session/load` is still handled by the top-level `loadSession` capability. This will be unified in future versions of the protocol.
-
-    See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities)
-    """
-
-    list: Annotated[SessionListCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent supports `session/list`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports listing sessions.",
-    )
-    delete: Annotated[SessionDeleteCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent supports `session/delete`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports deleting sessions from `session/list`.",
-    )
-    additional_directories: Annotated[
-        SessionAdditionalDirectoriesCapabilities | None, DefaultOnError(None)
-    ] = Field(
-        default=None,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Whether the agent supports `additionalDirectories` on supported session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `additionalDirectories` on\nsupported session lifecycle requests.\n\nAgents that also support `session/list` may return\n`SessionInfo.additionalDirectories` to report the complete ordered\nadditional-root list associated with a listed session.",
-    )
-    system_prompt: Annotated[SessionSystemPromptCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="systemPrompt",
-        serialization_alias="systemPrompt",
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `systemPrompt` on session lifecycle requests.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports `systemPrompt` in `append` mode.",
-    )
-    fork: Annotated[SessionForkCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/fork`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports forking sessions.",
-    )
-    archive: Annotated[SessionArchiveCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/archive` and `session/unarchive`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports both methods, the `archived` filter on\n`session/list`, and `SessionInfo.archived`. Agents that advertise it MUST also advertise `sessionCapabilities.list`.",
-    )
-    status: Annotated[SessionStatusCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status.",
-    )
-    title: Annotated[SessionTitleCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/set_title`.\n\nAgents report titles through `session/list` and `session_info_update` without this\ncapability. It only advertises that Clients can set titles.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports setting session titles.",
-    )
-    resume: Annotated[SessionResumeCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent supports `session/resume`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports resuming sessions.",
-    )
-    close: Annotated[SessionCloseCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent supports `session/close`.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports closing sessions.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AuthStatusCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Auth status capabilities supported by the agent.
-
-    Supplying `{}` means the agent supports the `auth/status` method.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class LogoutCapabilities(WireModel):
-    """Logout capabilities supported by the agent.
-
-    Supplying `{}` means the agent supports the logout method.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AgentAuthCapabilities(WireModel):
-    """Authentication-related capabilities supported by the agent."""
-
-    status: Annotated[AuthStatusCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports the `auth/status` method.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports the `auth/status` method.",
-    )
-    logout: Annotated[LogoutCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent supports the logout method.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports the logout method.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ProvidersCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Provider configuration capabilities supported by the agent.
-
-    Supplying `{}` means the agent supports provider configuration methods.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AgentCapabilities(WireModel):
-    """Capabilities supported by the agent.
-
-    Advertised during initialization to inform the client about
-    available features and content types.
-
-    See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#agent-capabilities)
-    """
-
-    load_session: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        validation_alias="loadSession",
-        serialization_alias="loadSession",
-        description="Whether the agent supports `session/load`.",
-    )
-    prompt_capabilities: Annotated[
-        PromptCapabilities, DefaultOnError(default_factory=PromptCapabilities)
-    ] = Field(
-        default_factory=PromptCapabilities,
-        validation_alias="promptCapabilities",
-        serialization_alias="promptCapabilities",
-        description="Prompt capabilities supported by the agent.",
-    )
-    mcp_capabilities: Annotated[
-        McpCapabilities, DefaultOnError(default_factory=McpCapabilities)
-    ] = Field(
-        default_factory=McpCapabilities,
-        validation_alias="mcpCapabilities",
-        serialization_alias="mcpCapabilities",
-        description="MCP capabilities supported by the agent.",
-    )
-    session_capabilities: Annotated[
-        SessionCapabilities, DefaultOnError(default_factory=SessionCapabilities)
-    ] = Field(
-        default_factory=SessionCapabilities,
-        validation_alias="sessionCapabilities",
-        serialization_alias="sessionCapabilities",
-        description="Session lifecycle and prompt capabilities advertised by the agent.",
-    )
-    auth: Annotated[
-        AgentAuthCapabilities, DefaultOnError(default_factory=AgentAuthCapabilities)
-    ] = Field(
-        default_factory=AgentAuthCapabilities,
-        description="Authentication-related capabilities supported by the agent.",
-    )
-    providers: Annotated[ProvidersCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nProvider configuration capabilities supported by the agent.\n\nOptional. Omitted or `null` both mean the agent does not advertise support.\nSupplying `{}` means the agent supports provider configuration methods.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-AuthMethodId: TypeAlias = str
-"""Typed identifier used for auth method values on the wire."""
-
-
-class AuthMethodAgent(WireModel):
-    """Agent handles authentication itself through `authenticate`.
-
-    This is the default authentication method type.
-    """
-
-    id: AuthMethodId = Field(description="Unique identifier for this authentication method.")
-    name: str = Field(description="Human-readable name of the authentication method.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional human-readable description of this authentication method.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AuthMethodTerminal(WireModel):
-    """Terminal-based authentication method.
-
-    The client runs the configured agent program as a separate interactive
-    process for the user to authenticate via a TUI. Agents MUST advertise this
-    method only when the client enabled its terminal authentication capability.
-    A zero exit status signals success. Any other termination signals failure.
-    The client MUST NOT pass this method to `authenticate`.
-    """
-
-    id: AuthMethodId = Field(description="Unique identifier for this authentication method.")
-    name: str = Field(description="Human-readable name of the authentication method.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional human-readable description of this authentication method.",
-    )
-    args: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        description="Additional arguments to append to the configured agent invocation for terminal auth.",
-    )
-    env: Annotated[dict[str, str], NullAsDefault(empty_dict)] = Field(
-        default_factory=empty_dict,
-        description="Additional environment variables to set on the configured agent invocation for terminal auth.\nThese values override same-named variables in the base launch configuration.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class TerminalAuthMethod(AuthMethodTerminal):
-    """Client runs the configured agent program as a separate interactive
-    process, without passing this method to `authenticate`.
-    """
-
-    type: Literal["terminal"] = Field(default="terminal", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["terminal"]:
-        """The tag on the wire (`type`): always sent."""
-        return "terminal"
-
-
-AuthMethod: TypeAlias = Annotated[
-    Annotated[TerminalAuthMethod, Tag("terminal")] | Annotated[AuthMethodAgent, Tag("agent")],
-    Discriminator(tag_discriminator("type", "type", frozenset({"terminal"}), fallback="agent")),
-]
-"""Describes an available authentication method.
-
-The `type` field acts as the discriminator in the serialized JSON form.
-When no `type` is present, the method is treated as `agent`.
-"""
-
-
-class Implementation(WireModel):
-    """Metadata about the implementation of the client or agent.
-    Describes the name and version of an ACP implementation, with an optional
-    title for UI representation.
-    """
-
-    name: str = Field(
-        description="Intended for programmatic or logical use, but can be used as a display\nname fallback if title isn't present."
-    )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Intended for UI and end-user contexts and optimized to be human-readable\nand easily understood.\n\nIf not provided, the name should be used for display.",
-    )
-    version: str = Field(
-        description='Version of the implementation. Can be displayed to the user or used\nfor debugging or metrics purposes. (e.g. "1.0.0").'
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class InitializeResponse(WireModel):
-    """Response to the `initialize` method.
-
-    Contains the negotiated protocol version and agent capabilities.
-
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
-    """
-
-    protocol_version: ProtocolVersion = Field(
-        validation_alias="protocolVersion",
-        serialization_alias="protocolVersion",
-        description="The protocol version the client specified if supported by the agent,\nor the latest protocol version supported by the agent.\n\nThe client should disconnect, if it doesn't support this version.",
-    )
-    agent_capabilities: Annotated[
-        AgentCapabilities, DefaultOnError(default_factory=AgentCapabilities)
-    ] = Field(
-        default_factory=AgentCapabilities,
-        validation_alias="agentCapabilities",
-        serialization_alias="agentCapabilities",
-        description="Capabilities supported by the agent.",
-    )
-    auth_methods: Annotated[
-        list[Annotated[AuthMethod, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        default_factory=empty_list,
-        validation_alias="authMethods",
-        serialization_alias="authMethods",
-        description="Authentication methods supported by the agent.",
-    )
-    agent_info: Annotated[Implementation | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="agentInfo",
-        serialization_alias="agentInfo",
-        description="Information about the Agent name and version sent to the Client.\n\nNote: in future versions of the protocol, this will be required.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AuthenticateResponse(WireModel):
-    """Response to the `authenticate` method."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ProviderId: TypeAlias = str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Unique identifier for a configurable LLM provider.
-"""
-
-
-LlmProtocol: TypeAlias = Literal["anthropic", "openai", "azure", "vertex", "bedrock"] | str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Well-known API protocol identifiers for LLM providers.
-
-Agents and clients MUST handle unknown protocol identifiers gracefully.
-
-Protocol names beginning with `_` are free for custom use, like other ACP extension methods.
-Protocol names that do not begin with `_` are reserved for the ACP spec.
-"""
-
-
-class ProviderCurrentConfig(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Current effective non-secret routing configuration for a provider.
-    """
-
-    api_type: LlmProtocol = Field(
-        validation_alias="apiType",
-        serialization_alias="apiType",
-        description="Protocol currently used by this provider.",
-    )
-    base_url: str = Field(
-        validation_alias="baseUrl",
-        serialization_alias="baseUrl",
-        description="Base URL currently used by this provider.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ProviderInfo(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Information about a configurable LLM provider.
-    """
-
-    provider_id: ProviderId = Field(
-        validation_alias="providerId",
-        serialization_alias="providerId",
-        description='Provider identifier, for example "main" or "openai".',
-    )
-    supported: Annotated[
-        list[Annotated[LlmProtocol, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(description="Supported protocol types for this provider.")
-    required: bool = Field(
-        description="Whether this provider is mandatory and cannot be disabled via `providers/disable`.\nIf true, clients must not call `providers/disable` for this provider ID."
-    )
-    current: ProviderCurrentConfig | None = Field(
-        default=None,
-        description="Current effective non-secret routing config.\nNull or omitted means provider is disabled.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ListProvidersResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response to `providers/list`.
-    """
-
-    providers: list[ProviderInfo] = Field(
-        description="Configurable providers with current routing info suitable for UI display."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SetProviderResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response to `providers/set`.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class DisableProviderResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response to `providers/disable`.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class LogoutResponse(WireModel):
-    """Response to the `logout` method."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-AuthState: TypeAlias = Literal["authenticated", "unauthenticated", "not_required", "unknown"] | str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-The agent's overall authentication state.
-"""
-
-
-class AuthAccount(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    An account or credential the agent has configured, such as a signed-in user
-    account or an API key.
-
-    All fields are display information only. Clients MUST NOT use them as stable
-    account identifiers, and SHOULD NOT log them or send them elsewhere, such as to
-    telemetry.
-    """
-
-    label: str = Field(
-        description="Human-readable name for the account, suitable for display on its own,\nfor example `Claude Max`, `OpenAI API key`, or `Vertex AI`."
-    )
-    active: Annotated[bool | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the agent currently uses this account by default.\n\nSeveral accounts MAY be active, for example one per provider.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not indicate whether this account is in effect.",
-    )
-    name: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Display name of the user, such as a username or full name.\n\nOptional. Omitted and `null` are equivalent and mean no name is reported.",
-    )
-    email: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Email address of the user.\n\nOptional. Omitted and `null` are equivalent and mean no email is reported.",
-    )
-    organization: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Display name of the organization, team, or workspace the account is using.\n\nOptional. Omitted and `null` are equivalent and mean no organization is reported.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AuthStatusResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response to the `auth/status` method.
-    """
-
-    state: AuthState = Field(
-        description="Whether the agent can start sessions without the user signing in first.\n\nThis is the only field clients should act on. Clients MUST treat values they\ndo not recognize as `unknown`."
-    )
-    accounts: Annotated[
-        list[Annotated[AuthAccount, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        default_factory=empty_list,
-        description="The accounts the agent has configured, for display.\n\nOptional. Omitted and empty are equivalent and mean no accounts are reported.\nAgents that hold credentials for several providers or accounts SHOULD list each\nof them and mark the ones in effect with `active`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-SessionModeId: TypeAlias = str
-"""Unique identifier for a Session Mode."""
-
-
-class SessionMode(WireModel):
-    """A mode the agent can operate in.
-
-    See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    """
-
-    id: SessionModeId = Field(
-        description="Stable identifier used to refer to this protocol object in later messages."
-    )
-    name: str = Field(description="Human-readable name shown for this protocol object.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional human-readable details shown with this protocol object."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionModeState(WireModel):
-    """The set of modes and the one currently active."""
-
-    current_mode_id: SessionModeId = Field(
-        validation_alias="currentModeId",
-        serialization_alias="currentModeId",
-        description="The current mode the Agent is in.",
-    )
-    available_modes: Annotated[
-        list[Annotated[SessionMode, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        validation_alias="availableModes",
-        serialization_alias="availableModes",
-        description="The set of modes that the Agent can operate in",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-SessionConfigId: TypeAlias = str
-"""Unique identifier for a session configuration option."""
-
-
-SessionConfigOptionCategory: TypeAlias = (
-    Literal["mode", "model", "model_config", "thought_level"] | str
-)
-"""Semantic category for a session configuration option.
-
-This is intended to help Clients distinguish broadly common selectors (e.g. model selector vs
-session mode selector vs thought/reasoning level) for UX purposes (keyboard shortcuts, icons,
-placement). It MUST NOT be required for correctness. Clients MUST handle missing or unknown
-categories gracefully.
-
-Category names beginning with `_` are free for custom use, like other ACP extension methods.
-Category names that do not begin with `_` are reserved for the ACP spec.
-"""
-
-
-class SessionConfigBoolean(WireModel):
-    """A boolean on/off toggle session configuration option payload."""
-
-    current_value: bool = Field(
-        validation_alias="currentValue",
-        serialization_alias="currentValue",
-        description="The current value of the boolean option.",
-    )
-
-
-class BooleanSessionConfigOption(SessionConfigBoolean):
-    """Boolean on/off toggle."""
-
-    id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
-    name: str = Field(description="Human-readable label for the option.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional description for the Client to display to the user."
-    )
-    category: Annotated[SessionConfigOptionCategory | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional semantic category for this option (UX only)."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    type: Literal["boolean"] = Field(default="boolean", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["boolean"]:
-        """The tag on the wire (`type`): always sent."""
-        return "boolean"
-
-
-SessionConfigValueId: TypeAlias = str
-"""Unique identifier for a session configuration option value."""
-
-
-class SessionConfigSelectOption(WireModel):
-    """A possible value for a session configuration option."""
-
-    value: SessionConfigValueId = Field(description="Unique identifier for this option value.")
-    name: str = Field(description="Human-readable label for this option value.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional description for this option value."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-SessionConfigGroupId: TypeAlias = str
-"""Unique identifier for a session configuration option value group."""
-
-
-class SessionConfigSelectGroup(WireModel):
-    """A group of possible values for a session configuration option."""
-
-    group: SessionConfigGroupId = Field(description="Unique identifier for this group.")
-    name: str = Field(description="Human-readable label for this group.")
-    options: Annotated[
-        list[Annotated[SessionConfigSelectOption, SKIP_INVALID]],
-        DefaultOnError(default_factory=empty_list),
-    ] = Field(description="The set of option values in this group.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-SessionConfigSelectOptions: TypeAlias = (
-    list[SessionConfigSelectOption] | list[SessionConfigSelectGroup]
-)
-"""Possible values for a session configuration option."""
-
-
-class SessionConfigSelect(WireModel):
-    """A single-value selector (dropdown) session configuration option payload."""
-
-    current_value: SessionConfigValueId = Field(
-        validation_alias="currentValue",
-        serialization_alias="currentValue",
-        description="The currently selected value.",
-    )
-    options: SessionConfigSelectOptions = Field(description="The set of selectable options.")
-
-
-class SelectSessionConfigOption(SessionConfigSelect):
-    """Single-value selector (dropdown)."""
-
-    id: SessionConfigId = Field(description="Unique identifier for the configuration option.")
-    name: str = Field(description="Human-readable label for the option.")
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional description for the Client to display to the user."
-    )
-    category: Annotated[SessionConfigOptionCategory | None, DefaultOnError(None)] = Field(
-        default=None, description="Optional semantic category for this option (UX only)."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    type: Literal["select"] = Field(default="select", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["select"]:
-        """The tag on the wire (`type`): always sent."""
-        return "select"
-
-
-SessionConfigOption: TypeAlias = Annotated[
-    SelectSessionConfigOption | BooleanSessionConfigOption, Field(discriminator="type")
-]
-"""A session configuration option selector and its current state."""
-
-
-class NewSessionResponse(WireModel):
-    """Response from creating a new session.
-
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="Unique identifier for the created session.\n\nUsed in all subsequent requests for this conversation.",
-    )
-    modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)",
-    )
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(
-        default=None,
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="Initial session configuration options if supported by the Agent.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class LoadSessionResponse(WireModel):
-    """Response from loading an existing session."""
-
-    modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)",
-    )
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(
-        default=None,
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="Initial session configuration options if supported by the Agent.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionInfo(WireModel):
-    """Information about a session returned by session/list"""
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="Unique identifier for the session",
-    )
-    cwd: str = Field(
-        description="The working directory for this session. Must be an absolute path."
-    )
-    additional_directories: Annotated[
-        list[Annotated[str, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        default_factory=empty_list,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots reported for this session. Each path must be absolute.\n\nWhen present, this is the complete ordered additional-root list reported\nby the Agent. Omitted and empty values are equivalent: the response\nreports no additional roots.",
-    )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Human-readable title for the session"
-    )
-    updated_at: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="updatedAt",
-        serialization_alias="updatedAt",
-        description="ISO 8601 timestamp of last activity",
-    )
-    archived: Annotated[bool | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the session is archived.\n\nOptional. Omitted and `null` are equivalent and mean the archive state is not reported.\nAgents that advertise the `sessionCapabilities.archive` capability MUST include it on every listed session.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ListSessionsResponse(WireModel):
-    """Response from listing sessions."""
-
-    sessions: Annotated[
-        list[Annotated[SessionInfo, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(description="Array of session information objects")
-    next_cursor: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="nextCursor",
-        serialization_alias="nextCursor",
-        description="Opaque cursor token. If present, pass this in the next request's cursor parameter\nto fetch the next page. If absent, there are no more results.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class DeleteSessionResponse(WireModel):
-    """Response from deleting a session."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ForkSessionResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from forking an existing session.
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="Unique identifier for the newly created forked session.",
-    )
-    modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)",
-    )
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(
-        default=None,
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="Initial session configuration options if supported by the Agent.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ArchiveSessionResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from archiving a session.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class UnarchiveSessionResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from unarchiving a session.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-SessionStatus: TypeAlias = Literal["open", "saved"] | str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Whether the Agent has a session in memory, as reported by `session/status`.
-"""
-
-
-class SessionStatusResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from checking the status of a session.
-
-    The result is a snapshot. A session reported `open` may be closed or evicted before
-    the Client's next request.
-    """
-
-    status: SessionStatus = Field(
-        description="Whether the Agent has the session in memory.\n\nRequired. Clients MUST treat a value they do not recognize as `saved`."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SetSessionTitleResponse(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from setting the title of a session.
-    """
-
-    title: str = Field(
-        description="The title the Agent stored.\n\nThis differs from the requested title if the Agent normalized it. Clients SHOULD\ndisplay this value rather than the one they sent."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ResumeSessionResponse(WireModel):
-    """Response from resuming an existing session."""
-
-    modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Initial mode state if supported by the Agent\n\nSee protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)",
-    )
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
-    ] = Field(
-        default=None,
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="Initial session configuration options if supported by the Agent.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class CloseSessionResponse(WireModel):
-    """Response from closing a session."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SetSessionModeResponse(WireModel):
-    """Response to `session/set_mode` method."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SetSessionConfigOptionResponse(WireModel):
-    """Response to `session/set_config_option` method."""
-
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]],
-        DefaultOnError(default_factory=empty_list),
-    ] = Field(
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="The full set of configuration options and their current values.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-StopReason: TypeAlias = Literal[
-    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
-]
-"""Reasons why an agent stops processing a prompt turn.
-
-See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#stop-reasons)
-"""
-
-
-class Usage(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Token usage information for a prompt turn.
-    """
-
-    total_tokens: Annotated[int, Field(ge=0)] = Field(
-        validation_alias="totalTokens",
-        serialization_alias="totalTokens",
-        description="Sum of all token types across session.",
-    )
-    input_tokens: Annotated[int, Field(ge=0)] = Field(
-        validation_alias="inputTokens",
-        serialization_alias="inputTokens",
-        description="Total input tokens across all turns.",
-    )
-    output_tokens: Annotated[int, Field(ge=0)] = Field(
-        validation_alias="outputTokens",
-        serialization_alias="outputTokens",
-        description="Total output tokens across all turns.",
-    )
-    thought_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="thoughtTokens",
-        serialization_alias="thoughtTokens",
-        description="Total thought/reasoning tokens",
-    )
-    cached_read_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="cachedReadTokens",
-        serialization_alias="cachedReadTokens",
-        description="Total cache read tokens.",
-    )
-    cached_write_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = (
-        Field(
+        session_id: SessionId | None = Field(
             default=None,
-            validation_alias="cachedWriteTokens",
-            serialization_alias="cachedWriteTokens",
-            description="Total cache write tokens.",
+            validation_alias="sessionId",
+            serialization_alias="sessionId",
+            exclude_if=is_none,
         )
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class PromptResponse(WireModel):
-    """Response from processing a user prompt.
-
-    See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)
-    """
-
-    stop_reason: StopReason = Field(
-        validation_alias="stopReason",
-        serialization_alias="stopReason",
-        description="Indicates why the agent stopped processing the turn.",
-    )
-    usage: Annotated[Usage | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for this turn (optional).",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ExtResponse: TypeAlias = Any
-"""Allows for sending an arbitrary response to an extension request that is not part of the ACP spec.
-Extension methods provide a way to add custom functionality while maintaining
-protocol compatibility.
-
-See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-"""
-
-
-ErrorCode: TypeAlias = Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002] | int
-"""Predefined error codes for common JSON-RPC and ACP-specific errors.
-
-Standard errors use the JSON-RPC 2.0 codes. ACP-specific errors use the JSON-RPC
-server-error range (-32000 to -32099), and request cancellation uses -32800 from the
-range LSP reserves (-32899 to -32800).
-"""
-
-
-class Error(WireModel):
-    """JSON-RPC error object.
-
-    Represents an error that occurred during method execution, following the
-    JSON-RPC 2.0 error object specification with optional additional data.
-
-    See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
-    """
-
-    code: ErrorCode = Field(
-        description="A number indicating the error type that occurred.\nThis must be an integer as defined in the JSON-RPC specification."
-    )
-    message: str = Field(
-        description="A string providing a short description of the error.\nThe message should be limited to a concise single sentence."
-    )
-    data: Any = Field(
-        default=None,
-        description="Optional primitive or structured value that contains additional information about the error.\nThis may include debugging information or context-specific details.",
-    )
-
-
-class AgentResponse(WireModel):
-    """A JSON-RPC response object."""
-
-    id: RequestId = Field(description="The id of the request this response answers.")
-    result: Any = Field(default=None, description="Method-specific response data.")
-    error: Error | None = Field(
-        default=None, exclude_if=is_none, description="Method-specific error data."
-    )
-
-
-MessageId: TypeAlias = str
-"""Unique identifier for a message within a session."""
-
-
-class ContentChunk(WireModel):
-    """A streamed item of content"""
-
-    content: ContentBlock = Field(description="A single item of content")
-    message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="messageId",
-        serialization_alias="messageId",
-        description="A unique identifier for the message this chunk belongs to.\n\nAll chunks belonging to the same message share the same `messageId`.\nA change in `messageId` indicates a new message has started.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AgentMessageChunkSessionUpdate(ContentChunk):
-    """A chunk of the agent's response being streamed."""
-
-    session_update: Literal["agent_message_chunk"] = Field(
-        default="agent_message_chunk",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["agent_message_chunk"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "agent_message_chunk"
-
-
-class AgentThoughtChunkSessionUpdate(ContentChunk):
-    """A chunk of the agent's internal reasoning being streamed."""
-
-    session_update: Literal["agent_thought_chunk"] = Field(
-        default="agent_thought_chunk",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["agent_thought_chunk"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "agent_thought_chunk"
-
-
-class UnstructuredCommandInput(WireModel):
-    """All text that was typed after the command name is provided as input."""
-
-    hint: str = Field(description="A hint to display when the input hasn't been provided yet")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-AvailableCommandInput: TypeAlias = UnstructuredCommandInput
-"""The input specification for a command."""
-
-
-class AvailableCommand(WireModel):
-    """Information about a command."""
-
-    name: str = Field(description="Command name (e.g., `create_plan`, `research_codebase`).")
-    description: str = Field(description="Human-readable description of what the command does.")
-    input: Annotated[AvailableCommandInput | None, DefaultOnError(None)] = Field(
-        default=None, description="Input for the command if required"
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AvailableCommandsUpdate(WireModel):
-    """Available commands are ready or have changed"""
-
-    available_commands: Annotated[
-        list[Annotated[AvailableCommand, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        validation_alias="availableCommands",
-        serialization_alias="availableCommands",
-        description="Commands the agent can execute",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AvailableCommandsUpdateSessionUpdate(AvailableCommandsUpdate):
-    """Available commands are ready or have changed"""
-
-    session_update: Literal["available_commands_update"] = Field(
-        default="available_commands_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["available_commands_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "available_commands_update"
-
-
-CompactionId: TypeAlias = str
-"""Unique identifier for a context compaction within a session."""
-
-
-class CompactionSummaryChunk(WireModel):
-    """A content block appended to a compaction's summary. A first-seen ID creates
-    an in-progress compaction. Chunks append in receive order.
-    Agents MUST only send this update when the Client advertised
-    the `session.compaction` Client capability.
-    """
-
-    compaction_id: CompactionId = Field(
-        validation_alias="compactionId",
-        serialization_alias="compactionId",
-        description="ID of the compaction whose summary receives this content.",
-    )
-    content: ContentBlock = Field(description="One content block to append.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Metadata scoped to this chunk. Omission and `null` both mean absent.",
-    )
-
-
-class CompactionSummaryChunkSessionUpdate(CompactionSummaryChunk):
-    """A content block appended to a context compaction's retained summary.
-
-    Agents MUST only send this update when the Client advertised
-    the `session.compaction` Client capability.
-    """
-
-    session_update: Literal["compaction_summary_chunk"] = Field(
-        default="compaction_summary_chunk",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["compaction_summary_chunk"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "compaction_summary_chunk"
-
-
-CompactionStatus: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"] | str
-"""Lifecycle state of a context compaction."""
-
-
-class CompactionUpdate(WireModel):
-    """A context compaction upsert. The first notification fixes the compaction's
-    timeline position. Later updates with the same ID patch that entity in place.
-    Agents MUST only send this update when the Client advertised
-    the `session.compaction` Client capability.
-
-    `summary`, `error`, and `_meta` have patch semantics: omission leaves the
-    stored value unchanged, `null` clears it, and a concrete value replaces it.
-    `summary: []` also clears the summary.
-    """
-
-    compaction_id: CompactionId = Field(
-        validation_alias="compactionId",
-        serialization_alias="compactionId",
-        description="The Agent-owned ID of this compaction, unique within the session.",
-    )
-    status: CompactionStatus = Field(description="Current lifecycle status.")
-    summary: Annotated[list[Annotated[ContentBlock, SKIP_INVALID]] | None, DefaultOnError(None)] = (
-        Field(
+        tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+        request_id: RequestId | None = Field(
             default=None,
-            description="Complete replacement user-displayable summary content for the compaction.",
+            validation_alias="requestId",
+            serialization_alias="requestId",
+            exclude_if=is_none,
         )
-    )
-    error: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Human-readable error details for the compaction."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Extensible metadata patch for this compaction.",
-    )
-
-
-class CompactionUpdateSessionUpdate(CompactionUpdate):
-    """A context compaction has been created or updated.
-
-    Agents MUST only send this update when the Client advertised
-    the `session.compaction` Client capability.
-    """
-
-    session_update: Literal["compaction_update"] = Field(
-        default="compaction_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["compaction_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "compaction_update"
-
-
-class ConfigOptionUpdate(WireModel):
-    """Session configuration options have been updated."""
-
-    config_options: Annotated[
-        list[Annotated[SessionConfigOption, SKIP_INVALID]],
-        DefaultOnError(default_factory=empty_list),
-    ] = Field(
-        validation_alias="configOptions",
-        serialization_alias="configOptions",
-        description="The full set of configuration options and their current values.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ConfigOptionUpdateSessionUpdate(ConfigOptionUpdate):
-    """Session configuration options have been updated."""
-
-    session_update: Literal["config_option_update"] = Field(
-        default="config_option_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["config_option_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "config_option_update"
-
-
-class CurrentModeUpdate(WireModel):
-    """The current mode of the session has changed
-
-    See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    """
-
-    current_mode_id: SessionModeId = Field(
-        validation_alias="currentModeId",
-        serialization_alias="currentModeId",
-        description="The ID of the current mode",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class CurrentModeUpdateSessionUpdate(CurrentModeUpdate):
-    """The current mode of the session has changed
-
-    See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
-    """
-
-    session_update: Literal["current_mode_update"] = Field(
-        default="current_mode_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["current_mode_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "current_mode_update"
-
-
-NoticeSeverity: TypeAlias = Literal["info", "warning", "error"] | str
-"""Severity hint for a session notice."""
-
-
-class Notice(WireModel):
-    """Fire-and-forget information for the user.
-
-    Notices are live events rather than session history. Agents must not rely on
-    a notice being received, displayed, or seen by the user.
-    Agents MUST only send notices when the Client advertised
-    the `session.notices` Client capability. Otherwise, Agents may use an agent
-    message when the information should still be surfaced to the user.
-
-    See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
-    """
-
-    severity: NoticeSeverity = Field(description="Presentation severity hint.")
-    title: Annotated[str, Field(min_length=1)] = Field(
-        description="Required non-empty plain-text title that can stand alone."
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Optional plain-text detail or guidance.\n\nOmitted and `null` are equivalent and mean no description was supplied.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Metadata scoped to this notice.\n\nOmitted and `null` are equivalent and mean no metadata was supplied.",
-    )
-
-
-class NoticeSessionUpdate(Notice):
-    """Information for the user that is not part of session history.
-
-    Agents MUST only send this update when the Client advertised
-    the `session.notices` Client capability.
-    """
-
-    session_update: Literal["notice"] = Field(
-        default="notice",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["notice"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "notice"
-
-
-PlanId: TypeAlias = str
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Unique identifier for a plan within a session.
-"""
-
-
-class PlanRemoved(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Removal notice for a plan identified by ID.
-    """
-
-    plan_id: PlanId = Field(
-        validation_alias="planId",
-        serialization_alias="planId",
-        description="The plan ID to remove.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class PlanRemovedSessionUpdate(PlanRemoved):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Removal notice for a plan identified by ID.
-    """
-
-    session_update: Literal["plan_removed"] = Field(
-        default="plan_removed",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["plan_removed"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "plan_removed"
-
-
-PlanEntryPriority: TypeAlias = Literal["high", "medium", "low"]
-"""Priority levels for plan entries.
-
-Used to indicate the relative importance or urgency of different
-tasks in the execution plan.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
-"""
-
-
-PlanEntryStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
-"""Status of a plan entry in the execution flow.
-
-Tracks the lifecycle of each task from planning through completion.
-See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
-"""
-
-
-class PlanEntry(WireModel):
-    """A single entry in the execution plan.
-
-    Represents a task or goal that the assistant intends to accomplish
-    as part of fulfilling the user's request.
-    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
-    """
-
-    content: str = Field(
-        description="Human-readable description of what this task aims to accomplish."
-    )
-    priority: PlanEntryPriority = Field(
-        description="The relative importance of this task.\nUsed to indicate which tasks are most critical to the overall goal."
-    )
-    status: PlanEntryStatus = Field(description="Current execution status of this task.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class Plan(WireModel):
-    """An execution plan for accomplishing complex tasks.
-
-    Plans consist of multiple entries representing individual tasks or goals.
-    Agents report plans to clients to provide visibility into their execution strategy.
-    Plans can evolve during execution as the agent discovers new requirements or completes tasks.
-
-    See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
-    """
-
-    entries: Annotated[
-        list[Annotated[PlanEntry, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        description="The list of tasks to be accomplished.\n\nWhen updating a plan, the agent must send a complete list of all entries\nwith their current status. The client replaces the entire plan with each update."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class PlanSessionUpdate(Plan):
-    """The agent's execution plan for complex tasks.
-    See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
-    """
-
-    session_update: Literal["plan"] = Field(
-        default="plan",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["plan"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "plan"
-
-
-class PlanFile(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A plan represented by a file URI.
-    """
-
-    plan_id: PlanId = Field(
-        validation_alias="planId",
-        serialization_alias="planId",
-        description="The plan ID to update.",
-    )
-    uri: str = Field(description="The URI of the file containing the plan.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class FilePlanUpdateContent(PlanFile):
-    """A URI pointing to a file containing the plan."""
-
-    type: Literal["file"] = Field(default="file", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["file"]:
-        """The tag on the wire (`type`): always sent."""
-        return "file"
-
-
-class PlanItems(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A plan represented as structured entries.
-    """
-
-    plan_id: PlanId = Field(
-        validation_alias="planId",
-        serialization_alias="planId",
-        description="The plan ID to update.",
-    )
-    entries: Annotated[
-        list[Annotated[PlanEntry, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        description="The list of tasks to be accomplished.\n\nWhen updating an item-based plan, the agent must send a complete list of all entries\nwith their current status. The client replaces that plan with each update."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ItemsPlanUpdateContent(PlanItems):
-    """Structured plan entries."""
-
-    type: Literal["items"] = Field(default="items", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["items"]:
-        """The tag on the wire (`type`): always sent."""
-        return "items"
-
-
-class PlanMarkdown(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A plan represented as raw markdown content.
-    """
-
-    plan_id: PlanId = Field(
-        validation_alias="planId",
-        serialization_alias="planId",
-        description="The plan ID to update.",
-    )
-    content: str = Field(description="Markdown content for the plan.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class MarkdownPlanUpdateContent(PlanMarkdown):
-    """Raw markdown content for the plan."""
-
-    type: Literal["markdown"] = Field(default="markdown", exclude=True)
-
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["markdown"]:
-        """The tag on the wire (`type`): always sent."""
-        return "markdown"
-
-
-PlanUpdateContent: TypeAlias = Annotated[
-    ItemsPlanUpdateContent | FilePlanUpdateContent | MarkdownPlanUpdateContent,
-    Field(discriminator="type"),
-]
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Updated content for a plan.
-"""
-
-
-class PlanUpdate(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A content update for a plan identified by ID.
-    """
-
-    plan: PlanUpdateContent = Field(description="The updated plan content.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class PlanUpdateSessionUpdate(PlanUpdate):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A content update for a plan identified by ID.
-    """
-
-    session_update: Literal["plan_update"] = Field(
-        default="plan_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["plan_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "plan_update"
-
-
-class SessionInfoUpdate(WireModel):
-    """Update to session metadata. All fields are optional to support partial updates.
-
-    Agents send this notification to update session information like title or custom metadata.
-    Clients can use it to keep session titles and state current.
-    """
-
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None, description="Human-readable title for the session. Set to null to clear."
-    )
-    updated_at: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="updatedAt",
-        serialization_alias="updatedAt",
-        description="ISO 8601 timestamp of last activity. Set to null to clear.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionInfoUpdateSessionUpdate(SessionInfoUpdate):
-    """Session metadata has been updated (title, timestamps, custom metadata)"""
-
-    session_update: Literal["session_info_update"] = Field(
-        default="session_info_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["session_info_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "session_info_update"
-
-
-class SessionMessageChunk(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A streamed content block of an inter-session message.
-
-    A chunk carries only content. The message's participants and references come from
-    `session_message` upserts, which can arrive before, between, or after its chunks.
-    """
-
-    message_id: MessageId = Field(
-        validation_alias="messageId",
-        serialization_alias="messageId",
-        description="Identifier of this message within the enclosing session's transcript.",
-    )
-    content: ContentBlock = Field(description="A single content block appended to the message.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Optional and nullable chunk-scoped metadata. Omitted or `null` means none.\n\nImplementations MUST NOT make assumptions about values in `_meta`.",
-    )
-
-
-class SessionMessageChunkSessionUpdate(SessionMessageChunk):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    One content block appended to a sent or received session message.
-    """
-
-    session_update: Literal["session_message_chunk"] = Field(
-        default="session_message_chunk",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["session_message_chunk"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "session_message_chunk"
-
-
-class SessionMessage(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    An upsert for an inter-session message.
-    """
-
-    message_id: MessageId = Field(
-        validation_alias="messageId",
-        serialization_alias="messageId",
-        description="Identifier of this message within the enclosing session's transcript.",
-    )
-    sender_session_id: Annotated[SessionId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="senderSessionId",
-        serialization_alias="senderSessionId",
-        description="The sending session.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it.",
-    )
-    recipient_session_id: Annotated[SessionId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="recipientSessionId",
-        serialization_alias="recipientSessionId",
-        description="The receiving session.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it.",
-    )
-    sender_message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="senderMessageId",
-        serialization_alias="senderMessageId",
-        description="On an incoming view, the `messageId` of the same message's outgoing view in the\nsender's transcript.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can arrive\nafter the message starts streaming.",
-    )
-    recipient_message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="recipientMessageId",
-        serialization_alias="recipientMessageId",
-        description="On an outgoing view, the `messageId` of the same message's incoming view in the\nrecipient's transcript.\n\nOmitted leaves the stored value unchanged. `null` clears it. A value replaces it. It can arrive\nafter the message starts streaming.",
-    )
-    content: Annotated[list[Annotated[ContentBlock, SKIP_INVALID]] | None, DefaultOnError(None)] = (
-        Field(
+        elicitation_id: ElicitationId | None = Field(
             default=None,
-            description="Omitted leaves content unchanged. `null` or `[]` clears it.\nA non-empty array replaces all content.",
+            validation_alias="elicitationId",
+            serialization_alias="elicitationId",
+            exclude_if=is_none,
         )
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Omitted leaves metadata unchanged. `null` removes it.\n\nImplementations MUST NOT make assumptions about values in `_meta`.",
-    )
+        url: str | None = Field(default=None, exclude_if=is_none)
 
 
-class SessionMessageSessionUpdate(SessionMessage):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A message upsert observed in this session's transcript, sent to or
-    received from another session.
-    """
-
-    session_update: Literal["session_message"] = Field(
-        default="session_message",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["session_message"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "session_message"
+@_defines("McpServerAcpId")
+def _define_McpServerAcpId() -> None:
+    global McpServerAcpId
+    McpServerAcpId = str
 
 
-class SessionCancelCapabilities(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capability to cancel work in a subagent session without ending that session.
-
-    Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("McpRequestId")
+def _define_McpRequestId() -> None:
+    global McpRequestId
+    McpRequestId = str
 
 
-class SubagentSessionCapabilities(WireModel):
-    """**UNSTABLE**
+@_defines("MessageMcpRequest")
+def _define_MessageMcpRequest() -> None:
+    global MessageMcpRequest
+    _require("McpRequestId", "McpServerAcpId")
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+    class MessageMcpRequest(WireModel):
+        """**UNSTABLE**
 
-    Client-initiated session mutations permitted for a specific subagent session.
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    A mutation requires an explicit per-child capability. Support for the method
-    on ordinary sessions does not grant support on a child.
-    """
+        Request parameters for `mcp/message`.
+        """
 
-    cancel: Annotated[SessionCancelCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Permits the client to cancel this child's current work without ending\nthe session. Omitted or `null` means unsupported. An object (including\n`{}`) means supported.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.",
-    )
-
-
-class RunningStateUpdate(WireModel):
-    """Foreground work is in progress."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
-    )
-    state: Literal["running"] = Field(default="running", exclude=True)
-
-    @computed_field(alias="state", repr=False)
-    @property
-    def state_tag(self) -> Literal["running"]:
-        """The tag on the wire (`state`): always sent."""
-        return "running"
-
-
-class IdleStateUpdate(WireModel):
-    """The child is ready to process another prompt.
-
-    An omitted, `null`, or malformed `stopReason` means not reported.
-    """
-
-    usage: Annotated[Usage | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE** Token usage for completed foreground work.\n\nOptional. Omitted or `null` means not reported.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
-    )
-    stop_reason: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="stopReason",
-        serialization_alias="stopReason",
-        description="Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.\n\nOptional. Omitted or `null` both mean the agent is not reporting a stop reason; a malformed value is treated the same way.\n\nSee protocol docs: [Current work state](https://agentclientprotocol.com/rfds/subagents#current-work-state)",
-    )
-    error: Annotated[Error | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.",
-    )
-    state: Literal["idle"] = Field(default="idle", exclude=True)
-
-    @computed_field(alias="state", repr=False)
-    @property
-    def state_tag(self) -> Literal["idle"]:
-        """The tag on the wire (`state`): always sent."""
-        return "idle"
-
-
-class RequiresActionStateUpdate(WireModel):
-    """Foreground work is blocked on user action."""
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
-    )
-    state: Literal["requires_action"] = Field(default="requires_action", exclude=True)
-
-    @computed_field(alias="state", repr=False)
-    @property
-    def state_tag(self) -> Literal["requires_action"]:
-        """The tag on the wire (`state`): always sent."""
-        return "requires_action"
-
-
-class UnknownStateUpdate(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    The Agent cannot currently determine foreground activity.
-
-    Report this when activity becomes unobservable, not merely because the child
-    has been quiet. The Client MUST stop presenting the previous state as confirmed
-    current activity, but may retain it as last known. A later state replaces this
-    snapshot normally.
-
-    This is not a task outcome or session closure. It does not cancel work, resolve
-    pending requests, or revoke capabilities. Capabilities are updated separately.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP for additional metadata.\nImplementations MUST NOT make assumptions about values at these keys.\nOptional. Omitted and `null` mean no metadata for this state snapshot.",
-    )
-    state: Literal["unknown"] = Field(default="unknown", exclude=True)
-
-    @computed_field(alias="state", repr=False)
-    @property
-    def state_tag(self) -> Literal["unknown"]:
-        """The tag on the wire (`state`): always sent."""
-        return "unknown"
-
-
-class OtherStateUpdate(WireModel):
-    """Custom or future state.
-
-    Values beginning with `_` are reserved for implementation-specific
-    extensions. Other unknown values are reserved for future ACP variants.
-    """
-
-    state: str
-
-
-StateUpdate: TypeAlias = Annotated[
-    Annotated[RunningStateUpdate, Tag("running")]
-    | Annotated[IdleStateUpdate, Tag("idle")]
-    | Annotated[RequiresActionStateUpdate, Tag("requires_action")]
-    | Annotated[UnknownStateUpdate, Tag("unknown")]
-    | Annotated[OtherStateUpdate, Tag("other")],
-    Discriminator(
-        tag_discriminator(
-            "state",
-            "state",
-            frozenset({"running", "idle", "requires_action", "unknown"}),
-            other="other",
+        server_id: McpServerAcpId = Field(
+            validation_alias="serverId", serialization_alias="serverId"
         )
-    ),
-]
-"""**UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-Current foreground-work state of a reusable child session.
-
-Each update is a whole-object snapshot. Idle does not terminate the child.
-The parent can message it again, transitioning it back to running.
-Background activity may still emit other session updates while idle.
-"""
-
-
-class SubagentUpdate(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Notification that the enclosing parent session created and owns a child session.
-
-    Later updates modify the existing association's metadata, not its ownership.
-
-    Sent on the immediate parent session. The first update for an unknown
-    `sessionId` announces the child and MUST be sent
-    before any live child traffic or live message naming the child as sender
-    or recipient. Parents may message and reuse an announced child across
-    multiple operations.
-    Child events are delivered automatically on the same connection. No child
-    load, resume, or subscription is needed.
-
-    Only the subagent session ID is required. Omitted patch fields keep their
-    previous values. `null` clears them. Clearing capabilities disables child
-    mutations. Clearing state leaves current activity unset/unconfirmed: it does
-    not imply idle, stop work, or create an `unknown` state snapshot. A concrete
-    state replaces the entire previous state object, not the session.
-    The title and description provide the parent's display metadata for the
-    child. They do not replace the content of individual messages or operations.
-    `cwd` and `additionalDirectories` report where the Agent placed the child.
-    While unset, each inherits the immediate parent's effective value.
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The opaque session ID identifying the child in all ACP messages.",
-    )
-    title: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The parent's human-readable display title for this child. It need not be unique.\n\nOmitted means unchanged. `null` clears it. If unset, the Client chooses\na fallback presentation.",
-    )
-    description: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The parent's human-readable description of the child's role or purpose.\n\nOmitted means unchanged. `null` clears it. If unset, the Client chooses\na fallback presentation. This is current display metadata, not the\nhistory of instructions sent to the child.",
-    )
-    capabilities: Annotated[SubagentSessionCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Client-initiated session mutations permitted for this subagent session.\n\nOmitted means unchanged. `null` clears the capability set and disables\nchild mutations. If never supplied, no session mutations are permitted.\nRead-only operations retain their normal protocol semantics and capability\nrequirements. A concrete object replaces the whole capability set.",
-    )
-    state: Annotated[StateUpdate | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Current state snapshot for the child session.\n\nOmitted means unchanged. `null` clears the current activity without\nasserting idle or sending an `unknown` snapshot. A concrete state\nreplaces the previous state object wholesale. If never supplied, the\ncurrent activity is unset/unconfirmed.",
-    )
-    cwd: str | None = Field(
-        default=None,
-        description="The child's working directory. Must be an absolute path.\n\nOptional and nullable. Omitted means unchanged. `null` clears the\nreported value. While unset, the child inherits its immediate parent's\neffective working directory. Clients use this value for the child's\nroot set and as the default terminal working directory.",
-    )
-    additional_directories: list[str] | None = Field(
-        default=None,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots for the child. Each path must be absolute.\n\nOptional and nullable. Omitted means unchanged. `null` clears the\nreported value. While unset, the child inherits its immediate parent's\neffective additional directories, independently of `cwd`. A concrete\narray replaces the whole list. `[]` reports no additional directories.\nClients use these values for the child's root set.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)\nOmitted means unchanged. `null` removes the metadata.",
-    )
-
-
-class SubagentUpdateSessionUpdate(SubagentUpdate):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Announces a child session created and owned by this session, or updates
-    that ownership association's metadata.
-    """
-
-    session_update: Literal["subagent_update"] = Field(
-        default="subagent_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["subagent_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "subagent_update"
-
-
-class ToolCall(WireModel):
-    """Represents a tool call that the language model has requested.
-
-    Tool calls are actions that the agent executes on behalf of the language model,
-    such as reading files, executing code, or fetching data from external sources.
-
-    See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/draft/tool-calls)
-    """
-
-    tool_call_id: ToolCallId = Field(
-        validation_alias="toolCallId",
-        serialization_alias="toolCallId",
-        description="Unique identifier for this tool call within the session.",
-    )
-    title: str = Field(description="Human-readable title describing what the tool is doing.")
-    name: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Programmatic name of the tool being invoked.\n\nThis field is optional. Omitting it or sending `null` both mean that no\ntool name is available.",
-    )
-    kind: Annotated[ToolKind | None, DefaultOnError(None)] = Field(
-        default=None,
-        exclude_if=is_none,
-        description="The category of tool being invoked.\nHelps clients choose appropriate icons and UI treatment.",
-    )
-    status: Annotated[ToolCallStatus | None, DefaultOnError(None)] = Field(
-        default=None, exclude_if=is_none, description="Current execution status of the tool call."
-    )
-    content: Annotated[
-        list[Annotated[ToolCallContent, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(default_factory=empty_list, description="Content produced by the tool call.")
-    locations: Annotated[
-        list[Annotated[ToolCallLocation, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        default_factory=empty_list,
-        description='File locations affected by this tool call.\nEnables "follow-along" features in clients.',
-    )
-    raw_input: Any = Field(
-        default=None,
-        validation_alias="rawInput",
-        serialization_alias="rawInput",
-        description="Raw input parameters sent to the tool.",
-    )
-    raw_output: Any = Field(
-        default=None,
-        validation_alias="rawOutput",
-        serialization_alias="rawOutput",
-        description="Raw output returned by the tool.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class ToolCallSessionUpdate(ToolCall):
-    """Notification that a new tool call has been initiated."""
-
-    session_update: Literal["tool_call"] = Field(
-        default="tool_call",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["tool_call"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "tool_call"
-
-
-class ToolCallUpdateSessionUpdate(ToolCallUpdate):
-    """Update on the status or results of a tool call."""
-
-    session_update: Literal["tool_call_update"] = Field(
-        default="tool_call_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["tool_call_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "tool_call_update"
-
-
-class Cost(WireModel):
-    """Cost information for a session."""
-
-    amount: float = Field(description="Total cumulative cost for session.")
-    currency: str = Field(
-        description='Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another\nunit such as "credits".'
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class UsageUpdate(WireModel):
-    """Context window and cost update for a session."""
-
-    used: Annotated[int, Field(ge=0)] = Field(description="Tokens currently in context.")
-    size: Annotated[int, Field(ge=0)] = Field(description="Total context window size in tokens.")
-    cost: Annotated[Cost | None, DefaultOnError(None)] = Field(
-        default=None, description="Cumulative session cost (optional)."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class UsageUpdateSessionUpdate(UsageUpdate):
-    """Context window and cost update for the session."""
-
-    session_update: Literal["usage_update"] = Field(
-        default="usage_update",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["usage_update"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "usage_update"
-
-
-class UserMessageChunkSessionUpdate(ContentChunk):
-    """A chunk of the user's message being streamed."""
-
-    session_update: Literal["user_message_chunk"] = Field(
-        default="user_message_chunk",
-        validation_alias="sessionUpdate",
-        serialization_alias="sessionUpdate",
-        exclude=True,
-    )
-
-    @computed_field(alias="sessionUpdate", repr=False)
-    @property
-    def session_update_tag(self) -> Literal["user_message_chunk"]:
-        """The tag on the wire (`sessionUpdate`): always sent."""
-        return "user_message_chunk"
-
-
-SessionUpdate: TypeAlias = Annotated[
-    UserMessageChunkSessionUpdate
-    | AgentMessageChunkSessionUpdate
-    | AgentThoughtChunkSessionUpdate
-    | ToolCallSessionUpdate
-    | ToolCallUpdateSessionUpdate
-    | PlanSessionUpdate
-    | PlanUpdateSessionUpdate
-    | PlanRemovedSessionUpdate
-    | AvailableCommandsUpdateSessionUpdate
-    | CurrentModeUpdateSessionUpdate
-    | ConfigOptionUpdateSessionUpdate
-    | SessionInfoUpdateSessionUpdate
-    | UsageUpdateSessionUpdate
-    | NoticeSessionUpdate
-    | CompactionUpdateSessionUpdate
-    | CompactionSummaryChunkSessionUpdate
-    | SubagentUpdateSessionUpdate
-    | SessionMessageSessionUpdate
-    | SessionMessageChunkSessionUpdate,
-    Field(discriminator="session_update"),
-]
-"""Different types of updates that can be sent during session processing.
-
-These updates provide real-time feedback about the agent's progress.
-
-See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
-"""
-
-
-class SessionNotification(WireModel):
-    """Notification containing a session update from the agent.
-
-    Used to stream real-time progress and results during prompt processing.
-
-    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
-    """
-
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session this update pertains to.",
-    )
-    update: SessionUpdate = Field(description="The actual update content.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class CompleteElicitationNotification(WireModel):
-    """Notification sent by the agent when a URL-based elicitation is complete."""
-
-    elicitation_id: ElicitationId = Field(
-        validation_alias="elicitationId",
-        serialization_alias="elicitationId",
-        description="The ID of the elicitation that completed.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class AuthStatusUpdateNotification(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Notification sent by the agent when its authentication status changes.
-
-    Carries the same fields as the `auth/status` response. Agents that advertise the
-    `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
-    send it when the reported status differs from the last one sent on the connection.
-    """
-
-    state: AuthState = Field(
-        description="Whether the agent can start sessions without the user signing in first.\n\nThis is the only field clients should act on. Clients MUST treat values they\ndo not recognize as `unknown`."
-    )
-    accounts: Annotated[
-        list[Annotated[AuthAccount, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
-    ] = Field(
-        default_factory=empty_list,
-        description="The accounts the agent has configured, for display.\n\nOptional. Omitted and empty are equivalent and mean no accounts are reported.\nAgents that hold credentials for several providers or accounts SHOULD list each\nof them and mark the ones in effect with `active`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-ExtNotification: TypeAlias = Any
-"""Allows either side to send an arbitrary notification that is not part of the ACP spec.
-Extension notifications provide a way to send one-way messages for custom functionality
-while maintaining protocol compatibility.
-
-See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-"""
-
-
-class AgentNotification(WireModel):
-    """A JSON-RPC notification object."""
-
-    method: str = Field(description="The notification method name.")
-    params: Any = Field(default=None, description="Method-specific notification parameters.")
-
-
-class ErrorStopReason(WireModel):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Details of a failure that ended a child's foreground work.
-    """
-
-    error: Annotated[Error | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The failure, as a JSON-RPC error object.\n\nOptional. Omitted or `null` both mean the agent is not reporting failure details.\nAgents SHOULD include it.",
-    )
-
-
-class FileSystemCapabilities(WireModel):
-    """File system capabilities that a client may support.
-
-    See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem)
-    """
-
-    read_text_file: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        validation_alias="readTextFile",
-        serialization_alias="readTextFile",
-        description="Whether the Client supports `fs/read_text_file` requests.",
-    )
-    write_text_file: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        validation_alias="writeTextFile",
-        serialization_alias="writeTextFile",
-        description="Whether the Client supports `fs/write_text_file` requests.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class CompactionCapabilities(WireModel):
-    """Client support for ID-addressed context compaction updates."""
-
-
-class BooleanConfigOptionCapabilities(WireModel):
-    """Capabilities for boolean session configuration options.
-
-    Supplying `{}` means the client supports boolean session configuration options.
-    """
-
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class SessionConfigOptionsCapabilities(WireModel):
-    """Session configuration option capabilities supported by the client."""
-
-    boolean: Annotated[BooleanConfigOptionCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description='Whether the client supports boolean session configuration options.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means agents may include `type: "boolean"` entries in\n`configOptions`, and the client may send `session/set_config_option`\nrequests with `type: "boolean"` and a boolean `value`.',
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-
-
-class NoticeCapabilities(WireModel):
-    """Client support for presenting live notices to the user."""
-
-
-class ClientSessionCapabilities(WireModel):
-    """Session-related capabilities supported by the client."""
-
-    compaction: Annotated[CompactionCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Support for ID-addressed context compaction updates. Omitted or `null`\nmeans unsupported. `{}` advertises the complete compaction contract.",
-    )
-    config_options: Annotated[SessionConfigOptionsCapabilities | None, DefaultOnError(None)] = (
-        Field(
+        request_id: McpRequestId = Field(
+            validation_alias="requestId", serialization_alias="requestId"
+        )
+        method: str
+        params: dict[str, Any] | None = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ExtRequest")
+def _define_ExtRequest() -> None:
+    global ExtRequest
+    ExtRequest = Any
+
+
+@_defines("AgentRequest")
+def _define_AgentRequest() -> None:
+    global AgentRequest
+    _require("RequestId")
+
+    class AgentRequest(WireModel):
+        """A JSON-RPC request object."""
+
+        id: RequestId
+        method: str
+        params: Any = Field(default=None)
+
+
+@_defines("ElicitationSessionScope")
+def _define_ElicitationSessionScope() -> None:
+    global ElicitationSessionScope
+    _require("SessionId", "ToolCallId")
+
+    class ElicitationSessionScope(WireModel):
+        """Session-scoped elicitation, optionally tied to a specific tool call.
+
+        When `toolCallId` is set, the elicitation is tied to a specific tool call.
+        This is useful when an agent receives an elicitation from an MCP server
+        during a tool call and needs to redirect it to the user.
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+
+
+@_defines("ElicitationRequestScope")
+def _define_ElicitationRequestScope() -> None:
+    global ElicitationRequestScope
+    _require("RequestId")
+
+    class ElicitationRequestScope(WireModel):
+        """Request-scoped elicitation, tied to a specific JSON-RPC request outside of a session
+        (e.g., during auth/configuration phases before any session is started).
+        """
+
+        request_id: RequestId = Field(validation_alias="requestId", serialization_alias="requestId")
+
+
+@_defines("ElicitationFormMode")
+def _define_ElicitationFormMode() -> None:
+    global ElicitationFormMode
+    _require("ElicitationSchema", "RequestId", "SessionId", "ToolCallId")
+
+    class ElicitationFormMode(WireModel):
+        """Form-based elicitation mode where the client renders a form from the provided schema."""
+
+        requested_schema: ElicitationSchema = Field(
+            validation_alias="requestedSchema", serialization_alias="requestedSchema"
+        )
+        session_id: SessionId | None = Field(
             default=None,
-            validation_alias="configOptions",
-            serialization_alias="configOptions",
-            description="Config option capabilities supported by the client.\n\nOmitted or `null` both mean the client does not advertise support for any\nconfig option extensions.",
+            validation_alias="sessionId",
+            serialization_alias="sessionId",
+            exclude_if=is_none,
         )
-    )
-    notices: Annotated[NoticeCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Support for live user-facing `notice` session updates.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client can present notices to the user.",
+        tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+        request_id: RequestId | None = Field(
+            default=None,
+            validation_alias="requestId",
+            serialization_alias="requestId",
+            exclude_if=is_none,
+        )
+
+
+@_defines("ElicitationUrlMode")
+def _define_ElicitationUrlMode() -> None:
+    global ElicitationUrlMode
+    _require("ElicitationId", "RequestId", "SessionId", "ToolCallId")
+
+    class ElicitationUrlMode(WireModel):
+        """URL-based elicitation mode where the client directs the user to a URL."""
+
+        elicitation_id: ElicitationId = Field(
+            validation_alias="elicitationId", serialization_alias="elicitationId"
+        )
+        url: str
+        session_id: SessionId | None = Field(
+            default=None,
+            validation_alias="sessionId",
+            serialization_alias="sessionId",
+            exclude_if=is_none,
+        )
+        tool_call_id: Annotated[ToolCallId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+        request_id: RequestId | None = Field(
+            default=None,
+            validation_alias="requestId",
+            serialization_alias="requestId",
+            exclude_if=is_none,
+        )
+
+
+@_defines("ProtocolVersion")
+def _define_ProtocolVersion() -> None:
+    global ProtocolVersion
+    ProtocolVersion = Annotated[int, Field(ge=0, le=65535)]
+
+
+@_defines("PromptCapabilities")
+def _define_PromptCapabilities() -> None:
+    global PromptCapabilities
+
+    class PromptCapabilities(WireModel):
+        """Prompt capabilities supported by the agent in `session/prompt` requests.
+
+        Baseline agent functionality requires support for `text`
+        and `resource_link` content blocks in prompt requests.
+
+        Other variants must be explicitly opted in to.
+        Capabilities for different types of content in prompt requests.
+
+        Indicates which content types beyond the baseline (text and resource links)
+        the agent can process.
+
+        See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#prompt-capabilities)
+        """
+
+        image: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        audio: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        embedded_context: Annotated[bool, DefaultOnError(False)] = Field(
+            default=False, validation_alias="embeddedContext", serialization_alias="embeddedContext"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("McpCapabilities")
+def _define_McpCapabilities() -> None:
+    global McpCapabilities
+
+    class McpCapabilities(WireModel):
+        """MCP capabilities supported by the agent"""
+
+        http: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        sse: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        acp: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionListCapabilities")
+def _define_SessionListCapabilities() -> None:
+    global SessionListCapabilities
+
+    class SessionListCapabilities(WireModel):
+        """Capabilities for the `session/list` method.
+
+        Supplying `{}` means the agent supports listing sessions.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionDeleteCapabilities")
+def _define_SessionDeleteCapabilities() -> None:
+    global SessionDeleteCapabilities
+
+    class SessionDeleteCapabilities(WireModel):
+        """Capabilities for the `session/delete` method.
+
+        Supplying `{}` means the agent supports deleting sessions from `session/list`.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionAdditionalDirectoriesCapabilities")
+def _define_SessionAdditionalDirectoriesCapabilities() -> None:
+    global SessionAdditionalDirectoriesCapabilities
+
+    class SessionAdditionalDirectoriesCapabilities(WireModel):
+        """Capabilities for additional session directories support.
+
+        Supplying `{}` means the agent supports the `additionalDirectories` field on
+        supported session lifecycle requests. Agents that also support
+        `session/list` may return `SessionInfo.additionalDirectories` to report the
+        complete ordered additional-root list associated with a listed session.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionSystemPromptOverrideCapabilities")
+def _define_SessionSystemPromptOverrideCapabilities() -> None:
+    global SessionSystemPromptOverrideCapabilities
+
+    class SessionSystemPromptOverrideCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for the `override` system prompt mode.
+
+        Supplying `{}` means the agent supports replacing its built-in default
+        instructions with the client-provided system prompt.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionSystemPromptModeCapabilities")
+def _define_SessionSystemPromptModeCapabilities() -> None:
+    global SessionSystemPromptModeCapabilities
+    _require("SessionSystemPromptOverrideCapabilities")
+
+    class SessionSystemPromptModeCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        System prompt delivery modes the agent supports in addition to `append`.
+
+        `append` has no entry because every agent advertising
+        `sessionCapabilities.systemPrompt` supports it.
+        """
+
+        override: Annotated[
+            SessionSystemPromptOverrideCapabilities | None, DefaultOnError(None)
+        ] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionSystemPromptCapabilities")
+def _define_SessionSystemPromptCapabilities() -> None:
+    global SessionSystemPromptCapabilities
+    _require("SessionSystemPromptModeCapabilities")
+
+    class SessionSystemPromptCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for client-provided system prompts.
+
+        Supplying `{}` means the agent supports `systemPrompt` on session lifecycle
+        requests in `append` mode.
+        """
+
+        mode: Annotated[SessionSystemPromptModeCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionForkCapabilities")
+def _define_SessionForkCapabilities() -> None:
+    global SessionForkCapabilities
+
+    class SessionForkCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for the `session/fork` method.
+
+        Supplying `{}` means the agent supports forking sessions.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionArchiveCapabilities")
+def _define_SessionArchiveCapabilities() -> None:
+    global SessionArchiveCapabilities
+
+    class SessionArchiveCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for `session/archive` and `session/unarchive`.
+
+        Supplying `{}` means the agent supports both methods, the `archived` filter on
+        `session/list`, and `SessionInfo.archived`.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionStatusCapabilities")
+def _define_SessionStatusCapabilities() -> None:
+    global SessionStatusCapabilities
+
+    class SessionStatusCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for the `session/status` method.
+
+        Supplying `{}` means the agent supports checking session status.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionTitleCapabilities")
+def _define_SessionTitleCapabilities() -> None:
+    global SessionTitleCapabilities
+
+    class SessionTitleCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capabilities for Client-set session titles.
+
+        Supplying `{}` means the agent supports `session/set_title`. Agents report titles
+        through `session/list` and `session_info_update` without this capability.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionResumeCapabilities")
+def _define_SessionResumeCapabilities() -> None:
+    global SessionResumeCapabilities
+
+    class SessionResumeCapabilities(WireModel):
+        """Capabilities for the `session/resume` method.
+
+        Supplying `{}` means the agent supports resuming sessions.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionCloseCapabilities")
+def _define_SessionCloseCapabilities() -> None:
+    global SessionCloseCapabilities
+
+    class SessionCloseCapabilities(WireModel):
+        """Capabilities for the `session/close` method.
+
+        Supplying `{}` means the agent supports closing sessions.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionCapabilities")
+def _define_SessionCapabilities() -> None:
+    global SessionCapabilities
+    _require(
+        "SessionAdditionalDirectoriesCapabilities",
+        "SessionArchiveCapabilities",
+        "SessionCloseCapabilities",
+        "SessionDeleteCapabilities",
+        "SessionForkCapabilities",
+        "SessionListCapabilities",
+        "SessionResumeCapabilities",
+        "SessionStatusCapabilities",
+        "SessionSystemPromptCapabilities",
+        "SessionTitleCapabilities",
     )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
+
+    class SessionCapabilities(WireModel):
+        """Session capabilities supported by the agent.
+
+        As a baseline, all Agents **MUST** support `session/new`, `session/prompt`, `session/cancel`, and `session/update`.
+
+        Optionally, they **MAY** support other session methods and notifications by specifying additional capabilities.
+
+        Note: `session/load` is still handled by the top-level `loadSession` capability. This will be unified in future versions of the protocol.
+
+        See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities)
+        """
+
+        list: Annotated[SessionListCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        delete: Annotated[SessionDeleteCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        additional_directories: Annotated[
+            SessionAdditionalDirectoriesCapabilities | None, DefaultOnError(None)
+        ] = Field(
+            default=None,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        system_prompt: Annotated[SessionSystemPromptCapabilities | None, DefaultOnError(None)] = (
+            Field(default=None, validation_alias="systemPrompt", serialization_alias="systemPrompt")
+        )
+        fork: Annotated[SessionForkCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        archive: Annotated[SessionArchiveCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        status: Annotated[SessionStatusCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        title: Annotated[SessionTitleCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        resume: Annotated[SessionResumeCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        close: Annotated[SessionCloseCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthStatusCapabilities")
+def _define_AuthStatusCapabilities() -> None:
+    global AuthStatusCapabilities
+
+    class AuthStatusCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Auth status capabilities supported by the agent.
+
+        Supplying `{}` means the agent supports the `auth/status` method.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("LogoutCapabilities")
+def _define_LogoutCapabilities() -> None:
+    global LogoutCapabilities
+
+    class LogoutCapabilities(WireModel):
+        """Logout capabilities supported by the agent.
+
+        Supplying `{}` means the agent supports the logout method.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AgentAuthCapabilities")
+def _define_AgentAuthCapabilities() -> None:
+    global AgentAuthCapabilities
+    _require("AuthStatusCapabilities", "LogoutCapabilities")
+
+    class AgentAuthCapabilities(WireModel):
+        """Authentication-related capabilities supported by the agent."""
+
+        status: Annotated[AuthStatusCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        logout: Annotated[LogoutCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ProvidersCapabilities")
+def _define_ProvidersCapabilities() -> None:
+    global ProvidersCapabilities
+
+    class ProvidersCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Provider configuration capabilities supported by the agent.
+
+        Supplying `{}` means the agent supports provider configuration methods.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AgentCapabilities")
+def _define_AgentCapabilities() -> None:
+    global AgentCapabilities
+    _require(
+        "AgentAuthCapabilities",
+        "McpCapabilities",
+        "PromptCapabilities",
+        "ProvidersCapabilities",
+        "SessionCapabilities",
     )
+
+    class AgentCapabilities(WireModel):
+        """Capabilities supported by the agent.
+
+        Advertised during initialization to inform the client about
+        available features and content types.
+
+        See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#agent-capabilities)
+        """
+
+        load_session: Annotated[bool, DefaultOnError(False)] = Field(
+            default=False, validation_alias="loadSession", serialization_alias="loadSession"
+        )
+        prompt_capabilities: Annotated[
+            PromptCapabilities, DefaultOnError(default_factory=PromptCapabilities)
+        ] = Field(
+            default_factory=PromptCapabilities,
+            validation_alias="promptCapabilities",
+            serialization_alias="promptCapabilities",
+        )
+        mcp_capabilities: Annotated[
+            McpCapabilities, DefaultOnError(default_factory=McpCapabilities)
+        ] = Field(
+            default_factory=McpCapabilities,
+            validation_alias="mcpCapabilities",
+            serialization_alias="mcpCapabilities",
+        )
+        session_capabilities: Annotated[
+            SessionCapabilities, DefaultOnError(default_factory=SessionCapabilities)
+        ] = Field(
+            default_factory=SessionCapabilities,
+            validation_alias="sessionCapabilities",
+            serialization_alias="sessionCapabilities",
+        )
+        auth: Annotated[
+            AgentAuthCapabilities, DefaultOnError(default_factory=AgentAuthCapabilities)
+        ] = Field(default_factory=AgentAuthCapabilities)
+        providers: Annotated[ProvidersCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthMethodId")
+def _define_AuthMethodId() -> None:
+    global AuthMethodId
+    AuthMethodId = str
+
+
+@_defines("AuthMethodAgent")
+def _define_AuthMethodAgent() -> None:
+    global AuthMethodAgent
+    _require("AuthMethodId")
+
+    class AuthMethodAgent(WireModel):
+        """Agent handles authentication itself through `authenticate`.
+
+        This is the default authentication method type.
+        """
+
+        id: AuthMethodId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthMethodTerminal")
+def _define_AuthMethodTerminal() -> None:
+    global AuthMethodTerminal
+    _require("AuthMethodId")
+
+    class AuthMethodTerminal(WireModel):
+        """Terminal-based authentication method.
+
+        The client runs the configured agent program as a separate interactive
+        process for the user to authenticate via a TUI. Agents MUST advertise this
+        method only when the client enabled its terminal authentication capability.
+        A zero exit status signals success. Any other termination signals failure.
+        The client MUST NOT pass this method to `authenticate`.
+        """
+
+        id: AuthMethodId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        args: Annotated[list[str], NullAsDefault(empty_list)] = Field(default_factory=empty_list)
+        env: Annotated[dict[str, str], NullAsDefault(empty_dict)] = Field(
+            default_factory=empty_dict
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TerminalAuthMethod")
+def _define_TerminalAuthMethod() -> None:
+    global TerminalAuthMethod
+    _require("AuthMethodTerminal")
+
+    class TerminalAuthMethod(AuthMethodTerminal):
+        """Client runs the configured agent program as a separate interactive
+        process, without passing this method to `authenticate`.
+        """
+
+        type: Literal["terminal"] = Field(default="terminal", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["terminal"]:
+            """The tag on the wire (`type`): always sent."""
+            return "terminal"
+
+
+@_defines("AuthMethod")
+def _define_AuthMethod() -> None:
+    global AuthMethod
+    _require("AuthMethodAgent", "TerminalAuthMethod")
+    AuthMethod = Annotated[
+        Annotated[TerminalAuthMethod, Tag("terminal")] | Annotated[AuthMethodAgent, Tag("agent")],
+        Discriminator(tag_discriminator("type", "type", frozenset({"terminal"}), fallback="agent")),
+    ]
+
+
+@_defines("Implementation")
+def _define_Implementation() -> None:
+    global Implementation
+
+    class Implementation(WireModel):
+        """Metadata about the implementation of the client or agent.
+        Describes the name and version of an ACP implementation, with an optional
+        title for UI representation.
+        """
+
+        name: str
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        version: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("InitializeResponse")
+def _define_InitializeResponse() -> None:
+    global InitializeResponse
+    _require("AgentCapabilities", "AuthMethod", "Implementation", "ProtocolVersion")
+
+    class InitializeResponse(WireModel):
+        """Response to the `initialize` method.
+
+        Contains the negotiated protocol version and agent capabilities.
+
+        See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
+        """
+
+        protocol_version: ProtocolVersion = Field(
+            validation_alias="protocolVersion", serialization_alias="protocolVersion"
+        )
+        agent_capabilities: Annotated[
+            AgentCapabilities, DefaultOnError(default_factory=AgentCapabilities)
+        ] = Field(
+            default_factory=AgentCapabilities,
+            validation_alias="agentCapabilities",
+            serialization_alias="agentCapabilities",
+        )
+        auth_methods: Annotated[
+            list[Annotated[AuthMethod, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ] = Field(
+            default_factory=empty_list,
+            validation_alias="authMethods",
+            serialization_alias="authMethods",
+        )
+        agent_info: Annotated[Implementation | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="agentInfo", serialization_alias="agentInfo"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthenticateResponse")
+def _define_AuthenticateResponse() -> None:
+    global AuthenticateResponse
+
+    class AuthenticateResponse(WireModel):
+        """Response to the `authenticate` method."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ProviderId")
+def _define_ProviderId() -> None:
+    global ProviderId
+    ProviderId = str
+
+
+@_defines("LlmProtocol")
+def _define_LlmProtocol() -> None:
+    global LlmProtocol
+    LlmProtocol = Literal["anthropic", "openai", "azure", "vertex", "bedrock"] | str
+
+
+@_defines("ProviderCurrentConfig")
+def _define_ProviderCurrentConfig() -> None:
+    global ProviderCurrentConfig
+    _require("LlmProtocol")
+
+    class ProviderCurrentConfig(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Current effective non-secret routing configuration for a provider.
+        """
+
+        api_type: LlmProtocol = Field(validation_alias="apiType", serialization_alias="apiType")
+        base_url: str = Field(validation_alias="baseUrl", serialization_alias="baseUrl")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ProviderInfo")
+def _define_ProviderInfo() -> None:
+    global ProviderInfo
+    _require("LlmProtocol", "ProviderCurrentConfig", "ProviderId")
+
+    class ProviderInfo(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Information about a configurable LLM provider.
+        """
+
+        provider_id: ProviderId = Field(
+            validation_alias="providerId", serialization_alias="providerId"
+        )
+        supported: Annotated[
+            list[Annotated[LlmProtocol, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ]
+        required: bool
+        current: ProviderCurrentConfig | None = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ListProvidersResponse")
+def _define_ListProvidersResponse() -> None:
+    global ListProvidersResponse
+    _require("ProviderInfo")
+
+    class ListProvidersResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response to `providers/list`.
+        """
+
+        providers: list[ProviderInfo]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SetProviderResponse")
+def _define_SetProviderResponse() -> None:
+    global SetProviderResponse
+
+    class SetProviderResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response to `providers/set`.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("DisableProviderResponse")
+def _define_DisableProviderResponse() -> None:
+    global DisableProviderResponse
+
+    class DisableProviderResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response to `providers/disable`.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("LogoutResponse")
+def _define_LogoutResponse() -> None:
+    global LogoutResponse
+
+    class LogoutResponse(WireModel):
+        """Response to the `logout` method."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthState")
+def _define_AuthState() -> None:
+    global AuthState
+    AuthState = Literal["authenticated", "unauthenticated", "not_required", "unknown"] | str
+
+
+@_defines("AuthAccount")
+def _define_AuthAccount() -> None:
+    global AuthAccount
+
+    class AuthAccount(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        An account or credential the agent has configured, such as a signed-in user
+        account or an API key.
+
+        All fields are display information only. Clients MUST NOT use them as stable
+        account identifiers, and SHOULD NOT log them or send them elsewhere, such as to
+        telemetry.
+        """
+
+        label: str
+        active: Annotated[bool | None, DefaultOnError(None)] = Field(default=None)
+        name: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        email: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        organization: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AuthStatusResponse")
+def _define_AuthStatusResponse() -> None:
+    global AuthStatusResponse
+    _require("AuthAccount", "AuthState")
+
+    class AuthStatusResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response to the `auth/status` method.
+        """
+
+        state: AuthState
+        accounts: Annotated[
+            list[Annotated[AuthAccount, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ] = Field(default_factory=empty_list)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionModeId")
+def _define_SessionModeId() -> None:
+    global SessionModeId
+    SessionModeId = str
+
+
+@_defines("SessionMode")
+def _define_SessionMode() -> None:
+    global SessionMode
+    _require("SessionModeId")
+
+    class SessionMode(WireModel):
+        """A mode the agent can operate in.
+
+        See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
+        """
+
+        id: SessionModeId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionModeState")
+def _define_SessionModeState() -> None:
+    global SessionModeState
+    _require("SessionMode", "SessionModeId")
+
+    class SessionModeState(WireModel):
+        """The set of modes and the one currently active."""
+
+        current_mode_id: SessionModeId = Field(
+            validation_alias="currentModeId", serialization_alias="currentModeId"
+        )
+        available_modes: Annotated[
+            list[Annotated[SessionMode, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ] = Field(validation_alias="availableModes", serialization_alias="availableModes")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionConfigId")
+def _define_SessionConfigId() -> None:
+    global SessionConfigId
+    SessionConfigId = str
+
+
+@_defines("SessionConfigOptionCategory")
+def _define_SessionConfigOptionCategory() -> None:
+    global SessionConfigOptionCategory
+    SessionConfigOptionCategory = Literal["mode", "model", "model_config", "thought_level"] | str
+
+
+@_defines("SessionConfigBoolean")
+def _define_SessionConfigBoolean() -> None:
+    global SessionConfigBoolean
+
+    class SessionConfigBoolean(WireModel):
+        """A boolean on/off toggle session configuration option payload."""
+
+        current_value: bool = Field(
+            validation_alias="currentValue", serialization_alias="currentValue"
+        )
+
+
+@_defines("BooleanSessionConfigOption")
+def _define_BooleanSessionConfigOption() -> None:
+    global BooleanSessionConfigOption
+    _require("SessionConfigBoolean", "SessionConfigId", "SessionConfigOptionCategory")
+
+    class BooleanSessionConfigOption(SessionConfigBoolean):
+        """Boolean on/off toggle."""
+
+        id: SessionConfigId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        category: Annotated[SessionConfigOptionCategory | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        type: Literal["boolean"] = Field(default="boolean", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["boolean"]:
+            """The tag on the wire (`type`): always sent."""
+            return "boolean"
+
+
+@_defines("SessionConfigValueId")
+def _define_SessionConfigValueId() -> None:
+    global SessionConfigValueId
+    SessionConfigValueId = str
+
+
+@_defines("SessionConfigSelectOption")
+def _define_SessionConfigSelectOption() -> None:
+    global SessionConfigSelectOption
+    _require("SessionConfigValueId")
+
+    class SessionConfigSelectOption(WireModel):
+        """A possible value for a session configuration option."""
+
+        value: SessionConfigValueId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionConfigGroupId")
+def _define_SessionConfigGroupId() -> None:
+    global SessionConfigGroupId
+    SessionConfigGroupId = str
+
+
+@_defines("SessionConfigSelectGroup")
+def _define_SessionConfigSelectGroup() -> None:
+    global SessionConfigSelectGroup
+    _require("SessionConfigGroupId", "SessionConfigSelectOption")
+
+    class SessionConfigSelectGroup(WireModel):
+        """A group of possible values for a session configuration option."""
+
+        group: SessionConfigGroupId
+        name: str
+        options: Annotated[
+            list[Annotated[SessionConfigSelectOption, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionConfigSelectOptions")
+def _define_SessionConfigSelectOptions() -> None:
+    global SessionConfigSelectOptions
+    _require("SessionConfigSelectGroup", "SessionConfigSelectOption")
+    SessionConfigSelectOptions = list[SessionConfigSelectOption] | list[SessionConfigSelectGroup]
+
+
+@_defines("SessionConfigSelect")
+def _define_SessionConfigSelect() -> None:
+    global SessionConfigSelect
+    _require("SessionConfigSelectOptions", "SessionConfigValueId")
+
+    class SessionConfigSelect(WireModel):
+        """A single-value selector (dropdown) session configuration option payload."""
+
+        current_value: SessionConfigValueId = Field(
+            validation_alias="currentValue", serialization_alias="currentValue"
+        )
+        options: SessionConfigSelectOptions
+
+
+@_defines("SelectSessionConfigOption")
+def _define_SelectSessionConfigOption() -> None:
+    global SelectSessionConfigOption
+    _require("SessionConfigId", "SessionConfigOptionCategory", "SessionConfigSelect")
+
+    class SelectSessionConfigOption(SessionConfigSelect):
+        """Single-value selector (dropdown)."""
+
+        id: SessionConfigId
+        name: str
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        category: Annotated[SessionConfigOptionCategory | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        type: Literal["select"] = Field(default="select", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["select"]:
+            """The tag on the wire (`type`): always sent."""
+            return "select"
+
+
+@_defines("SessionConfigOption")
+def _define_SessionConfigOption() -> None:
+    global SessionConfigOption
+    _require("BooleanSessionConfigOption", "SelectSessionConfigOption")
+    SessionConfigOption = Annotated[
+        SelectSessionConfigOption | BooleanSessionConfigOption, Field(discriminator="type")
+    ]
+
+
+@_defines("NewSessionResponse")
+def _define_NewSessionResponse() -> None:
+    global NewSessionResponse
+    _require("SessionConfigOption", "SessionId", "SessionModeState")
+
+    class NewSessionResponse(WireModel):
+        """Response from creating a new session.
+
+        See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(default=None)
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(
+            default=None, validation_alias="configOptions", serialization_alias="configOptions"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("LoadSessionResponse")
+def _define_LoadSessionResponse() -> None:
+    global LoadSessionResponse
+    _require("SessionConfigOption", "SessionModeState")
+
+    class LoadSessionResponse(WireModel):
+        """Response from loading an existing session."""
+
+        modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(default=None)
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(
+            default=None, validation_alias="configOptions", serialization_alias="configOptions"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionInfo")
+def _define_SessionInfo() -> None:
+    global SessionInfo
+    _require("SessionId")
+
+    class SessionInfo(WireModel):
+        """Information about a session returned by session/list"""
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        cwd: str
+        additional_directories: Annotated[
+            list[Annotated[str, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ] = Field(
+            default_factory=empty_list,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        updated_at: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="updatedAt", serialization_alias="updatedAt"
+        )
+        archived: Annotated[bool | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ListSessionsResponse")
+def _define_ListSessionsResponse() -> None:
+    global ListSessionsResponse
+    _require("SessionInfo")
+
+    class ListSessionsResponse(WireModel):
+        """Response from listing sessions."""
+
+        sessions: Annotated[
+            list[Annotated[SessionInfo, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ]
+        next_cursor: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="nextCursor", serialization_alias="nextCursor"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("DeleteSessionResponse")
+def _define_DeleteSessionResponse() -> None:
+    global DeleteSessionResponse
+
+    class DeleteSessionResponse(WireModel):
+        """Response from deleting a session."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ForkSessionResponse")
+def _define_ForkSessionResponse() -> None:
+    global ForkSessionResponse
+    _require("SessionConfigOption", "SessionId", "SessionModeState")
+
+    class ForkSessionResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response from forking an existing session.
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(default=None)
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(
+            default=None, validation_alias="configOptions", serialization_alias="configOptions"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ArchiveSessionResponse")
+def _define_ArchiveSessionResponse() -> None:
+    global ArchiveSessionResponse
+
+    class ArchiveSessionResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response from archiving a session.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("UnarchiveSessionResponse")
+def _define_UnarchiveSessionResponse() -> None:
+    global UnarchiveSessionResponse
+
+    class UnarchiveSessionResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response from unarchiving a session.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionStatus")
+def _define_SessionStatus() -> None:
+    global SessionStatus
+    SessionStatus = Literal["open", "saved"] | str
+
+
+@_defines("SessionStatusResponse")
+def _define_SessionStatusResponse() -> None:
+    global SessionStatusResponse
+    _require("SessionStatus")
+
+    class SessionStatusResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response from checking the status of a session.
+
+        The result is a snapshot. A session reported `open` may be closed or evicted before
+        the Client's next request.
+        """
+
+        status: SessionStatus
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SetSessionTitleResponse")
+def _define_SetSessionTitleResponse() -> None:
+    global SetSessionTitleResponse
+
+    class SetSessionTitleResponse(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response from setting the title of a session.
+        """
+
+        title: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ResumeSessionResponse")
+def _define_ResumeSessionResponse() -> None:
+    global ResumeSessionResponse
+    _require("SessionConfigOption", "SessionModeState")
+
+    class ResumeSessionResponse(WireModel):
+        """Response from resuming an existing session."""
+
+        modes: Annotated[SessionModeState | None, DefaultOnError(None)] = Field(default=None)
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(
+            default=None, validation_alias="configOptions", serialization_alias="configOptions"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CloseSessionResponse")
+def _define_CloseSessionResponse() -> None:
+    global CloseSessionResponse
+
+    class CloseSessionResponse(WireModel):
+        """Response from closing a session."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SetSessionModeResponse")
+def _define_SetSessionModeResponse() -> None:
+    global SetSessionModeResponse
+
+    class SetSessionModeResponse(WireModel):
+        """Response to `session/set_mode` method."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SetSessionConfigOptionResponse")
+def _define_SetSessionConfigOptionResponse() -> None:
+    global SetSessionConfigOptionResponse
+    _require("SessionConfigOption")
+
+    class SetSessionConfigOptionResponse(WireModel):
+        """Response to `session/set_config_option` method."""
+
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ] = Field(validation_alias="configOptions", serialization_alias="configOptions")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("StopReason")
+def _define_StopReason() -> None:
+    global StopReason
+    StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@_defines("Usage")
+def _define_Usage() -> None:
+    global Usage
+
+    class Usage(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Token usage information for a prompt turn.
+        """
+
+        total_tokens: Annotated[int, Field(ge=0)] = Field(
+            validation_alias="totalTokens", serialization_alias="totalTokens"
+        )
+        input_tokens: Annotated[int, Field(ge=0)] = Field(
+            validation_alias="inputTokens", serialization_alias="inputTokens"
+        )
+        output_tokens: Annotated[int, Field(ge=0)] = Field(
+            validation_alias="outputTokens", serialization_alias="outputTokens"
+        )
+        thought_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="thoughtTokens", serialization_alias="thoughtTokens"
+        )
+        cached_read_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = (
+            Field(
+                default=None,
+                validation_alias="cachedReadTokens",
+                serialization_alias="cachedReadTokens",
+            )
+        )
+        cached_write_tokens: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = (
+            Field(
+                default=None,
+                validation_alias="cachedWriteTokens",
+                serialization_alias="cachedWriteTokens",
+            )
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("PromptResponse")
+def _define_PromptResponse() -> None:
+    global PromptResponse
+    _require("StopReason", "Usage")
+
+    class PromptResponse(WireModel):
+        """Response from processing a user prompt.
+
+        See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion)
+        """
+
+        stop_reason: StopReason = Field(
+            validation_alias="stopReason", serialization_alias="stopReason"
+        )
+        usage: Annotated[Usage | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ExtResponse")
+def _define_ExtResponse() -> None:
+    global ExtResponse
+    ExtResponse = Any
+
+
+@_defines("ErrorCode")
+def _define_ErrorCode() -> None:
+    global ErrorCode
+    ErrorCode = Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002] | int
+
+
+@_defines("Error")
+def _define_Error() -> None:
+    global Error
+    _require("ErrorCode")
+
+    class Error(WireModel):
+        """JSON-RPC error object.
+
+        Represents an error that occurred during method execution, following the
+        JSON-RPC 2.0 error object specification with optional additional data.
+
+        See protocol docs: [JSON-RPC Error Object](https://www.jsonrpc.org/specification#error_object)
+        """
+
+        code: ErrorCode
+        message: str
+        data: Any = Field(default=None)
+
+
+@_defines("AgentResponse")
+def _define_AgentResponse() -> None:
+    global AgentResponse
+    _require("Error", "RequestId")
+
+    class AgentResponse(WireModel):
+        """A JSON-RPC response object."""
+
+        id: RequestId
+        result: Any = Field(default=None)
+        error: Error | None = Field(default=None, exclude_if=is_none)
+
+
+@_defines("MessageId")
+def _define_MessageId() -> None:
+    global MessageId
+    MessageId = str
+
+
+@_defines("ContentChunk")
+def _define_ContentChunk() -> None:
+    global ContentChunk
+    _require("ContentBlock", "MessageId")
+
+    class ContentChunk(WireModel):
+        """A streamed item of content"""
+
+        content: ContentBlock
+        message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="messageId", serialization_alias="messageId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AgentMessageChunkSessionUpdate")
+def _define_AgentMessageChunkSessionUpdate() -> None:
+    global AgentMessageChunkSessionUpdate
+    _require("ContentChunk")
+
+    class AgentMessageChunkSessionUpdate(ContentChunk):
+        """A chunk of the agent's response being streamed."""
+
+        session_update: Literal["agent_message_chunk"] = Field(
+            default="agent_message_chunk",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["agent_message_chunk"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "agent_message_chunk"
+
+
+@_defines("AgentThoughtChunkSessionUpdate")
+def _define_AgentThoughtChunkSessionUpdate() -> None:
+    global AgentThoughtChunkSessionUpdate
+    _require("ContentChunk")
+
+    class AgentThoughtChunkSessionUpdate(ContentChunk):
+        """A chunk of the agent's internal reasoning being streamed."""
+
+        session_update: Literal["agent_thought_chunk"] = Field(
+            default="agent_thought_chunk",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["agent_thought_chunk"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "agent_thought_chunk"
+
+
+@_defines("UnstructuredCommandInput")
+def _define_UnstructuredCommandInput() -> None:
+    global UnstructuredCommandInput
+
+    class UnstructuredCommandInput(WireModel):
+        """All text that was typed after the command name is provided as input."""
+
+        hint: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AvailableCommandInput")
+def _define_AvailableCommandInput() -> None:
+    global AvailableCommandInput
+    _require("UnstructuredCommandInput")
+    AvailableCommandInput = UnstructuredCommandInput
+
+
+@_defines("AvailableCommand")
+def _define_AvailableCommand() -> None:
+    global AvailableCommand
+    _require("AvailableCommandInput")
+
+    class AvailableCommand(WireModel):
+        """Information about a command."""
+
+        name: str
+        description: str
+        input: Annotated[AvailableCommandInput | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AvailableCommandsUpdate")
+def _define_AvailableCommandsUpdate() -> None:
+    global AvailableCommandsUpdate
+    _require("AvailableCommand")
+
+    class AvailableCommandsUpdate(WireModel):
+        """Available commands are ready or have changed"""
+
+        available_commands: Annotated[
+            list[Annotated[AvailableCommand, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ] = Field(validation_alias="availableCommands", serialization_alias="availableCommands")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("AvailableCommandsUpdateSessionUpdate")
+def _define_AvailableCommandsUpdateSessionUpdate() -> None:
+    global AvailableCommandsUpdateSessionUpdate
+    _require("AvailableCommandsUpdate")
+
+    class AvailableCommandsUpdateSessionUpdate(AvailableCommandsUpdate):
+        """Available commands are ready or have changed"""
+
+        session_update: Literal["available_commands_update"] = Field(
+            default="available_commands_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["available_commands_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "available_commands_update"
+
+
+@_defines("CompactionId")
+def _define_CompactionId() -> None:
+    global CompactionId
+    CompactionId = str
+
+
+@_defines("CompactionSummaryChunk")
+def _define_CompactionSummaryChunk() -> None:
+    global CompactionSummaryChunk
+    _require("CompactionId", "ContentBlock")
+
+    class CompactionSummaryChunk(WireModel):
+        """A content block appended to a compaction's summary. A first-seen ID creates
+        an in-progress compaction. Chunks append in receive order.
+        Agents MUST only send this update when the Client advertised
+        the `session.compaction` Client capability.
+        """
+
+        compaction_id: CompactionId = Field(
+            validation_alias="compactionId", serialization_alias="compactionId"
+        )
+        content: ContentBlock
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CompactionSummaryChunkSessionUpdate")
+def _define_CompactionSummaryChunkSessionUpdate() -> None:
+    global CompactionSummaryChunkSessionUpdate
+    _require("CompactionSummaryChunk")
+
+    class CompactionSummaryChunkSessionUpdate(CompactionSummaryChunk):
+        """A content block appended to a context compaction's retained summary.
+
+        Agents MUST only send this update when the Client advertised
+        the `session.compaction` Client capability.
+        """
+
+        session_update: Literal["compaction_summary_chunk"] = Field(
+            default="compaction_summary_chunk",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["compaction_summary_chunk"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "compaction_summary_chunk"
+
+
+@_defines("CompactionStatus")
+def _define_CompactionStatus() -> None:
+    global CompactionStatus
+    CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"] | str
+
+
+@_defines("CompactionUpdate")
+def _define_CompactionUpdate() -> None:
+    global CompactionUpdate
+    _require("CompactionId", "CompactionStatus", "ContentBlock")
+
+    class CompactionUpdate(WireModel):
+        """A context compaction upsert. The first notification fixes the compaction's
+        timeline position. Later updates with the same ID patch that entity in place.
+        Agents MUST only send this update when the Client advertised
+        the `session.compaction` Client capability.
+
+        `summary`, `error`, and `_meta` have patch semantics: omission leaves the
+        stored value unchanged, `null` clears it, and a concrete value replaces it.
+        `summary: []` also clears the summary.
+        """
+
+        compaction_id: CompactionId = Field(
+            validation_alias="compactionId", serialization_alias="compactionId"
+        )
+        status: CompactionStatus
+        summary: Annotated[
+            list[Annotated[ContentBlock, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(default=None)
+        error: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CompactionUpdateSessionUpdate")
+def _define_CompactionUpdateSessionUpdate() -> None:
+    global CompactionUpdateSessionUpdate
+    _require("CompactionUpdate")
+
+    class CompactionUpdateSessionUpdate(CompactionUpdate):
+        """A context compaction has been created or updated.
+
+        Agents MUST only send this update when the Client advertised
+        the `session.compaction` Client capability.
+        """
+
+        session_update: Literal["compaction_update"] = Field(
+            default="compaction_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["compaction_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "compaction_update"
+
+
+@_defines("ConfigOptionUpdate")
+def _define_ConfigOptionUpdate() -> None:
+    global ConfigOptionUpdate
+    _require("SessionConfigOption")
+
+    class ConfigOptionUpdate(WireModel):
+        """Session configuration options have been updated."""
+
+        config_options: Annotated[
+            list[Annotated[SessionConfigOption, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ] = Field(validation_alias="configOptions", serialization_alias="configOptions")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ConfigOptionUpdateSessionUpdate")
+def _define_ConfigOptionUpdateSessionUpdate() -> None:
+    global ConfigOptionUpdateSessionUpdate
+    _require("ConfigOptionUpdate")
+
+    class ConfigOptionUpdateSessionUpdate(ConfigOptionUpdate):
+        """Session configuration options have been updated."""
+
+        session_update: Literal["config_option_update"] = Field(
+            default="config_option_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["config_option_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "config_option_update"
+
+
+@_defines("CurrentModeUpdate")
+def _define_CurrentModeUpdate() -> None:
+    global CurrentModeUpdate
+    _require("SessionModeId")
+
+    class CurrentModeUpdate(WireModel):
+        """The current mode of the session has changed
+
+        See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
+        """
+
+        current_mode_id: SessionModeId = Field(
+            validation_alias="currentModeId", serialization_alias="currentModeId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CurrentModeUpdateSessionUpdate")
+def _define_CurrentModeUpdateSessionUpdate() -> None:
+    global CurrentModeUpdateSessionUpdate
+    _require("CurrentModeUpdate")
+
+    class CurrentModeUpdateSessionUpdate(CurrentModeUpdate):
+        """The current mode of the session has changed
+
+        See protocol docs: [Session Modes](https://agentclientprotocol.com/protocol/v1/draft/session-modes)
+        """
+
+        session_update: Literal["current_mode_update"] = Field(
+            default="current_mode_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["current_mode_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "current_mode_update"
+
+
+@_defines("NoticeSeverity")
+def _define_NoticeSeverity() -> None:
+    global NoticeSeverity
+    NoticeSeverity = Literal["info", "warning", "error"] | str
+
+
+@_defines("Notice")
+def _define_Notice() -> None:
+    global Notice
+    _require("NoticeSeverity")
+
+    class Notice(WireModel):
+        """Fire-and-forget information for the user.
+
+        Notices are live events rather than session history. Agents must not rely on
+        a notice being received, displayed, or seen by the user.
+        Agents MUST only send notices when the Client advertised
+        the `session.notices` Client capability. Otherwise, Agents may use an agent
+        message when the information should still be surfaced to the user.
+
+        See RFD: [Session Notices](https://agentclientprotocol.com/rfds/session-notices)
+        """
+
+        severity: NoticeSeverity
+        title: Annotated[str, Field(min_length=1)]
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("NoticeSessionUpdate")
+def _define_NoticeSessionUpdate() -> None:
+    global NoticeSessionUpdate
+    _require("Notice")
+
+    class NoticeSessionUpdate(Notice):
+        """Information for the user that is not part of session history.
+
+        Agents MUST only send this update when the Client advertised
+        the `session.notices` Client capability.
+        """
+
+        session_update: Literal["notice"] = Field(
+            default="notice",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["notice"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "notice"
+
+
+@_defines("PlanId")
+def _define_PlanId() -> None:
+    global PlanId
+    PlanId = str
+
+
+@_defines("PlanRemoved")
+def _define_PlanRemoved() -> None:
+    global PlanRemoved
+    _require("PlanId")
+
+    class PlanRemoved(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Removal notice for a plan identified by ID.
+        """
+
+        plan_id: PlanId = Field(validation_alias="planId", serialization_alias="planId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("PlanRemovedSessionUpdate")
+def _define_PlanRemovedSessionUpdate() -> None:
+    global PlanRemovedSessionUpdate
+    _require("PlanRemoved")
+
+    class PlanRemovedSessionUpdate(PlanRemoved):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Removal notice for a plan identified by ID.
+        """
+
+        session_update: Literal["plan_removed"] = Field(
+            default="plan_removed",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["plan_removed"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "plan_removed"
+
+
+@_defines("PlanEntryPriority")
+def _define_PlanEntryPriority() -> None:
+    global PlanEntryPriority
+    PlanEntryPriority = Literal["high", "medium", "low"]
+
+
+@_defines("PlanEntryStatus")
+def _define_PlanEntryStatus() -> None:
+    global PlanEntryStatus
+    PlanEntryStatus = Literal["pending", "in_progress", "completed"]
+
+
+@_defines("PlanEntry")
+def _define_PlanEntry() -> None:
+    global PlanEntry
+    _require("PlanEntryPriority", "PlanEntryStatus")
+
+    class PlanEntry(WireModel):
+        """A single entry in the execution plan.
+
+        Represents a task or goal that the assistant intends to accomplish
+        as part of fulfilling the user's request.
+        See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v1/draft/agent-plan#plan-entries)
+        """
+
+        content: str
+        priority: PlanEntryPriority
+        status: PlanEntryStatus
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("Plan")
+def _define_Plan() -> None:
+    global Plan
+    _require("PlanEntry")
+
+    class Plan(WireModel):
+        """An execution plan for accomplishing complex tasks.
+
+        Plans consist of multiple entries representing individual tasks or goals.
+        Agents report plans to clients to provide visibility into their execution strategy.
+        Plans can evolve during execution as the agent discovers new requirements or completes tasks.
+
+        See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
+        """
+
+        entries: Annotated[
+            list[Annotated[PlanEntry, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("PlanSessionUpdate")
+def _define_PlanSessionUpdate() -> None:
+    global PlanSessionUpdate
+    _require("Plan")
+
+    class PlanSessionUpdate(Plan):
+        """The agent's execution plan for complex tasks.
+        See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/draft/agent-plan)
+        """
+
+        session_update: Literal["plan"] = Field(
+            default="plan",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["plan"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "plan"
+
+
+@_defines("PlanFile")
+def _define_PlanFile() -> None:
+    global PlanFile
+    _require("PlanId")
+
+    class PlanFile(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A plan represented by a file URI.
+        """
+
+        plan_id: PlanId = Field(validation_alias="planId", serialization_alias="planId")
+        uri: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("FilePlanUpdateContent")
+def _define_FilePlanUpdateContent() -> None:
+    global FilePlanUpdateContent
+    _require("PlanFile")
+
+    class FilePlanUpdateContent(PlanFile):
+        """A URI pointing to a file containing the plan."""
+
+        type: Literal["file"] = Field(default="file", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["file"]:
+            """The tag on the wire (`type`): always sent."""
+            return "file"
+
+
+@_defines("PlanItems")
+def _define_PlanItems() -> None:
+    global PlanItems
+    _require("PlanEntry", "PlanId")
+
+    class PlanItems(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A plan represented as structured entries.
+        """
+
+        plan_id: PlanId = Field(validation_alias="planId", serialization_alias="planId")
+        entries: Annotated[
+            list[Annotated[PlanEntry, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ItemsPlanUpdateContent")
+def _define_ItemsPlanUpdateContent() -> None:
+    global ItemsPlanUpdateContent
+    _require("PlanItems")
+
+    class ItemsPlanUpdateContent(PlanItems):
+        """Structured plan entries."""
+
+        type: Literal["items"] = Field(default="items", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["items"]:
+            """The tag on the wire (`type`): always sent."""
+            return "items"
+
+
+@_defines("PlanMarkdown")
+def _define_PlanMarkdown() -> None:
+    global PlanMarkdown
+    _require("PlanId")
+
+    class PlanMarkdown(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A plan represented as raw markdown content.
+        """
+
+        plan_id: PlanId = Field(validation_alias="planId", serialization_alias="planId")
+        content: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("MarkdownPlanUpdateContent")
+def _define_MarkdownPlanUpdateContent() -> None:
+    global MarkdownPlanUpdateContent
+    _require("PlanMarkdown")
+
+    class MarkdownPlanUpdateContent(PlanMarkdown):
+        """Raw markdown content for the plan."""
+
+        type: Literal["markdown"] = Field(default="markdown", exclude=True)
+
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["markdown"]:
+            """The tag on the wire (`type`): always sent."""
+            return "markdown"
+
+
+@_defines("PlanUpdateContent")
+def _define_PlanUpdateContent() -> None:
+    global PlanUpdateContent
+    _require("FilePlanUpdateContent", "ItemsPlanUpdateContent", "MarkdownPlanUpdateContent")
+    PlanUpdateContent = Annotated[
+        ItemsPlanUpdateContent | FilePlanUpdateContent | MarkdownPlanUpdateContent,
+        Field(discriminator="type"),
+    ]
+
+
+@_defines("PlanUpdate")
+def _define_PlanUpdate() -> None:
+    global PlanUpdate
+    _require("PlanUpdateContent")
+
+    class PlanUpdate(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A content update for a plan identified by ID.
+        """
+
+        plan: PlanUpdateContent
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("PlanUpdateSessionUpdate")
+def _define_PlanUpdateSessionUpdate() -> None:
+    global PlanUpdateSessionUpdate
+    _require("PlanUpdate")
+
+    class PlanUpdateSessionUpdate(PlanUpdate):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A content update for a plan identified by ID.
+        """
+
+        session_update: Literal["plan_update"] = Field(
+            default="plan_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["plan_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "plan_update"
+
+
+@_defines("SessionInfoUpdate")
+def _define_SessionInfoUpdate() -> None:
+    global SessionInfoUpdate
+
+    class SessionInfoUpdate(WireModel):
+        """Update to session metadata. All fields are optional to support partial updates.
+
+        Agents send this notification to update session information like title or custom metadata.
+        Clients can use it to keep session titles and state current.
+        """
+
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        updated_at: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="updatedAt", serialization_alias="updatedAt"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionInfoUpdateSessionUpdate")
+def _define_SessionInfoUpdateSessionUpdate() -> None:
+    global SessionInfoUpdateSessionUpdate
+    _require("SessionInfoUpdate")
+
+    class SessionInfoUpdateSessionUpdate(SessionInfoUpdate):
+        """Session metadata has been updated (title, timestamps, custom metadata)"""
+
+        session_update: Literal["session_info_update"] = Field(
+            default="session_info_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["session_info_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "session_info_update"
+
+
+@_defines("SessionMessageChunk")
+def _define_SessionMessageChunk() -> None:
+    global SessionMessageChunk
+    _require("ContentBlock", "MessageId")
+
+    class SessionMessageChunk(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A streamed content block of an inter-session message.
+
+        A chunk carries only content. The message's participants and references come from
+        `session_message` upserts, which can arrive before, between, or after its chunks.
+        """
+
+        message_id: MessageId = Field(validation_alias="messageId", serialization_alias="messageId")
+        content: ContentBlock
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionMessageChunkSessionUpdate")
+def _define_SessionMessageChunkSessionUpdate() -> None:
+    global SessionMessageChunkSessionUpdate
+    _require("SessionMessageChunk")
+
+    class SessionMessageChunkSessionUpdate(SessionMessageChunk):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        One content block appended to a sent or received session message.
+        """
+
+        session_update: Literal["session_message_chunk"] = Field(
+            default="session_message_chunk",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["session_message_chunk"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "session_message_chunk"
+
+
+@_defines("SessionMessage")
+def _define_SessionMessage() -> None:
+    global SessionMessage
+    _require("ContentBlock", "MessageId", "SessionId")
+
+    class SessionMessage(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        An upsert for an inter-session message.
+        """
+
+        message_id: MessageId = Field(validation_alias="messageId", serialization_alias="messageId")
+        sender_session_id: Annotated[SessionId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="senderSessionId", serialization_alias="senderSessionId"
+        )
+        recipient_session_id: Annotated[SessionId | None, DefaultOnError(None)] = Field(
+            default=None,
+            validation_alias="recipientSessionId",
+            serialization_alias="recipientSessionId",
+        )
+        sender_message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="senderMessageId", serialization_alias="senderMessageId"
+        )
+        recipient_message_id: Annotated[MessageId | None, DefaultOnError(None)] = Field(
+            default=None,
+            validation_alias="recipientMessageId",
+            serialization_alias="recipientMessageId",
+        )
+        content: Annotated[
+            list[Annotated[ContentBlock, SKIP_INVALID]] | None, DefaultOnError(None)
+        ] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SessionMessageSessionUpdate")
+def _define_SessionMessageSessionUpdate() -> None:
+    global SessionMessageSessionUpdate
+    _require("SessionMessage")
+
+    class SessionMessageSessionUpdate(SessionMessage):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        A message upsert observed in this session's transcript, sent to or
+        received from another session.
+        """
+
+        session_update: Literal["session_message"] = Field(
+            default="session_message",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["session_message"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "session_message"
+
+
+@_defines("SessionCancelCapabilities")
+def _define_SessionCancelCapabilities() -> None:
+    global SessionCancelCapabilities
+
+    class SessionCancelCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Capability to cancel work in a subagent session without ending that session.
+
+        Supplying `{}` advertises support. An omitted or `null` `cancel` does not.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SubagentSessionCapabilities")
+def _define_SubagentSessionCapabilities() -> None:
+    global SubagentSessionCapabilities
+    _require("SessionCancelCapabilities")
+
+    class SubagentSessionCapabilities(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Client-initiated session mutations permitted for a specific subagent session.
+
+        A mutation requires an explicit per-child capability. Support for the method
+        on ordinary sessions does not grant support on a child.
+        """
+
+        cancel: Annotated[SessionCancelCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("RunningStateUpdate")
+def _define_RunningStateUpdate() -> None:
+    global RunningStateUpdate
+
+    class RunningStateUpdate(WireModel):
+        """Foreground work is in progress."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        state: Literal["running"] = Field(default="running", exclude=True)
+
+        @computed_field(alias="state", repr=False)
+        @property
+        def state_tag(self) -> Literal["running"]:
+            """The tag on the wire (`state`): always sent."""
+            return "running"
+
+
+@_defines("IdleStateUpdate")
+def _define_IdleStateUpdate() -> None:
+    global IdleStateUpdate
+    _require("Error", "Usage")
+
+    class IdleStateUpdate(WireModel):
+        """The child is ready to process another prompt.
+
+        An omitted, `null`, or malformed `stopReason` means not reported.
+        """
+
+        usage: Annotated[Usage | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        stop_reason: Annotated[str | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="stopReason", serialization_alias="stopReason"
+        )
+        error: Annotated[Error | None, DefaultOnError(None)] = Field(default=None)
+        state: Literal["idle"] = Field(default="idle", exclude=True)
+
+        @computed_field(alias="state", repr=False)
+        @property
+        def state_tag(self) -> Literal["idle"]:
+            """The tag on the wire (`state`): always sent."""
+            return "idle"
+
+
+@_defines("RequiresActionStateUpdate")
+def _define_RequiresActionStateUpdate() -> None:
+    global RequiresActionStateUpdate
+
+    class RequiresActionStateUpdate(WireModel):
+        """Foreground work is blocked on user action."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        state: Literal["requires_action"] = Field(default="requires_action", exclude=True)
+
+        @computed_field(alias="state", repr=False)
+        @property
+        def state_tag(self) -> Literal["requires_action"]:
+            """The tag on the wire (`state`): always sent."""
+            return "requires_action"
+
+
+@_defines("UnknownStateUpdate")
+def _define_UnknownStateUpdate() -> None:
+    global UnknownStateUpdate
+
+    class UnknownStateUpdate(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        The Agent cannot currently determine foreground activity.
+
+        Report this when activity becomes unobservable, not merely because the child
+        has been quiet. The Client MUST stop presenting the previous state as confirmed
+        current activity, but may retain it as last known. A later state replaces this
+        snapshot normally.
+
+        This is not a task outcome or session closure. It does not cancel work, resolve
+        pending requests, or revoke capabilities. Capabilities are updated separately.
+        """
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        state: Literal["unknown"] = Field(default="unknown", exclude=True)
+
+        @computed_field(alias="state", repr=False)
+        @property
+        def state_tag(self) -> Literal["unknown"]:
+            """The tag on the wire (`state`): always sent."""
+            return "unknown"
+
+
+@_defines("OtherStateUpdate")
+def _define_OtherStateUpdate() -> None:
+    global OtherStateUpdate
+
+    class OtherStateUpdate(WireModel):
+        """Custom or future state.
+
+        Values beginning with `_` are reserved for implementation-specific
+        extensions. Other unknown values are reserved for future ACP variants.
+        """
+
+        state: str
+
+
+@_defines("StateUpdate")
+def _define_StateUpdate() -> None:
+    global StateUpdate
+    _require(
+        "IdleStateUpdate",
+        "OtherStateUpdate",
+        "RequiresActionStateUpdate",
+        "RunningStateUpdate",
+        "UnknownStateUpdate",
+    )
+    StateUpdate = Annotated[
+        Annotated[RunningStateUpdate, Tag("running")]
+        | Annotated[IdleStateUpdate, Tag("idle")]
+        | Annotated[RequiresActionStateUpdate, Tag("requires_action")]
+        | Annotated[UnknownStateUpdate, Tag("unknown")]
+        | Annotated[OtherStateUpdate, Tag("other")],
+        Discriminator(
+            tag_discriminator(
+                "state",
+                "state",
+                frozenset({"running", "idle", "requires_action", "unknown"}),
+                other="other",
+            )
+        ),
+    ]
+
+
+@_defines("SubagentUpdate")
+def _define_SubagentUpdate() -> None:
+    global SubagentUpdate
+    _require("SessionId", "StateUpdate", "SubagentSessionCapabilities")
+
+    class SubagentUpdate(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Notification that the enclosing parent session created and owns a child session.
+
+        Later updates modify the existing association's metadata, not its ownership.
+
+        Sent on the immediate parent session. The first update for an unknown
+        `sessionId` announces the child and MUST be sent
+        before any live child traffic or live message naming the child as sender
+        or recipient. Parents may message and reuse an announced child across
+        multiple operations.
+        Child events are delivered automatically on the same connection. No child
+        load, resume, or subscription is needed.
+
+        Only the subagent session ID is required. Omitted patch fields keep their
+        previous values. `null` clears them. Clearing capabilities disables child
+        mutations. Clearing state leaves current activity unset/unconfirmed: it does
+        not imply idle, stop work, or create an `unknown` state snapshot. A concrete
+        state replaces the entire previous state object, not the session.
+        The title and description provide the parent's display metadata for the
+        child. They do not replace the content of individual messages or operations.
+        `cwd` and `additionalDirectories` report where the Agent placed the child.
+        While unset, each inherits the immediate parent's effective value.
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        title: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        description: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        capabilities: Annotated[SubagentSessionCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        state: Annotated[StateUpdate | None, DefaultOnError(None)] = Field(default=None)
+        cwd: str | None = Field(default=None)
+        additional_directories: list[str] | None = Field(
+            default=None,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("SubagentUpdateSessionUpdate")
+def _define_SubagentUpdateSessionUpdate() -> None:
+    global SubagentUpdateSessionUpdate
+    _require("SubagentUpdate")
+
+    class SubagentUpdateSessionUpdate(SubagentUpdate):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Announces a child session created and owned by this session, or updates
+        that ownership association's metadata.
+        """
+
+        session_update: Literal["subagent_update"] = Field(
+            default="subagent_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["subagent_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "subagent_update"
+
+
+@_defines("ToolCall")
+def _define_ToolCall() -> None:
+    global ToolCall
+    _require("ToolCallContent", "ToolCallId", "ToolCallLocation", "ToolCallStatus", "ToolKind")
+
+    class ToolCall(WireModel):
+        """Represents a tool call that the language model has requested.
+
+        Tool calls are actions that the agent executes on behalf of the language model,
+        such as reading files, executing code, or fetching data from external sources.
+
+        See protocol docs: [Tool Calls](https://agentclientprotocol.com/protocol/v1/draft/tool-calls)
+        """
+
+        tool_call_id: ToolCallId = Field(
+            validation_alias="toolCallId", serialization_alias="toolCallId"
+        )
+        title: str
+        name: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        kind: Annotated[ToolKind | None, DefaultOnError(None)] = Field(
+            default=None, exclude_if=is_none
+        )
+        status: Annotated[ToolCallStatus | None, DefaultOnError(None)] = Field(
+            default=None, exclude_if=is_none
+        )
+        content: Annotated[
+            list[Annotated[ToolCallContent, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ] = Field(default_factory=empty_list)
+        locations: Annotated[
+            list[Annotated[ToolCallLocation, SKIP_INVALID]],
+            DefaultOnError(default_factory=empty_list),
+        ] = Field(default_factory=empty_list)
+        raw_input: Any = Field(
+            default=None, validation_alias="rawInput", serialization_alias="rawInput"
+        )
+        raw_output: Any = Field(
+            default=None, validation_alias="rawOutput", serialization_alias="rawOutput"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ToolCallSessionUpdate")
+def _define_ToolCallSessionUpdate() -> None:
+    global ToolCallSessionUpdate
+    _require("ToolCall")
+
+    class ToolCallSessionUpdate(ToolCall):
+        """Notification that a new tool call has been initiated."""
+
+        session_update: Literal["tool_call"] = Field(
+            default="tool_call",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
 
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["tool_call"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "tool_call"
 
-class SubagentCapabilities(WireModel):
-    """**UNSTABLE**
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("ToolCallUpdateSessionUpdate")
+def _define_ToolCallUpdateSessionUpdate() -> None:
+    global ToolCallUpdateSessionUpdate
+    _require("ToolCallUpdate")
 
-    Capability marker for exposing reusable child sessions as restricted ACP sessions.
+    class ToolCallUpdateSessionUpdate(ToolCallUpdate):
+        """Update on the status or results of a tool call."""
 
-    Supplying `{}` advertises support for child association and state updates,
-    session-directed messages, and restricted-session semantics. The client
-    must advertise this capability before the agent sends subagent updates or
-    session-directed messages.
-    """
+        session_update: Literal["tool_call_update"] = Field(
+            default="tool_call_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.",
-    )
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["tool_call_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "tool_call_update"
+
+
+@_defines("Cost")
+def _define_Cost() -> None:
+    global Cost
+
+    class Cost(WireModel):
+        """Cost information for a session."""
 
+        amount: float
+        currency: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("UsageUpdate")
+def _define_UsageUpdate() -> None:
+    global UsageUpdate
+    _require("Cost")
+
+    class UsageUpdate(WireModel):
+        """Context window and cost update for a session."""
+
+        used: Annotated[int, Field(ge=0)]
+        size: Annotated[int, Field(ge=0)]
+        cost: Annotated[Cost | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("UsageUpdateSessionUpdate")
+def _define_UsageUpdateSessionUpdate() -> None:
+    global UsageUpdateSessionUpdate
+    _require("UsageUpdate")
+
+    class UsageUpdateSessionUpdate(UsageUpdate):
+        """Context window and cost update for the session."""
+
+        session_update: Literal["usage_update"] = Field(
+            default="usage_update",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
+
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["usage_update"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "usage_update"
 
-class PlanCapabilities(WireModel):
-    """**UNSTABLE**
+
+@_defines("UserMessageChunkSessionUpdate")
+def _define_UserMessageChunkSessionUpdate() -> None:
+    global UserMessageChunkSessionUpdate
+    _require("ContentChunk")
+
+    class UserMessageChunkSessionUpdate(ContentChunk):
+        """A chunk of the user's message being streamed."""
+
+        session_update: Literal["user_message_chunk"] = Field(
+            default="user_message_chunk",
+            validation_alias="sessionUpdate",
+            serialization_alias="sessionUpdate",
+            exclude=True,
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+        @computed_field(alias="sessionUpdate", repr=False)
+        @property
+        def session_update_tag(self) -> Literal["user_message_chunk"]:
+            """The tag on the wire (`sessionUpdate`): always sent."""
+            return "user_message_chunk"
 
-    Capabilities for receiving `plan_update` and `plan_removed` session updates.
-    """
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
+@_defines("SessionUpdate")
+def _define_SessionUpdate() -> None:
+    global SessionUpdate
+    _require(
+        "AgentMessageChunkSessionUpdate",
+        "AgentThoughtChunkSessionUpdate",
+        "AvailableCommandsUpdateSessionUpdate",
+        "CompactionSummaryChunkSessionUpdate",
+        "CompactionUpdateSessionUpdate",
+        "ConfigOptionUpdateSessionUpdate",
+        "CurrentModeUpdateSessionUpdate",
+        "NoticeSessionUpdate",
+        "PlanRemovedSessionUpdate",
+        "PlanSessionUpdate",
+        "PlanUpdateSessionUpdate",
+        "SessionInfoUpdateSessionUpdate",
+        "SessionMessageChunkSessionUpdate",
+        "SessionMessageSessionUpdate",
+        "SubagentUpdateSessionUpdate",
+        "ToolCallSessionUpdate",
+        "ToolCallUpdateSessionUpdate",
+        "UsageUpdateSessionUpdate",
+        "UserMessageChunkSessionUpdate",
     )
+    SessionUpdate = Annotated[
+        UserMessageChunkSessionUpdate
+        | AgentMessageChunkSessionUpdate
+        | AgentThoughtChunkSessionUpdate
+        | ToolCallSessionUpdate
+        | ToolCallUpdateSessionUpdate
+        | PlanSessionUpdate
+        | PlanUpdateSessionUpdate
+        | PlanRemovedSessionUpdate
+        | AvailableCommandsUpdateSessionUpdate
+        | CurrentModeUpdateSessionUpdate
+        | ConfigOptionUpdateSessionUpdate
+        | SessionInfoUpdateSessionUpdate
+        | UsageUpdateSessionUpdate
+        | NoticeSessionUpdate
+        | CompactionUpdateSessionUpdate
+        | CompactionSummaryChunkSessionUpdate
+        | SubagentUpdateSessionUpdate
+        | SessionMessageSessionUpdate
+        | SessionMessageChunkSessionUpdate,
+        Field(discriminator="session_update"),
+    ]
 
 
-class AuthCapabilities(WireModel):
-    """Authentication capabilities supported by the client.
+@_defines("SessionNotification")
+def _define_SessionNotification() -> None:
+    global SessionNotification
+    _require("SessionId", "SessionUpdate")
 
-    Advertised during initialization to inform the agent which authentication
-    method types the client can handle. This governs opt-in types that require
-    additional client-side support.
-    """
+    class SessionNotification(WireModel):
+        """Notification containing a session update from the agent.
 
-    terminal: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False,
-        description="Whether the client supports `terminal` authentication methods.\n\nThe client should set this to `true` only when it can reproduce the\nconfigured agent invocation in an interactive terminal. When `true`, the\nagent may include `terminal` entries in its authentication methods.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Used to stream real-time progress and results during prompt processing.
 
+        See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output)
+        """
 
-class ElicitationFormCapabilities(WireModel):
-    """Form-based elicitation capabilities.
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        update: SessionUpdate
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Supplying `{}` means the client supports form-based elicitation.
-    """
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("CompleteElicitationNotification")
+def _define_CompleteElicitationNotification() -> None:
+    global CompleteElicitationNotification
+    _require("ElicitationId")
 
+    class CompleteElicitationNotification(WireModel):
+        """Notification sent by the agent when a URL-based elicitation is complete."""
 
-class ElicitationUrlCapabilities(WireModel):
-    """URL-based elicitation capabilities.
+        elicitation_id: ElicitationId = Field(
+            validation_alias="elicitationId", serialization_alias="elicitationId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Supplying `{}` means the client supports URL-based elicitation.
-    """
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("AuthStatusUpdateNotification")
+def _define_AuthStatusUpdateNotification() -> None:
+    global AuthStatusUpdateNotification
+    _require("AuthAccount", "AuthState")
 
+    class AuthStatusUpdateNotification(WireModel):
+        """**UNSTABLE**
 
-class ElicitationCapabilities(WireModel):
-    """Elicitation capabilities supported by the client."""
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    form: Annotated[ElicitationFormCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the client supports form-based elicitation.\n\nOptional. Omitted and `null` are equivalent and mean form support is not advertised.\nSupplying `{}` explicitly advertises form support.",
-    )
-    url: Annotated[ElicitationUrlCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Whether the client supports URL-based elicitation.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client supports URL-based elicitation.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Notification sent by the agent when its authentication status changes.
 
+        Carries the same fields as the `auth/status` response. Agents that advertise the
+        `auth.status` capability MAY send it at any time after `initialize`, and SHOULD only
+        send it when the reported status differs from the last one sent on the connection.
+        """
 
-class ClientCapabilities(WireModel):
-    """Capabilities supported by the client.
+        state: AuthState
+        accounts: Annotated[
+            list[Annotated[AuthAccount, SKIP_INVALID]], DefaultOnError(default_factory=empty_list)
+        ] = Field(default_factory=empty_list)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Advertised during initialization to inform the agent about
-    available features and methods.
 
-    See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#client-capabilities)
-    """
+@_defines("ExtNotification")
+def _define_ExtNotification() -> None:
+    global ExtNotification
+    ExtNotification = Any
 
-    fs: Annotated[
-        FileSystemCapabilities, DefaultOnError(default_factory=FileSystemCapabilities)
-    ] = Field(
-        default_factory=FileSystemCapabilities,
-        description="File system capabilities supported by the client.\nDetermines which file operations the agent can request.",
-    )
-    terminal: Annotated[bool, DefaultOnError(False)] = Field(
-        default=False, description="Whether the Client support all `terminal/*` methods."
-    )
-    session: Annotated[ClientSessionCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Session-related capabilities supported by the client.\n\nOptional. Omitted or `null` both mean the client does not advertise any\nsession-related extensions.",
-    )
-    subagents: Annotated[SubagentCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the client understands exposed subagent sessions.\n\nOptional and nullable. Omitted or `null` both mean the client does not\nadvertise support.\nSupplying `{}` means the client understands child associations, work-state\nsnapshots, session-directed messages, and restricted-session semantics.",
-    )
-    plan: Annotated[PlanCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the client supports `plan_update` and `plan_removed` session updates.\n\nOptional. Omitted or `null` both mean the client does not advertise support.\nSupplying `{}` means the client can receive both update types.",
-    )
-    auth: Annotated[AuthCapabilities, DefaultOnError(default_factory=AuthCapabilities)] = Field(
-        default_factory=AuthCapabilities,
-        description="Authentication capabilities supported by the client.\nDetermines which authentication method types the agent may include\nin its `InitializeResponse`.",
-    )
-    elicitation: Annotated[ElicitationCapabilities | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="Elicitation capabilities supported by the client.\nDetermines which elicitation modes the agent may use.\n\nOptional. Omitted or `null` both mean the client does not advertise\nelicitation support.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("AgentNotification")
+def _define_AgentNotification() -> None:
+    global AgentNotification
 
-class InitializeRequest(WireModel):
-    """Request parameters for the initialize method.
+    class AgentNotification(WireModel):
+        """A JSON-RPC notification object."""
 
-    Sent by the client to establish connection and negotiate capabilities.
+        method: str
+        params: Any = Field(default=None)
 
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
-    """
 
-    protocol_version: ProtocolVersion = Field(
-        validation_alias="protocolVersion",
-        serialization_alias="protocolVersion",
-        description="The latest protocol version supported by the client.",
-    )
-    client_capabilities: Annotated[
-        ClientCapabilities, DefaultOnError(default_factory=ClientCapabilities)
-    ] = Field(
-        default_factory=ClientCapabilities,
-        validation_alias="clientCapabilities",
-        serialization_alias="clientCapabilities",
-        description="Capabilities supported by the client.",
-    )
-    client_info: Annotated[Implementation | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="clientInfo",
-        serialization_alias="clientInfo",
-        description="Information about the Client name and version sent to the Agent.\n\nNote: in future versions of the protocol, this will be required.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("ErrorStopReason")
+def _define_ErrorStopReason() -> None:
+    global ErrorStopReason
+    _require("Error")
 
+    class ErrorStopReason(WireModel):
+        """**UNSTABLE**
 
-class AuthenticateRequest(WireModel):
-    """Request parameters for the authenticate method.
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Specifies which authentication method to use.
-    """
+        Details of a failure that ended a child's foreground work.
+        """
 
-    method_id: AuthMethodId = Field(
-        validation_alias="methodId",
-        serialization_alias="methodId",
-        description="The ID of the authentication method to use.\nMust be one of the methods advertised in the initialize response.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        error: Annotated[Error | None, DefaultOnError(None)] = Field(default=None)
 
 
-class ListProvidersRequest(WireModel):
-    """**UNSTABLE**
+@_defines("FileSystemCapabilities")
+def _define_FileSystemCapabilities() -> None:
+    global FileSystemCapabilities
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+    class FileSystemCapabilities(WireModel):
+        """File system capabilities that a client may support.
 
-    Request parameters for `providers/list`.
-    """
+        See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem)
+        """
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        read_text_file: Annotated[bool, DefaultOnError(False)] = Field(
+            default=False, validation_alias="readTextFile", serialization_alias="readTextFile"
+        )
+        write_text_file: Annotated[bool, DefaultOnError(False)] = Field(
+            default=False, validation_alias="writeTextFile", serialization_alias="writeTextFile"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
 
-class SetProviderRequest(WireModel):
-    """**UNSTABLE**
+@_defines("CompactionCapabilities")
+def _define_CompactionCapabilities() -> None:
+    global CompactionCapabilities
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+    class CompactionCapabilities(WireModel):
+        """Client support for ID-addressed context compaction updates."""
 
-    Request parameters for `providers/set`.
 
-    Replaces the full configuration for one provider ID.
-    """
+@_defines("BooleanConfigOptionCapabilities")
+def _define_BooleanConfigOptionCapabilities() -> None:
+    global BooleanConfigOptionCapabilities
 
-    provider_id: ProviderId = Field(
-        validation_alias="providerId",
-        serialization_alias="providerId",
-        description="Provider ID to configure.",
-    )
-    api_type: LlmProtocol = Field(
-        validation_alias="apiType",
-        serialization_alias="apiType",
-        description="Protocol type for this provider.",
-    )
-    base_url: str = Field(
-        validation_alias="baseUrl",
-        serialization_alias="baseUrl",
-        description="Base URL for requests sent through this provider.",
-    )
-    headers: dict[str, str] = Field(
-        default_factory=empty_dict,
-        description="Full headers map for this provider.\nMay include authorization, routing, or other integration-specific headers.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class BooleanConfigOptionCapabilities(WireModel):
+        """Capabilities for boolean session configuration options.
 
+        Supplying `{}` means the client supports boolean session configuration options.
+        """
 
-class DisableProviderRequest(WireModel):
-    """**UNSTABLE**
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Request parameters for `providers/disable`.
-    """
+@_defines("SessionConfigOptionsCapabilities")
+def _define_SessionConfigOptionsCapabilities() -> None:
+    global SessionConfigOptionsCapabilities
+    _require("BooleanConfigOptionCapabilities")
 
-    provider_id: ProviderId = Field(
-        validation_alias="providerId",
-        serialization_alias="providerId",
-        description="Provider ID to disable.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class SessionConfigOptionsCapabilities(WireModel):
+        """Session configuration option capabilities supported by the client."""
 
+        boolean: Annotated[BooleanConfigOptionCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class LogoutRequest(WireModel):
-    """Request parameters for the logout method.
 
-    Terminates the current authenticated session.
-    """
+@_defines("NoticeCapabilities")
+def _define_NoticeCapabilities() -> None:
+    global NoticeCapabilities
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class NoticeCapabilities(WireModel):
+        """Client support for presenting live notices to the user."""
 
 
-class AuthStatusRequest(WireModel):
-    """**UNSTABLE**
+@_defines("ClientSessionCapabilities")
+def _define_ClientSessionCapabilities() -> None:
+    global ClientSessionCapabilities
+    _require("CompactionCapabilities", "NoticeCapabilities", "SessionConfigOptionsCapabilities")
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+    class ClientSessionCapabilities(WireModel):
+        """Session-related capabilities supported by the client."""
 
-    Request parameters for the `auth/status` method.
+        compaction: Annotated[CompactionCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        config_options: Annotated[SessionConfigOptionsCapabilities | None, DefaultOnError(None)] = (
+            Field(
+                default=None, validation_alias="configOptions", serialization_alias="configOptions"
+            )
+        )
+        notices: Annotated[NoticeCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Queries the agent's current authentication state without changing it.
 
-    Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
-    whether authentication is required.
-    """
+@_defines("SubagentCapabilities")
+def _define_SubagentCapabilities() -> None:
+    global SubagentCapabilities
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class SubagentCapabilities(WireModel):
+        """**UNSTABLE**
 
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-class McpServerStdio(WireModel):
-    """Stdio transport configuration for MCP."""
+        Capability marker for exposing reusable child sessions as restricted ACP sessions.
 
-    name: str = Field(description="Human-readable name identifying this MCP server.")
-    command: str = Field(description="Absolute path to the MCP server executable.")
-    args: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        description="Command-line arguments to pass to the MCP server."
-    )
-    env: Annotated[list[EnvVariable], NullAsDefault(empty_list)] = Field(
-        description="Environment variables to set when launching the MCP server."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Supplying `{}` advertises support for child association and state updates,
+        session-directed messages, and restricted-session semantics. The client
+        must advertise this capability before the agent sends subagent updates or
+        session-directed messages.
+        """
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class McpServerAcp(WireModel):
-    """**UNSTABLE**
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("PlanCapabilities")
+def _define_PlanCapabilities() -> None:
+    global PlanCapabilities
 
-    ACP transport configuration for MCP.
+    class PlanCapabilities(WireModel):
+        """**UNSTABLE**
 
-    The MCP server is provided by an ACP component and communicates over the ACP channel
-    using `mcp/message`.
-    """
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    name: str = Field(description="Human-readable name identifying this MCP server.")
-    server_id: McpServerAcpId = Field(
-        validation_alias="serverId",
-        serialization_alias="serverId",
-        description="Unique identifier for this MCP server, generated by the component providing it.\n\nProviders MUST NOT reuse an ID for multiple ACP-transport MCP servers that are visible\non the same ACP connection.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Capabilities for receiving `plan_update` and `plan_removed` session updates.
+        """
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class AcpMcpServer(McpServerAcp):
-    """**UNSTABLE**
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("AuthCapabilities")
+def _define_AuthCapabilities() -> None:
+    global AuthCapabilities
 
-    ACP transport configuration
+    class AuthCapabilities(WireModel):
+        """Authentication capabilities supported by the client.
 
-    Only available when the Agent capabilities indicate `mcp_capabilities.acp` is `true`.
-    The MCP server is provided by an ACP component and communicates over the ACP channel.
-    """
+        Advertised during initialization to inform the agent which authentication
+        method types the client can handle. This governs opt-in types that require
+        additional client-side support.
+        """
 
-    type: Literal["acp"] = Field(default="acp", exclude=True)
+        terminal: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["acp"]:
-        """The tag on the wire (`type`): always sent."""
-        return "acp"
 
+@_defines("ElicitationFormCapabilities")
+def _define_ElicitationFormCapabilities() -> None:
+    global ElicitationFormCapabilities
 
-class HttpHeader(WireModel):
-    """An HTTP header to set when making requests to the MCP server."""
+    class ElicitationFormCapabilities(WireModel):
+        """Form-based elicitation capabilities.
 
-    name: str = Field(description="The name of the HTTP header.")
-    value: str = Field(description="The value to set for the HTTP header.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Supplying `{}` means the client supports form-based elicitation.
+        """
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class McpServerHttp(WireModel):
-    """HTTP transport configuration for MCP."""
 
-    name: str = Field(description="Human-readable name identifying this MCP server.")
-    url: str = Field(description="URL to the MCP server.")
-    headers: Annotated[list[HttpHeader], NullAsDefault(empty_list)] = Field(
-        description="HTTP headers to set when making requests to the MCP server."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("ElicitationUrlCapabilities")
+def _define_ElicitationUrlCapabilities() -> None:
+    global ElicitationUrlCapabilities
 
+    class ElicitationUrlCapabilities(WireModel):
+        """URL-based elicitation capabilities.
 
-class HttpMcpServer(McpServerHttp):
-    """HTTP transport configuration
+        Supplying `{}` means the client supports URL-based elicitation.
+        """
 
-    Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
-    """
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    type: Literal["http"] = Field(default="http", exclude=True)
 
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["http"]:
-        """The tag on the wire (`type`): always sent."""
-        return "http"
+@_defines("ElicitationCapabilities")
+def _define_ElicitationCapabilities() -> None:
+    global ElicitationCapabilities
+    _require("ElicitationFormCapabilities", "ElicitationUrlCapabilities")
 
+    class ElicitationCapabilities(WireModel):
+        """Elicitation capabilities supported by the client."""
 
-class McpServerSse(WireModel):
-    """SSE transport configuration for MCP."""
+        form: Annotated[ElicitationFormCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        url: Annotated[ElicitationUrlCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    name: str = Field(description="Human-readable name identifying this MCP server.")
-    url: str = Field(description="URL to the MCP server.")
-    headers: Annotated[list[HttpHeader], NullAsDefault(empty_list)] = Field(
-        description="HTTP headers to set when making requests to the MCP server."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
+
+@_defines("ClientCapabilities")
+def _define_ClientCapabilities() -> None:
+    global ClientCapabilities
+    _require(
+        "AuthCapabilities",
+        "ClientSessionCapabilities",
+        "ElicitationCapabilities",
+        "FileSystemCapabilities",
+        "PlanCapabilities",
+        "SubagentCapabilities",
     )
 
+    class ClientCapabilities(WireModel):
+        """Capabilities supported by the client.
 
-class SseMcpServer(McpServerSse):
-    """SSE transport configuration
+        Advertised during initialization to inform the agent about
+        available features and methods.
 
-    Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
-    """
+        See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v1/draft/initialization#client-capabilities)
+        """
 
-    type: Literal["sse"] = Field(default="sse", exclude=True)
+        fs: Annotated[
+            FileSystemCapabilities, DefaultOnError(default_factory=FileSystemCapabilities)
+        ] = Field(default_factory=FileSystemCapabilities)
+        terminal: Annotated[bool, DefaultOnError(False)] = Field(default=False)
+        session: Annotated[ClientSessionCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        subagents: Annotated[SubagentCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        plan: Annotated[PlanCapabilities | None, DefaultOnError(None)] = Field(default=None)
+        auth: Annotated[AuthCapabilities, DefaultOnError(default_factory=AuthCapabilities)] = Field(
+            default_factory=AuthCapabilities
+        )
+        elicitation: Annotated[ElicitationCapabilities | None, DefaultOnError(None)] = Field(
+            default=None
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    @computed_field(alias="type", repr=False)
-    @property
-    def type_tag(self) -> Literal["sse"]:
-        """The tag on the wire (`type`): always sent."""
-        return "sse"
 
+@_defines("InitializeRequest")
+def _define_InitializeRequest() -> None:
+    global InitializeRequest
+    _require("ClientCapabilities", "Implementation", "ProtocolVersion")
 
-McpServer: TypeAlias = Annotated[
-    Annotated[HttpMcpServer, Tag("http")]
-    | Annotated[SseMcpServer, Tag("sse")]
-    | Annotated[AcpMcpServer, Tag("acp")]
-    | Annotated[McpServerStdio, Tag("stdio")],
-    Discriminator(
-        tag_discriminator("type", "type", frozenset({"http", "sse", "acp"}), fallback="stdio")
-    ),
-]
-"""Configuration for connecting to an MCP (Model Context Protocol) server.
+    class InitializeRequest(WireModel):
+        """Request parameters for the initialize method.
 
-MCP servers provide tools and context that the agent can use when
-processing prompts.
+        Sent by the client to establish connection and negotiate capabilities.
 
-See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v1/draft/session-setup#mcp-servers)
-"""
+        See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/draft/initialization)
+        """
 
+        protocol_version: ProtocolVersion = Field(
+            validation_alias="protocolVersion", serialization_alias="protocolVersion"
+        )
+        client_capabilities: Annotated[
+            ClientCapabilities, DefaultOnError(default_factory=ClientCapabilities)
+        ] = Field(
+            default_factory=ClientCapabilities,
+            validation_alias="clientCapabilities",
+            serialization_alias="clientCapabilities",
+        )
+        client_info: Annotated[Implementation | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="clientInfo", serialization_alias="clientInfo"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-SystemPromptMode: TypeAlias = Literal["append", "override"] | str
-"""**UNSTABLE**
 
-This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("AuthenticateRequest")
+def _define_AuthenticateRequest() -> None:
+    global AuthenticateRequest
+    _require("AuthMethodId")
 
-How the Agent combines a client-provided system prompt with its own instructions.
+    class AuthenticateRequest(WireModel):
+        """Request parameters for the authenticate method.
 
-Unknown modes are preserved so they can be stored,
-proxied, or forwarded. An Agent MUST return an error for a mode it does not
-support rather than treating it as `append` or `override`.
-"""
+        Specifies which authentication method to use.
+        """
 
+        method_id: AuthMethodId = Field(validation_alias="methodId", serialization_alias="methodId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class SystemPrompt(WireModel):
-    """**UNSTABLE**
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("ListProvidersRequest")
+def _define_ListProvidersRequest() -> None:
+    global ListProvidersRequest
 
-    Client-provided system-level instructions for a session.
+    class ListProvidersRequest(WireModel):
+        """**UNSTABLE**
 
-    Clients MUST only send this when the Agent advertises
-    `sessionCapabilities.systemPrompt`. Agents that cannot apply it, for example
-    because of an unadvertised mode or an unsupported content block type, MUST
-    return an error instead of creating, loading, resuming, or forking the
-    session.
-    """
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    mode: SystemPromptMode = Field(
-        description="How the Agent combines `content` with its own instructions.\n\nRequired. Agents MUST return an error for a mode they do not support rather than\ntreating it as `append` or `override`."
-    )
-    content: list[ContentBlock] = Field(
-        description="The system prompt content.\n\nAgents advertising the capability MUST accept `text` content blocks.\nClients MUST NOT send other content block types until a future\ncapability allows them, and Agents MUST return an error for content\nblocks they do not support.\n\nClients MUST NOT send an empty array. Agents MAY reject one with\n`-32602` without creating, loading, resuming, or forking the session."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Request parameters for `providers/list`.
+        """
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class NewSessionRequest(WireModel):
-    """Request parameters for creating a new session.
 
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
-    """
+@_defines("SetProviderRequest")
+def _define_SetProviderRequest() -> None:
+    global SetProviderRequest
+    _require("LlmProtocol", "ProviderId")
 
-    cwd: str = Field(
-        description="The working directory for this session. Must be an absolute path."
-    )
-    additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots for this session. Each path must be absolute.\n\nThese expand the session's filesystem scope without changing `cwd`, which\nremains the base for relative paths. When omitted or empty, no\nadditional roots are activated for the new session.",
-    )
-    mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
-        validation_alias="mcpServers",
-        serialization_alias="mcpServers",
-        description="List of MCP (Model Context Protocol) servers the agent should connect to.",
-    )
-    system_prompt: SystemPrompt | None = Field(
-        default=None,
-        validation_alias="systemPrompt",
-        serialization_alias="systemPrompt",
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the new session.\n\nOptional. Omitted and `null` are equivalent and mean the Agent uses its\nown default instructions. Clients MUST only send this when the Agent\nadvertises `sessionCapabilities.systemPrompt`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class SetProviderRequest(WireModel):
+        """**UNSTABLE**
 
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-class LoadSessionRequest(WireModel):
-    """Request parameters for loading an existing session.
+        Request parameters for `providers/set`.
 
-    Only available if the Agent supports the `loadSession` capability.
+        Replaces the full configuration for one provider ID.
+        """
 
-    See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions)
-    """
+        provider_id: ProviderId = Field(
+            validation_alias="providerId", serialization_alias="providerId"
+        )
+        api_type: LlmProtocol = Field(validation_alias="apiType", serialization_alias="apiType")
+        base_url: str = Field(validation_alias="baseUrl", serialization_alias="baseUrl")
+        headers: dict[str, str] = Field(default_factory=empty_dict)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
-        validation_alias="mcpServers",
-        serialization_alias="mcpServers",
-        description="List of MCP servers to connect to for this session.",
-    )
-    cwd: str = Field(
-        description="The working directory for this session. Must be an absolute path."
-    )
-    additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots to activate for this session. Each path must be absolute.\n\nWhen omitted or empty, no additional roots are activated. When non-empty,\nthis is the complete resulting additional-root list for the loaded\nsession. It may differ from any previously used or reported list as long as\nthe request `cwd` matches the session's `cwd`.",
-    )
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to load.",
-    )
-    system_prompt: SystemPrompt | None = Field(
-        default=None,
-        validation_alias="systemPrompt",
-        serialization_alias="systemPrompt",
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the loaded session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the session or use its default instructions.\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nwhen the session was created.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("DisableProviderRequest")
+def _define_DisableProviderRequest() -> None:
+    global DisableProviderRequest
+    _require("ProviderId")
 
-SessionArchiveFilter: TypeAlias = Literal["exclude", "include", "only"] | str
-"""**UNSTABLE**
+    class DisableProviderRequest(WireModel):
+        """**UNSTABLE**
 
-This capability is not part of the spec yet, and may be removed or changed at any point.
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-Which sessions `session/list` returns based on their archive state.
+        Request parameters for `providers/disable`.
+        """
 
-Unknown values are preserved so they can be stored, proxied, or forwarded. An Agent MUST
-return `-32602` for a value it does not support rather than treating it as `exclude`.
-"""
+        provider_id: ProviderId = Field(
+            validation_alias="providerId", serialization_alias="providerId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
 
-class ListSessionsRequest(WireModel):
-    """Request parameters for listing existing sessions.
+@_defines("LogoutRequest")
+def _define_LogoutRequest() -> None:
+    global LogoutRequest
 
-    Only available if the Agent supports the `sessionCapabilities.list` capability.
-    """
+    class LogoutRequest(WireModel):
+        """Request parameters for the logout method.
 
-    cwd: str | None = Field(
-        default=None, description="Filter sessions by working directory. Must be an absolute path."
-    )
-    cursor: str | None = Field(
-        default=None,
-        description="Opaque cursor token from a previous response's nextCursor field for cursor-based pagination",
-    )
-    archived: SessionArchiveFilter | None = Field(
-        default=None,
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nFilter sessions by archive state.\n\nOptional. Omitted and `null` are equivalent and mean `exclude`. Only send this when\nthe Agent advertises the `sessionCapabilities.archive` capability. The filter combines with `cwd` and\napplies before pagination. Clients keep the same value when following `nextCursor`.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Terminates the current authenticated session.
+        """
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class DeleteSessionRequest(WireModel):
-    """Request parameters for deleting an existing session from `session/list`.
 
-    Only available if the Agent supports the `sessionCapabilities.delete` capability.
-    """
+@_defines("AuthStatusRequest")
+def _define_AuthStatusRequest() -> None:
+    global AuthStatusRequest
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to delete.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class AuthStatusRequest(WireModel):
+        """**UNSTABLE**
 
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-class ForkSessionRequest(WireModel):
-    """**UNSTABLE**
+        Request parameters for the `auth/status` method.
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+        Queries the agent's current authentication state without changing it.
 
-    Request parameters for forking an existing session.
+        Agents MUST NOT reject it with `auth_required` (`-32000`), since Clients call it to learn
+        whether authentication is required.
+        """
 
-    Creates a new session based on the context of an existing one, allowing
-    operations like generating summaries without affecting the original session's history.
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Only available if the Agent supports the `session.fork` capability.
-    """
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to fork.",
-    )
-    cwd: str = Field(
-        description="The working directory for this session. Must be an absolute path."
-    )
-    additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots to activate for this session. Each path must be absolute.\n\nWhen omitted or empty, no additional roots are activated. When non-empty,\nthis is the complete resulting additional-root list for the forked\nsession.",
-    )
-    mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="mcpServers",
-        serialization_alias="mcpServers",
-        description="List of MCP servers to connect to for this session.",
-    )
-    system_prompt: SystemPrompt | None = Field(
-        default=None,
-        validation_alias="systemPrompt",
-        serialization_alias="systemPrompt",
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the forked session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the source session or use its default\ninstructions. Clients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nfor the source session.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("McpServerStdio")
+def _define_McpServerStdio() -> None:
+    global McpServerStdio
+    _require("EnvVariable")
 
+    class McpServerStdio(WireModel):
+        """Stdio transport configuration for MCP."""
 
-class ArchiveSessionRequest(WireModel):
-    """**UNSTABLE**
+        name: str
+        command: str
+        args: Annotated[list[str], NullAsDefault(empty_list)]
+        env: Annotated[list[EnvVariable], NullAsDefault(empty_list)]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Request parameters for archiving a session.
+@_defines("McpServerAcp")
+def _define_McpServerAcp() -> None:
+    global McpServerAcp
+    _require("McpServerAcpId")
 
-    Only available if the Agent supports the `sessionCapabilities.archive` capability.
+    class McpServerAcp(WireModel):
+        """**UNSTABLE**
 
-    Archiving hides the session from default `session/list` results. It keeps the session ID
-    and saved history. If the session is active, the Agent MUST cancel any ongoing work and
-    free the session's resources as if `session/close` had been called, then archive it.
-    Archiving an archived session succeeds. A session that does not exist gets `-32002`.
-    """
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to archive.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        ACP transport configuration for MCP.
 
+        The MCP server is provided by an ACP component and communicates over the ACP channel
+        using `mcp/message`.
+        """
 
-class UnarchiveSessionRequest(WireModel):
-    """**UNSTABLE**
+        name: str
+        server_id: McpServerAcpId = Field(
+            validation_alias="serverId", serialization_alias="serverId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Request parameters for unarchiving a session.
+@_defines("AcpMcpServer")
+def _define_AcpMcpServer() -> None:
+    global AcpMcpServer
+    _require("McpServerAcp")
 
-    Only available if the Agent supports the `sessionCapabilities.archive` capability.
+    class AcpMcpServer(McpServerAcp):
+        """**UNSTABLE**
 
-    Unarchiving returns the session to default `session/list` results with the same ID and
-    saved history. It never loads or resumes the session. Clients that want to continue an
-    archived session SHOULD unarchive it before calling `session/load` or `session/resume`.
-    Unarchiving a session that is not archived succeeds. A session that does not exist
-    gets `-32002`.
-    """
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to unarchive.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        ACP transport configuration
 
+        Only available when the Agent capabilities indicate `mcp_capabilities.acp` is `true`.
+        The MCP server is provided by an ACP component and communicates over the ACP channel.
+        """
 
-class SessionStatusRequest(WireModel):
-    """**UNSTABLE**
+        type: Literal["acp"] = Field(default="acp", exclude=True)
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["acp"]:
+            """The tag on the wire (`type`): always sent."""
+            return "acp"
 
-    Request parameters for checking the status of a session.
 
-    Only available if the Agent supports the `sessionCapabilities.status` capability.
+@_defines("HttpHeader")
+def _define_HttpHeader() -> None:
+    global HttpHeader
 
-    `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
-    close, or change the session, and does not attach the requesting connection to it.
-    A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
-    """
+    class HttpHeader(WireModel):
+        """An HTTP header to set when making requests to the MCP server."""
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to check.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        name: str
+        value: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
 
-class SetSessionTitleRequest(WireModel):
-    """**UNSTABLE**
+@_defines("McpServerHttp")
+def _define_McpServerHttp() -> None:
+    global McpServerHttp
+    _require("HttpHeader")
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+    class McpServerHttp(WireModel):
+        """HTTP transport configuration for MCP."""
 
-    Request parameters for setting the title of a session.
+        name: str
+        url: str
+        headers: Annotated[list[HttpHeader], NullAsDefault(empty_list)]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    Only available if the Agent supports the `sessionCapabilities.title` capability.
 
-    The session does not need to be active on the connection. Any session the Agent would
-    return from `session/list` can be retitled. A session that does not exist gets `-32002`.
+@_defines("HttpMcpServer")
+def _define_HttpMcpServer() -> None:
+    global HttpMcpServer
+    _require("McpServerHttp")
 
-    The Agent responds only after it has stored the title. After a successful response, the
-    Agent SHOULD NOT replace the title with one it generates automatically.
-    """
+    class HttpMcpServer(McpServerHttp):
+        """HTTP transport configuration
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to retitle.",
-    )
-    title: str = Field(
-        description="The new title for the session.\n\nRequired and non-null. Omission and explicit `null` are both invalid. The Agent MAY\nnormalize the title before storing it, for example by trimming whitespace or\ntruncating it. The Agent rejects a title that fails its validation, including one\nthat is empty after normalization, with `-32602`."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Only available when the Agent capabilities indicate `mcp_capabilities.http` is `true`.
+        """
 
+        type: Literal["http"] = Field(default="http", exclude=True)
 
-class ResumeSessionRequest(WireModel):
-    """Request parameters for resuming an existing session.
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["http"]:
+            """The tag on the wire (`type`): always sent."""
+            return "http"
 
-    Resumes an existing session without returning previous messages (unlike `session/load`).
-    This is useful for agents that can resume sessions but don't implement full session loading.
 
-    Only available if the Agent supports the `sessionCapabilities.resume` capability.
-    """
+@_defines("McpServerSse")
+def _define_McpServerSse() -> None:
+    global McpServerSse
+    _require("HttpHeader")
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to resume.",
-    )
-    cwd: str = Field(
-        description="The working directory for this session. Must be an absolute path."
-    )
-    additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="additionalDirectories",
-        serialization_alias="additionalDirectories",
-        description="Additional workspace roots to activate for this session. Each path must be absolute.\n\nWhen omitted or empty, no additional roots are activated. When non-empty,\nthis is the complete resulting additional-root list for the resumed\nsession. It may differ from any previously used or reported list as long as\nthe request `cwd` matches the session's `cwd`.",
-    )
-    mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
-        default_factory=empty_list,
-        validation_alias="mcpServers",
-        serialization_alias="mcpServers",
-        description="List of MCP servers to connect to for this session.",
-    )
-    system_prompt: SystemPrompt | None = Field(
-        default=None,
-        validation_alias="systemPrompt",
-        serialization_alias="systemPrompt",
-        description="**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nSystem-level instructions for the resumed session.\n\nOptional. Omitted and `null` are equivalent. The Agent may then keep a\nsystem prompt it stored with the session or use its default instructions.\nClients MUST only send this when the Agent advertises\n`sessionCapabilities.systemPrompt`, and SHOULD send the same value they used\nwhen the session was created.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class McpServerSse(WireModel):
+        """SSE transport configuration for MCP."""
 
+        name: str
+        url: str
+        headers: Annotated[list[HttpHeader], NullAsDefault(empty_list)]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class CloseSessionRequest(WireModel):
-    """Request parameters for closing an active session.
 
-    If supported, the agent **must** cancel any ongoing work related to the session
-    (treat it as if `session/cancel` was called) and then free up any resources
-    associated with the session.
+@_defines("SseMcpServer")
+def _define_SseMcpServer() -> None:
+    global SseMcpServer
+    _require("McpServerSse")
 
-    Only available if the Agent supports the `sessionCapabilities.close` capability.
-    """
+    class SseMcpServer(McpServerSse):
+        """SSE transport configuration
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to close.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Only available when the Agent capabilities indicate `mcp_capabilities.sse` is `true`.
+        """
 
+        type: Literal["sse"] = Field(default="sse", exclude=True)
 
-class SetSessionModeRequest(WireModel):
-    """Request parameters for setting a session mode."""
+        @computed_field(alias="type", repr=False)
+        @property
+        def type_tag(self) -> Literal["sse"]:
+            """The tag on the wire (`type`): always sent."""
+            return "sse"
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to set the mode for.",
-    )
-    mode_id: SessionModeId = Field(
-        validation_alias="modeId",
-        serialization_alias="modeId",
-        description="The ID of the mode to set.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("McpServer")
+def _define_McpServer() -> None:
+    global McpServer
+    _require("AcpMcpServer", "HttpMcpServer", "McpServerStdio", "SseMcpServer")
+    McpServer = Annotated[
+        Annotated[HttpMcpServer, Tag("http")]
+        | Annotated[SseMcpServer, Tag("sse")]
+        | Annotated[AcpMcpServer, Tag("acp")]
+        | Annotated[McpServerStdio, Tag("stdio")],
+        Discriminator(
+            tag_discriminator("type", "type", frozenset({"http", "sse", "acp"}), fallback="stdio")
+        ),
+    ]
 
-class SetSessionConfigOptionRequest(WireModel):
-    """Request parameters for setting a session configuration option."""
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to set the configuration option for.",
-    )
-    config_id: SessionConfigId = Field(
-        validation_alias="configId",
-        serialization_alias="configId",
-        description="The ID of the configuration option to set.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    type: Literal["boolean"] | None = Field(default=None, exclude_if=is_none)
-    value: bool | SessionConfigValueId = Field(
-        description="The boolean value.\n\nOr: The value ID."
-    )
+@_defines("SystemPromptMode")
+def _define_SystemPromptMode() -> None:
+    global SystemPromptMode
+    SystemPromptMode = Literal["append", "override"] | str
 
 
-class PromptRequest(WireModel):
-    """Request parameters for sending a user prompt to the agent.
+@_defines("SystemPrompt")
+def _define_SystemPrompt() -> None:
+    global SystemPrompt
+    _require("ContentBlock", "SystemPromptMode")
 
-    Contains the user's message and any additional context.
+    class SystemPrompt(WireModel):
+        """**UNSTABLE**
 
-    See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)
-    """
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to send this user message to",
-    )
-    prompt: list[ContentBlock] = Field(
-        description="The blocks of content that compose the user's message.\n\nAs a baseline, the Agent MUST support `text` and `resource_link` content blocks,\nwhile other variants are optionally enabled via `PromptCapabilities`.\n\nThe Client MUST adapt its interface according to `PromptCapabilities`.\n\nThe client MAY include referenced pieces of context as either\n`resource` or `resource_link` content blocks.\n\nWhen available, `resource` is preferred\nas it avoids extra round-trips and allows the message to include\npieces of context from sources the agent may not have access to."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Client-provided system-level instructions for a session.
 
+        Clients MUST only send this when the Agent advertises
+        `sessionCapabilities.systemPrompt`. Agents that cannot apply it, for example
+        because of an unadvertised mode or an unsupported content block type, MUST
+        return an error instead of creating, loading, resuming, or forking the
+        session.
+        """
 
-class ClientRequest(WireModel):
-    """A JSON-RPC request object."""
+        mode: SystemPromptMode
+        content: list[ContentBlock]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    id: RequestId = Field(description="The request id used to correlate the matching response.")
-    method: str = Field(description="The method name to invoke.")
-    params: Any = Field(default=None, description="Method-specific request parameters.")
 
+@_defines("NewSessionRequest")
+def _define_NewSessionRequest() -> None:
+    global NewSessionRequest
+    _require("McpServer", "SystemPrompt")
 
-class WriteTextFileResponse(WireModel):
-    """Response to `fs/write_text_file`"""
+    class NewSessionRequest(WireModel):
+        """Request parameters for creating a new session.
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session)
+        """
 
+        cwd: str
+        additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
+            validation_alias="mcpServers", serialization_alias="mcpServers"
+        )
+        system_prompt: SystemPrompt | None = Field(
+            default=None, validation_alias="systemPrompt", serialization_alias="systemPrompt"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class ReadTextFileResponse(WireModel):
-    """Response containing the contents of a text file."""
 
-    content: str = Field(description="Content payload returned by this response.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("LoadSessionRequest")
+def _define_LoadSessionRequest() -> None:
+    global LoadSessionRequest
+    _require("McpServer", "SessionId", "SystemPrompt")
 
+    class LoadSessionRequest(WireModel):
+        """Request parameters for loading an existing session.
 
-class CancelledRequestPermissionOutcome(WireModel):
-    """The prompt turn was cancelled before the user responded.
+        Only available if the Agent supports the `loadSession` capability.
 
-    When a client sends a `session/cancel` notification to cancel an ongoing
-    prompt turn, it MUST respond to all pending `session/request_permission`
-    requests with this `cancelled` outcome.
+        See protocol docs: [Loading Sessions](https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions)
+        """
 
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
-    """
+        mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
+            validation_alias="mcpServers", serialization_alias="mcpServers"
+        )
+        cwd: str
+        additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        system_prompt: SystemPrompt | None = Field(
+            default=None, validation_alias="systemPrompt", serialization_alias="systemPrompt"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    outcome: Literal["cancelled"] = Field(default="cancelled", exclude=True)
 
-    @computed_field(alias="outcome", repr=False)
-    @property
-    def outcome_tag(self) -> Literal["cancelled"]:
-        """The tag on the wire (`outcome`): always sent."""
-        return "cancelled"
+@_defines("SessionArchiveFilter")
+def _define_SessionArchiveFilter() -> None:
+    global SessionArchiveFilter
+    SessionArchiveFilter = Literal["exclude", "include", "only"] | str
 
 
-class SelectedPermissionOutcome(WireModel):
-    """The user selected one of the provided options."""
+@_defines("ListSessionsRequest")
+def _define_ListSessionsRequest() -> None:
+    global ListSessionsRequest
+    _require("SessionArchiveFilter")
 
-    option_id: PermissionOptionId = Field(
-        validation_alias="optionId",
-        serialization_alias="optionId",
-        description="The ID of the option the user selected.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class ListSessionsRequest(WireModel):
+        """Request parameters for listing existing sessions.
 
+        Only available if the Agent supports the `sessionCapabilities.list` capability.
+        """
 
-class SelectedRequestPermissionOutcome(SelectedPermissionOutcome):
-    """The user selected one of the provided options."""
+        cwd: str | None = Field(default=None)
+        cursor: str | None = Field(default=None)
+        archived: SessionArchiveFilter | None = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    outcome: Literal["selected"] = Field(default="selected", exclude=True)
 
-    @computed_field(alias="outcome", repr=False)
-    @property
-    def outcome_tag(self) -> Literal["selected"]:
-        """The tag on the wire (`outcome`): always sent."""
-        return "selected"
+@_defines("DeleteSessionRequest")
+def _define_DeleteSessionRequest() -> None:
+    global DeleteSessionRequest
+    _require("SessionId")
 
+    class DeleteSessionRequest(WireModel):
+        """Request parameters for deleting an existing session from `session/list`.
 
-RequestPermissionOutcome: TypeAlias = Annotated[
-    CancelledRequestPermissionOutcome | SelectedRequestPermissionOutcome,
-    Field(discriminator="outcome"),
-]
-"""The outcome of a permission request."""
+        Only available if the Agent supports the `sessionCapabilities.delete` capability.
+        """
 
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class RequestPermissionResponse(WireModel):
-    """Response to a permission request."""
 
-    outcome: RequestPermissionOutcome = Field(
-        description="The user's decision on the permission request."
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+@_defines("ForkSessionRequest")
+def _define_ForkSessionRequest() -> None:
+    global ForkSessionRequest
+    _require("McpServer", "SessionId", "SystemPrompt")
 
+    class ForkSessionRequest(WireModel):
+        """**UNSTABLE**
 
-class CreateTerminalResponse(WireModel):
-    """Response containing the ID of the created terminal."""
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    terminal_id: TerminalId = Field(
-        validation_alias="terminalId",
-        serialization_alias="terminalId",
-        description="The unique identifier for the created terminal.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Request parameters for forking an existing session.
 
+        Creates a new session based on the context of an existing one, allowing
+        operations like generating summaries without affecting the original session's history.
 
-class TerminalExitStatus(WireModel):
-    """Exit status of a terminal command."""
+        Only available if the Agent supports the `session.fork` capability.
+        """
 
-    exit_code: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="exitCode",
-        serialization_alias="exitCode",
-        description="The process exit code (may be null if terminated by signal).",
-    )
-    signal: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The signal that terminated the process (may be null if exited normally).",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        cwd: str
+        additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="mcpServers",
+            serialization_alias="mcpServers",
+        )
+        system_prompt: SystemPrompt | None = Field(
+            default=None, validation_alias="systemPrompt", serialization_alias="systemPrompt"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
 
-class TerminalOutputResponse(WireModel):
-    """Response containing the terminal output and exit status."""
+@_defines("ArchiveSessionRequest")
+def _define_ArchiveSessionRequest() -> None:
+    global ArchiveSessionRequest
+    _require("SessionId")
 
-    output: str = Field(description="The terminal output captured so far.")
-    truncated: bool = Field(description="Whether the output was truncated due to byte limits.")
-    exit_status: Annotated[TerminalExitStatus | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="exitStatus",
-        serialization_alias="exitStatus",
-        description="Exit status if the command has completed.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class ArchiveSessionRequest(WireModel):
+        """**UNSTABLE**
 
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-class ReleaseTerminalResponse(WireModel):
-    """Response to terminal/release method"""
+        Request parameters for archiving a session.
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Only available if the Agent supports the `sessionCapabilities.archive` capability.
 
+        Archiving hides the session from default `session/list` results. It keeps the session ID
+        and saved history. If the session is active, the Agent MUST cancel any ongoing work and
+        free the session's resources as if `session/close` had been called, then archive it.
+        Archiving an archived session succeeds. A session that does not exist gets `-32002`.
+        """
 
-class WaitForTerminalExitResponse(WireModel):
-    """Response containing the exit status of a terminal command."""
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    exit_code: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="exitCode",
-        serialization_alias="exitCode",
-        description="The process exit code (may be null if terminated by signal).",
-    )
-    signal: Annotated[str | None, DefaultOnError(None)] = Field(
-        default=None,
-        description="The signal that terminated the process (may be null if exited normally).",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("UnarchiveSessionRequest")
+def _define_UnarchiveSessionRequest() -> None:
+    global UnarchiveSessionRequest
+    _require("SessionId")
 
-class KillTerminalResponse(WireModel):
-    """Response to `terminal/kill` method"""
+    class UnarchiveSessionRequest(WireModel):
+        """**UNSTABLE**
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
+        Request parameters for unarchiving a session.
 
-ElicitationContentValue: TypeAlias = str | int | float | bool | list[str]
-"""Allowed wire representations for `ElicitationContentValue`."""
+        Only available if the Agent supports the `sessionCapabilities.archive` capability.
 
+        Unarchiving returns the session to default `session/list` results with the same ID and
+        saved history. It never loads or resumes the session. Clients that want to continue an
+        archived session SHOULD unarchive it before calling `session/load` or `session/resume`.
+        Unarchiving a session that is not archived succeeds. A session that does not exist
+        gets `-32002`.
+        """
 
-class CreateElicitationResponse(WireModel):
-    """Response from the client to an elicitation request."""
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nOptional. Omitted and `null` are equivalent and mean no metadata.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
-    action: Literal["accept", "decline", "cancel"] | str = Field(
-        description="Custom or future elicitation action.\n\nValues beginning with `_` are reserved for implementation-specific\nextensions. Unknown values that do not begin with `_` are reserved for\nfuture ACP variants."
-    )
-    content: dict[str, ElicitationContentValue] | None = Field(
-        default=None,
-        description="The user-provided content, if any, as an object matching the requested schema.",
-    )
 
+@_defines("SessionStatusRequest")
+def _define_SessionStatusRequest() -> None:
+    global SessionStatusRequest
+    _require("SessionId")
 
-class McpError(WireModel):
-    """**UNSTABLE**
+    class SessionStatusRequest(WireModel):
+        """**UNSTABLE**
 
-    An inner MCP error, distinct from an outer ACP binding or runtime error.
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    `code` and `message` are required and non-null. `data` is optional.
-    Explicit `null` is preserved separately from an omitted key.
-    """
+        Request parameters for checking the status of a session.
 
-    code: int = Field(description="Inner MCP error code. Never an ACP error code.")
-    message: str = Field(description="Inner MCP error message.")
-    data: Any = Field(default=None, description="Optional error data. Explicit null is retained.")
+        Only available if the Agent supports the `sessionCapabilities.status` capability.
 
+        `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+        close, or change the session, and does not attach the requesting connection to it.
+        A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
+        """
 
-class MessageMcpResponse(WireModel):
-    """**UNSTABLE**
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    The successful outer ACP `mcp/message` response carries exactly one
-    inner MCP outcome: an opaque result (including JSON null), or an MCP error.
-    Outer ACP errors are reserved for binding and runtime failures.
 
-    Both branches require their carrier key. An error must be a non-null object.
-    Unknown outer fields are ignored. Inner result and error fields are preserved.
-    Carrier `_meta` is optional. Null or invalid values are treated as absent.
-    Senders must include exactly one outcome. Receivers prefer `result` if both are present.
-    """
+@_defines("SetSessionTitleRequest")
+def _define_SetSessionTitleRequest() -> None:
+    global SetSessionTitleRequest
+    _require("SessionId")
 
-    result: Any = Field(default=None, description="Required, even if JSON null.")
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Optional ACP carrier metadata.",
-    )
-    error: McpError | None = Field(
-        default=None, exclude_if=is_none, description="Required, non-null MCP error object."
-    )
+    class SetSessionTitleRequest(WireModel):
+        """**UNSTABLE**
 
+        This capability is not part of the spec yet, and may be removed or changed at any point.
 
-class ClientResponse(WireModel):
-    """A JSON-RPC response object."""
+        Request parameters for setting the title of a session.
 
-    id: RequestId = Field(description="The id of the request this response answers.")
-    result: Any = Field(default=None, description="Method-specific response data.")
-    error: Error | None = Field(
-        default=None, exclude_if=is_none, description="Method-specific error data."
-    )
+        Only available if the Agent supports the `sessionCapabilities.title` capability.
 
+        The session does not need to be active on the connection. Any session the Agent would
+        return from `session/list` can be retitled. A session that does not exist gets `-32002`.
 
-class ElicitationAcceptAction(WireModel):
-    """The user accepted the elicitation and provided content."""
+        The Agent responds only after it has stored the title. After a successful response, the
+        Agent SHOULD NOT replace the title with one it generates automatically.
+        """
 
-    content: dict[str, ElicitationContentValue] | None = Field(
-        default=None,
-        description="The user-provided content, if any, as an object matching the requested schema.",
-    )
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        title: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
 
-class CancelNotification(WireModel):
-    """Notification to cancel ongoing operations for a session.
+@_defines("ResumeSessionRequest")
+def _define_ResumeSessionRequest() -> None:
+    global ResumeSessionRequest
+    _require("McpServer", "SessionId", "SystemPrompt")
 
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
-    """
+    class ResumeSessionRequest(WireModel):
+        """Request parameters for resuming an existing session.
 
-    session_id: SessionId = Field(
-        validation_alias="sessionId",
-        serialization_alias="sessionId",
-        description="The ID of the session to cancel operations for.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        Resumes an existing session without returning previous messages (unlike `session/load`).
+        This is useful for agents that can resume sessions but don't implement full session loading.
 
+        Only available if the Agent supports the `sessionCapabilities.resume` capability.
+        """
 
-class MessageMcpNotification(WireModel):
-    """**UNSTABLE**
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        cwd: str
+        additional_directories: Annotated[list[str], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="additionalDirectories",
+            serialization_alias="additionalDirectories",
+        )
+        mcp_servers: Annotated[list[McpServer], NullAsDefault(empty_list)] = Field(
+            default_factory=empty_list,
+            validation_alias="mcpServers",
+            serialization_alias="mcpServers",
+        )
+        system_prompt: SystemPrompt | None = Field(
+            default=None, validation_alias="systemPrompt", serialization_alias="systemPrompt"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Notification parameters for `mcp/message`.
+@_defines("CloseSessionRequest")
+def _define_CloseSessionRequest() -> None:
+    global CloseSessionRequest
+    _require("SessionId")
 
-    Sent by the provider to the consumer for an active request (including
-    subscription acknowledgements and updates). The outer envelope has no `id`.
-    """
+    class CloseSessionRequest(WireModel):
+        """Request parameters for closing an active session.
 
-    server_id: McpServerAcpId = Field(
-        validation_alias="serverId",
-        serialization_alias="serverId",
-        description="The declared ACP MCP server handling the associated request.",
-    )
-    request_id: McpRequestId = Field(
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        description="The identifier of the active inner MCP request.",
-    )
-    method: str = Field(description="The inner MCP method name.")
-    params: dict[str, Any] | None = Field(
-        default=None,
-        description="Optional inner MCP params.\n\nIf omitted or set to `null`, the inner MCP message has no params.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+        If supported, the agent **must** cancel any ongoing work related to the session
+        (treat it as if `session/cancel` was called) and then free up any resources
+        associated with the session.
 
+        Only available if the Agent supports the `sessionCapabilities.close` capability.
+        """
 
-class ClientNotification(WireModel):
-    """A JSON-RPC notification object."""
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    method: str = Field(description="The notification method name.")
-    params: Any = Field(default=None, description="Method-specific notification parameters.")
 
+@_defines("SetSessionModeRequest")
+def _define_SetSessionModeRequest() -> None:
+    global SetSessionModeRequest
+    _require("SessionId", "SessionModeId")
 
-class CancelRequestNotification(WireModel):
-    """Notification to cancel an ongoing request.
+    class SetSessionModeRequest(WireModel):
+        """Request parameters for setting a session mode."""
 
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
-    """
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        mode_id: SessionModeId = Field(validation_alias="modeId", serialization_alias="modeId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    request_id: RequestId = Field(
-        validation_alias="requestId",
-        serialization_alias="requestId",
-        description="The ID of the request to cancel.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("SetSessionConfigOptionRequest")
+def _define_SetSessionConfigOptionRequest() -> None:
+    global SetSessionConfigOptionRequest
+    _require("SessionConfigId", "SessionConfigValueId", "SessionId")
 
-class InitializeProxyRequest(InitializeRequest):
-    """**UNSTABLE**
+    class SetSessionConfigOptionRequest(WireModel):
+        """Request parameters for setting a session configuration option."""
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        config_id: SessionConfigId = Field(
+            validation_alias="configId", serialization_alias="configId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        type: Literal["boolean"] | None = Field(default=None, exclude_if=is_none)
+        value: bool | SessionConfigValueId
 
-    Request parameters for `proxy/initialize`.
 
-    A conductor sends `proxy/initialize` instead of `initialize` to every component that has a
-    successor, which tells the component to run as a proxy. The params and the response are
-    the same as for `initialize`. A conductor sends `initialize` to the final agent.
+@_defines("PromptRequest")
+def _define_PromptRequest() -> None:
+    global PromptRequest
+    _require("ContentBlock", "SessionId")
 
-    The params carry the protocol version the conductor selected: the client's requested
-    version, unless the conductor supports only a lower one. Before answering successfully,
-    the proxy MUST forward an `initialize` request to its successor through `proxy/successor`.
+    class PromptRequest(WireModel):
+        """Request parameters for sending a user prompt to the agent.
 
-    See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
-    """
+        Contains the user's message and any additional context.
 
+        See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#1-user-message)
+        """
 
-class ProxySuccessorRequest(WireModel):
-    """**UNSTABLE**
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        prompt: list[ContentBlock]
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Parameters of a `proxy/successor` request.
+@_defines("ClientRequest")
+def _define_ClientRequest() -> None:
+    global ClientRequest
+    _require("RequestId")
 
-    A proxy sends it to forward a message to its successor, and the conductor sends it to
-    deliver a message from the successor to the proxy. The envelope wraps one request: `method`
-    and `params` are the wrapped request's method and params.
+    class ClientRequest(WireModel):
+        """A JSON-RPC request object."""
 
-    The result or error of the wrapped request is returned unchanged, as the same JSON value,
-    as the result or error of the `proxy/successor` request. Errors the conductor returns
-    itself, for example because the successor has exited, are not wrapped results.
+        id: RequestId
+        method: str
+        params: Any = Field(default=None)
 
-    To cancel it, the sender sends `$/cancel_request` with the ID of this `proxy/successor`
-    request on the same connection. Cancellation is never forwarded to another hop.
 
-    See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
-    """
+@_defines("WriteTextFileResponse")
+def _define_WriteTextFileResponse() -> None:
+    global WriteTextFileResponse
 
-    method: str = Field(description="Method name of the wrapped request.")
-    params: Any = Field(
-        default=None,
-        description="Params of the wrapped request, forwarded unchanged.\n\nOptional. Omitted and `null` are equivalent and mean the wrapped request has no params.\nWhen present, it MUST be a JSON object or array, as JSON-RPC requires.\nThe wrapped request's own `_meta` stays inside these params.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Metadata for the `proxy/successor` envelope itself, separate from the wrapped\nmessage's `_meta`. It is hop-local: the conductor does not copy it into the message\nit unwraps.\n\nThe _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
+    class WriteTextFileResponse(WireModel):
+        """Response to `fs/write_text_file`"""
 
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class ProxyRequest(WireModel):
-    """A JSON-RPC request object."""
 
-    id: RequestId = Field(description="The request id used to correlate the matching response.")
-    method: str = Field(description="The method name to invoke.")
-    params: InitializeProxyRequest | ProxySuccessorRequest | None = Field(
-        default=None, description="Method-specific request parameters."
-    )
+@_defines("ReadTextFileResponse")
+def _define_ReadTextFileResponse() -> None:
+    global ReadTextFileResponse
 
+    class ReadTextFileResponse(WireModel):
+        """Response containing the contents of a text file."""
 
-class InitializeProxyResponse(InitializeResponse):
-    """**UNSTABLE**
+        content: str
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
 
-    Response to `proxy/initialize`.
+@_defines("CancelledRequestPermissionOutcome")
+def _define_CancelledRequestPermissionOutcome() -> None:
+    global CancelledRequestPermissionOutcome
 
-    The same as the `initialize` response. The proxy builds it from its successor's
-    `initialize` response and answers with the capabilities of the chain from itself onward.
-    It MUST NOT change `protocolVersion`.
-    """
+    class CancelledRequestPermissionOutcome(WireModel):
+        """The prompt turn was cancelled before the user responded.
 
+        When a client sends a `session/cancel` notification to cancel an ongoing
+        prompt turn, it MUST respond to all pending `session/request_permission`
+        requests with this `cancelled` outcome.
 
-ProxySuccessorResponse: TypeAlias = Any
-"""**UNSTABLE**
+        See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
+        """
 
-This capability is not part of the spec yet, and may be removed or changed at any point.
+        outcome: Literal["cancelled"] = Field(default="cancelled", exclude=True)
 
-Result of a `proxy/successor` request: the wrapped request's result, forwarded unchanged.
-"""
+        @computed_field(alias="outcome", repr=False)
+        @property
+        def outcome_tag(self) -> Literal["cancelled"]:
+            """The tag on the wire (`outcome`): always sent."""
+            return "cancelled"
 
 
-class ProxyResponse(WireModel):
-    """A JSON-RPC response object."""
+@_defines("SelectedPermissionOutcome")
+def _define_SelectedPermissionOutcome() -> None:
+    global SelectedPermissionOutcome
+    _require("PermissionOptionId")
 
-    id: RequestId = Field(description="The id of the request this response answers.")
-    result: Any = Field(default=None, description="Method-specific response data.")
-    error: Error | None = Field(
-        default=None, exclude_if=is_none, description="Method-specific error data."
-    )
+    class SelectedPermissionOutcome(WireModel):
+        """The user selected one of the provided options."""
 
+        option_id: PermissionOptionId = Field(
+            validation_alias="optionId", serialization_alias="optionId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
 
-class ProxySuccessorNotification(WireModel):
-    """**UNSTABLE**
 
-    This capability is not part of the spec yet, and may be removed or changed at any point.
+@_defines("SelectedRequestPermissionOutcome")
+def _define_SelectedRequestPermissionOutcome() -> None:
+    global SelectedRequestPermissionOutcome
+    _require("SelectedPermissionOutcome")
 
-    Parameters of a `proxy/successor` notification.
+    class SelectedRequestPermissionOutcome(SelectedPermissionOutcome):
+        """The user selected one of the provided options."""
 
-    A proxy sends it to forward a message to its successor, and the conductor sends it to
-    deliver a message from the successor to the proxy. The envelope wraps one notification: `method`
-    and `params` are the wrapped notification's method and params.
+        outcome: Literal["selected"] = Field(default="selected", exclude=True)
 
-    See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
-    """
+        @computed_field(alias="outcome", repr=False)
+        @property
+        def outcome_tag(self) -> Literal["selected"]:
+            """The tag on the wire (`outcome`): always sent."""
+            return "selected"
 
-    method: str = Field(description="Method name of the wrapped notification.")
-    params: Any = Field(
-        default=None,
-        description="Params of the wrapped notification, forwarded unchanged.\n\nOptional. Omitted and `null` are equivalent and mean the wrapped notification has no params.\nWhen present, it MUST be a JSON object or array, as JSON-RPC requires.\nThe wrapped notification's own `_meta` stays inside these params.",
-    )
-    meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
-        default=None,
-        validation_alias="_meta",
-        serialization_alias="_meta",
-        description="Metadata for the `proxy/successor` envelope itself, separate from the wrapped\nmessage's `_meta`. It is hop-local: the conductor does not copy it into the message\nit unwraps.\n\nThe _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
-    )
 
+@_defines("RequestPermissionOutcome")
+def _define_RequestPermissionOutcome() -> None:
+    global RequestPermissionOutcome
+    _require("CancelledRequestPermissionOutcome", "SelectedRequestPermissionOutcome")
+    RequestPermissionOutcome = Annotated[
+        CancelledRequestPermissionOutcome | SelectedRequestPermissionOutcome,
+        Field(discriminator="outcome"),
+    ]
 
-class ProxyNotification(WireModel):
-    """A JSON-RPC notification object."""
 
-    method: str = Field(description="The notification method name.")
-    params: ProxySuccessorNotification | None = Field(
-        default=None, description="Method-specific notification parameters."
-    )
+@_defines("RequestPermissionResponse")
+def _define_RequestPermissionResponse() -> None:
+    global RequestPermissionResponse
+    _require("RequestPermissionOutcome")
+
+    class RequestPermissionResponse(WireModel):
+        """Response to a permission request."""
+
+        outcome: RequestPermissionOutcome
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("CreateTerminalResponse")
+def _define_CreateTerminalResponse() -> None:
+    global CreateTerminalResponse
+    _require("TerminalId")
+
+    class CreateTerminalResponse(WireModel):
+        """Response containing the ID of the created terminal."""
+
+        terminal_id: TerminalId = Field(
+            validation_alias="terminalId", serialization_alias="terminalId"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TerminalExitStatus")
+def _define_TerminalExitStatus() -> None:
+    global TerminalExitStatus
+
+    class TerminalExitStatus(WireModel):
+        """Exit status of a terminal command."""
+
+        exit_code: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="exitCode", serialization_alias="exitCode"
+        )
+        signal: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("TerminalOutputResponse")
+def _define_TerminalOutputResponse() -> None:
+    global TerminalOutputResponse
+    _require("TerminalExitStatus")
+
+    class TerminalOutputResponse(WireModel):
+        """Response containing the terminal output and exit status."""
+
+        output: str
+        truncated: bool
+        exit_status: Annotated[TerminalExitStatus | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="exitStatus", serialization_alias="exitStatus"
+        )
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ReleaseTerminalResponse")
+def _define_ReleaseTerminalResponse() -> None:
+    global ReleaseTerminalResponse
+
+    class ReleaseTerminalResponse(WireModel):
+        """Response to terminal/release method"""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("WaitForTerminalExitResponse")
+def _define_WaitForTerminalExitResponse() -> None:
+    global WaitForTerminalExitResponse
+
+    class WaitForTerminalExitResponse(WireModel):
+        """Response containing the exit status of a terminal command."""
+
+        exit_code: Annotated[Annotated[int, Field(ge=0)] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="exitCode", serialization_alias="exitCode"
+        )
+        signal: Annotated[str | None, DefaultOnError(None)] = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("KillTerminalResponse")
+def _define_KillTerminalResponse() -> None:
+    global KillTerminalResponse
+
+    class KillTerminalResponse(WireModel):
+        """Response to `terminal/kill` method"""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ElicitationContentValue")
+def _define_ElicitationContentValue() -> None:
+    global ElicitationContentValue
+    ElicitationContentValue = str | int | float | bool | list[str]
+
+
+@_defines("CreateElicitationResponse")
+def _define_CreateElicitationResponse() -> None:
+    global CreateElicitationResponse
+    _require("ElicitationContentValue")
+
+    class CreateElicitationResponse(WireModel):
+        """Response from the client to an elicitation request."""
+
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        action: Literal["accept", "decline", "cancel"] | str
+        content: dict[str, ElicitationContentValue] | None = Field(default=None)
+
+
+@_defines("McpError")
+def _define_McpError() -> None:
+    global McpError
+
+    class McpError(WireModel):
+        """**UNSTABLE**
+
+        An inner MCP error, distinct from an outer ACP binding or runtime error.
+
+        `code` and `message` are required and non-null. `data` is optional.
+        Explicit `null` is preserved separately from an omitted key.
+        """
+
+        code: int
+        message: str
+        data: Any = Field(default=None)
+
+
+@_defines("MessageMcpResponse")
+def _define_MessageMcpResponse() -> None:
+    global MessageMcpResponse
+    _require("McpError")
+
+    class MessageMcpResponse(WireModel):
+        """**UNSTABLE**
+
+        The successful outer ACP `mcp/message` response carries exactly one
+        inner MCP outcome: an opaque result (including JSON null), or an MCP error.
+        Outer ACP errors are reserved for binding and runtime failures.
+
+        Both branches require their carrier key. An error must be a non-null object.
+        Unknown outer fields are ignored. Inner result and error fields are preserved.
+        Carrier `_meta` is optional. Null or invalid values are treated as absent.
+        Senders must include exactly one outcome. Receivers prefer `result` if both are present.
+        """
+
+        result: Any = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+        error: McpError | None = Field(default=None, exclude_if=is_none)
+
+
+@_defines("ClientResponse")
+def _define_ClientResponse() -> None:
+    global ClientResponse
+    _require("Error", "RequestId")
+
+    class ClientResponse(WireModel):
+        """A JSON-RPC response object."""
+
+        id: RequestId
+        result: Any = Field(default=None)
+        error: Error | None = Field(default=None, exclude_if=is_none)
+
+
+@_defines("ElicitationAcceptAction")
+def _define_ElicitationAcceptAction() -> None:
+    global ElicitationAcceptAction
+    _require("ElicitationContentValue")
+
+    class ElicitationAcceptAction(WireModel):
+        """The user accepted the elicitation and provided content."""
+
+        content: dict[str, ElicitationContentValue] | None = Field(default=None)
+
+
+@_defines("CancelNotification")
+def _define_CancelNotification() -> None:
+    global CancelNotification
+    _require("SessionId")
+
+    class CancelNotification(WireModel):
+        """Notification to cancel ongoing operations for a session.
+
+        See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
+        """
+
+        session_id: SessionId = Field(validation_alias="sessionId", serialization_alias="sessionId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("MessageMcpNotification")
+def _define_MessageMcpNotification() -> None:
+    global MessageMcpNotification
+    _require("McpRequestId", "McpServerAcpId")
+
+    class MessageMcpNotification(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Notification parameters for `mcp/message`.
+
+        Sent by the provider to the consumer for an active request (including
+        subscription acknowledgements and updates). The outer envelope has no `id`.
+        """
+
+        server_id: McpServerAcpId = Field(
+            validation_alias="serverId", serialization_alias="serverId"
+        )
+        request_id: McpRequestId = Field(
+            validation_alias="requestId", serialization_alias="requestId"
+        )
+        method: str
+        params: dict[str, Any] | None = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ClientNotification")
+def _define_ClientNotification() -> None:
+    global ClientNotification
+
+    class ClientNotification(WireModel):
+        """A JSON-RPC notification object."""
+
+        method: str
+        params: Any = Field(default=None)
+
+
+@_defines("CancelRequestNotification")
+def _define_CancelRequestNotification() -> None:
+    global CancelRequestNotification
+    _require("RequestId")
+
+    class CancelRequestNotification(WireModel):
+        """Notification to cancel an ongoing request.
+
+        See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/cancellation)
+        """
+
+        request_id: RequestId = Field(validation_alias="requestId", serialization_alias="requestId")
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("InitializeProxyRequest")
+def _define_InitializeProxyRequest() -> None:
+    global InitializeProxyRequest
+    _require("InitializeRequest")
+
+    class InitializeProxyRequest(InitializeRequest):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Request parameters for `proxy/initialize`.
+
+        A conductor sends `proxy/initialize` instead of `initialize` to every component that has a
+        successor, which tells the component to run as a proxy. The params and the response are
+        the same as for `initialize`. A conductor sends `initialize` to the final agent.
+
+        The params carry the protocol version the conductor selected: the client's requested
+        version, unless the conductor supports only a lower one. Before answering successfully,
+        the proxy MUST forward an `initialize` request to its successor through `proxy/successor`.
+
+        See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
+        """
+
+
+@_defines("ProxySuccessorRequest")
+def _define_ProxySuccessorRequest() -> None:
+    global ProxySuccessorRequest
+
+    class ProxySuccessorRequest(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Parameters of a `proxy/successor` request.
+
+        A proxy sends it to forward a message to its successor, and the conductor sends it to
+        deliver a message from the successor to the proxy. The envelope wraps one request: `method`
+        and `params` are the wrapped request's method and params.
+
+        The result or error of the wrapped request is returned unchanged, as the same JSON value,
+        as the result or error of the `proxy/successor` request. Errors the conductor returns
+        itself, for example because the successor has exited, are not wrapped results.
+
+        To cancel it, the sender sends `$/cancel_request` with the ID of this `proxy/successor`
+        request on the same connection. Cancellation is never forwarded to another hop.
+
+        See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
+        """
+
+        method: str
+        params: Any = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ProxyRequest")
+def _define_ProxyRequest() -> None:
+    global ProxyRequest
+    _require("InitializeProxyRequest", "ProxySuccessorRequest", "RequestId")
+
+    class ProxyRequest(WireModel):
+        """A JSON-RPC request object."""
+
+        id: RequestId
+        method: str
+        params: InitializeProxyRequest | ProxySuccessorRequest | None = Field(default=None)
+
+
+@_defines("InitializeProxyResponse")
+def _define_InitializeProxyResponse() -> None:
+    global InitializeProxyResponse
+    _require("InitializeResponse")
+
+    class InitializeProxyResponse(InitializeResponse):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Response to `proxy/initialize`.
+
+        The same as the `initialize` response. The proxy builds it from its successor's
+        `initialize` response and answers with the capabilities of the chain from itself onward.
+        It MUST NOT change `protocolVersion`.
+        """
+
+
+@_defines("ProxySuccessorResponse")
+def _define_ProxySuccessorResponse() -> None:
+    global ProxySuccessorResponse
+    ProxySuccessorResponse = Any
+
+
+@_defines("ProxyResponse")
+def _define_ProxyResponse() -> None:
+    global ProxyResponse
+    _require("Error", "RequestId")
+
+    class ProxyResponse(WireModel):
+        """A JSON-RPC response object."""
+
+        id: RequestId
+        result: Any = Field(default=None)
+        error: Error | None = Field(default=None, exclude_if=is_none)
+
+
+@_defines("ProxySuccessorNotification")
+def _define_ProxySuccessorNotification() -> None:
+    global ProxySuccessorNotification
+
+    class ProxySuccessorNotification(WireModel):
+        """**UNSTABLE**
+
+        This capability is not part of the spec yet, and may be removed or changed at any point.
+
+        Parameters of a `proxy/successor` notification.
+
+        A proxy sends it to forward a message to its successor, and the conductor sends it to
+        deliver a message from the successor to the proxy. The envelope wraps one notification: `method`
+        and `params` are the wrapped notification's method and params.
+
+        See the [Proxy Chains RFD](https://agentclientprotocol.com/rfds/proxy-chains).
+        """
+
+        method: str
+        params: Any = Field(default=None)
+        meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
+            default=None, validation_alias="_meta", serialization_alias="_meta"
+        )
+
+
+@_defines("ProxyNotification")
+def _define_ProxyNotification() -> None:
+    global ProxyNotification
+    _require("ProxySuccessorNotification")
+
+    class ProxyNotification(WireModel):
+        """A JSON-RPC notification object."""
+
+        method: str
+        params: ProxySuccessorNotification | None = Field(default=None)
 
 
 __all__: tuple[str, ...] = (
