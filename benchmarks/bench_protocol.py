@@ -71,6 +71,25 @@ class Turns:
         return statistics.median(samples) / self.messages * 1e6
 
 
+def _result(
+    name: str, turns: Turns, rtts: list[float], cold: list[float], meta: dict[str, Any]
+) -> Result:
+    """One implementation's figures: medians of its turns, round trips, starts; the agent's
+    peak RSS as it reported it last."""
+    rate, rate_range = turns.rate()
+    return Result(
+        name,
+        rate,
+        rate_range,
+        turns.us_per_msg(turns.cpu),
+        turns.us_per_msg(turns.agent_cpu),
+        _percentile(rtts, 0.5) * 1e3,
+        _percentile(rtts, 0.99) * 1e3,
+        statistics.median(cold),
+        meta["peak_rss_kb"] / 1024,
+    )
+
+
 async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> list[Result]:
     """accord both ways: the typed call (a model per chunk) and ``send_chunk``, interleaved."""
     from accord.roles import Client, ClientSideConnection
@@ -131,23 +150,7 @@ async def bench_accord(messages: int, rounds: int, pings: int, starts: int) -> l
             t0 = time.perf_counter()
             await conn.ext_request("_bench/ping", {})
             rtts.append(time.perf_counter() - t0)
-    results: list[Result] = []
-    for name, (_, turns) in modes.items():
-        rate, rate_range = turns.rate()
-        results.append(
-            Result(
-                name,
-                rate,
-                rate_range,
-                turns.us_per_msg(turns.cpu),
-                turns.us_per_msg(turns.agent_cpu),
-                _percentile(rtts, 0.5) * 1e3,
-                _percentile(rtts, 0.99) * 1e3,
-                statistics.median(cold),
-                meta["peak_rss_kb"] / 1024,
-            )
-        )
-    return results
+    return [_result(name, turns, rtts, cold, meta) for name, (_, turns) in modes.items()]
 
 
 async def bench_sdk(messages: int, rounds: int, pings: int, starts: int) -> Result:
@@ -205,18 +208,7 @@ async def bench_sdk(messages: int, rounds: int, pings: int, starts: int) -> Resu
             "updates when the prompt answered",
             file=sys.stderr,
         )
-    rate, rate_range = turns.rate()
-    return Result(
-        "official SDK 0.12.1",
-        rate,
-        rate_range,
-        turns.us_per_msg(turns.cpu),
-        turns.us_per_msg(turns.agent_cpu),
-        _percentile(rtts, 0.5) * 1e3,
-        _percentile(rtts, 0.99) * 1e3,
-        statistics.median(cold),
-        meta["peak_rss_kb"] / 1024,
-    )
+    return _result("official SDK 0.12.1", turns, rtts, cold, meta)
 
 
 def _table(accords: list[Result], sdk: Result) -> str:
