@@ -175,6 +175,9 @@ class SessionView:
     def apply(self, update: SessionUpdate) -> TurnEvent:
         """Fold one update into the view and return the event that describes it."""
         self.updates_applied += 1
+        if type(update) is AgentMessageChunkSessionUpdate:  # the bulk of a turn, without match
+            content, message_id = update.content, update.message_id
+            return new_text_delta(self._chunk("agent", content, message_id), content, message_id)
         match update:
             case AgentMessageChunkSessionUpdate(content=content, message_id=message_id):
                 text = self._chunk("agent", content, message_id)
