@@ -87,3 +87,11 @@ async def test_an_unknown_kind_is_refused_before_anything_is_sent() -> None:
         with pytest.raises(ValueError, match="tool_call"):
             await pair.agent.send_chunk("session-1", "x", kind="tool_call")  # type: ignore[arg-type]
         assert not [m for m in pair.agent_wire.sent if m.get("method") == "session/update"]
+
+
+async def test_content_that_is_not_a_block_is_refused_with_a_clear_error() -> None:
+    client = MinimalClient()
+    async with connect(MinimalAgent(), client) as pair:
+        with pytest.raises(TypeError, match="str or a content block model, not dict"):
+            await pair.agent.send_chunk("session-1", {"type": "text", "text": "x"})  # type: ignore[arg-type]
+        assert not [m for m in pair.agent_wire.sent if m.get("method") == "session/update"]

@@ -11,7 +11,7 @@ request the client did not advertise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
 
 import anyio
 
@@ -26,6 +26,7 @@ from ..schema import (
     InitializeResponse,
     McpCapabilities,
     PromptCapabilities,
+    WireModel,
 )
 from ..schema.methods import AGENT_METHODS, CLIENT_METHODS
 from ._base import RoleConnection
@@ -161,16 +162,21 @@ class AgentSideConnection(RoleConnection, ClientCalls):
 
         Raises:
             ValueError: ``kind`` is not a chunk kind.
+            TypeError: ``content`` is neither a string nor a content block model.
             ConnectionClosed: the client is gone.
         """
         if kind not in _CHUNK_KINDS:
             raise ValueError(f"not a message chunk kind: {kind!r}")
-        update: dict[str, Any] = {
-            "sessionUpdate": kind,
-            "content": (
-                {"type": "text", "text": content} if isinstance(content, str) else content.to_wire()
-            ),
-        }
+        given = cast(object, content)  # checked at run time too: callers may be untyped
+        if isinstance(given, str):
+            wire_content: dict[str, Any] = {"type": "text", "text": given}
+        elif isinstance(given, WireModel):
+            wire_content = given.to_wire()
+        else:
+            raise TypeError(
+                f"a chunk's content is a str or a content block model, not {type(content).__name__}"
+            )
+        update: dict[str, Any] = {"sessionUpdate": kind, "content": wire_content}
         if message_id is not None:
             update["messageId"] = message_id
         await self._connection.notify("session/update", {"sessionId": session_id, "update": update})
