@@ -38,6 +38,11 @@ from ._content import part_from_block as part_from_block
 from ._content import part_to_block as part_to_block
 from ._content import prompt_parts as prompt_parts
 from ._controls import Controls as Controls
+from ._elicitation import ClientElicitation as ClientElicitation
+from ._elicitation import Elicitation as Elicitation
+from ._elicitation import ElicitationAction as ElicitationAction
+from ._elicitation import ElicitationAnswer as ElicitationAnswer
+from ._elicitation import ElicitationMode as ElicitationMode
 from ._engine import ConfigValue as ConfigValue
 from ._engine import Engine as Engine
 from ._engine import EngineCapabilities as EngineCapabilities
@@ -88,6 +93,7 @@ __all__ = (
     "BlobResourcePart",
     "BlockType",
     "ClientChannel",
+    "ClientElicitation",
     "ClientFiles",
     "ClientTerminal",
     "ClientTerminals",
@@ -95,6 +101,10 @@ __all__ = (
     "ContentPart",
     "Controls",
     "DeliveryPipeline",
+    "Elicitation",
+    "ElicitationAction",
+    "ElicitationAnswer",
+    "ElicitationMode",
     "Engine",
     "EngineCapabilities",
     "EngineSession",
