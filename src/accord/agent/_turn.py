@@ -168,7 +168,7 @@ class TurnRunner:
             mode_id=session.controls.mode_id,
             config_values=MappingProxyType(dict(session.controls.values)),
             elicitation=ClientElicitation(
-                self._connection, session.session_id, turn, before_ask=session.durable.flush
+                self._connection, session.session_id, turn, before_ask=session.settle
             ),
         )
         error: Exception | None = None
