@@ -1,36 +1,17 @@
 """Argument parsing and dispatch for the ``accord`` command.
 
-Exit codes are part of the interface (see ``ExitCode``); they are documented in the README.
+Exit codes are part of the interface (see ``accord.cli.ExitCode``); they are documented in the
+README.
 """
 
 from __future__ import annotations
 
 import argparse
-import enum
 import logging
 import sys
 from collections.abc import Sequence
 
-__all__ = ("ExitCode", "build_parser", "main")
-
-
-class ExitCode(enum.IntEnum):
-    """Exit codes of the ``accord`` command."""
-
-    OK = 0
-    """The turn ended normally (``end_turn``, ``max_tokens``, ``max_turn_requests``)."""
-    ERROR = 1
-    """A local error: bad arguments, an unreadable file, an unexpected failure."""
-    USAGE = 2
-    """The command line could not be parsed (argparse's convention)."""
-    AGENT_FAILED = 3
-    """The agent crashed, exited, broke the protocol or answered a request with an error."""
-    PERMISSION_REFUSED = 4
-    """A permission request was refused and the agent could not finish the task."""
-    REFUSED = 5
-    """The agent refused the prompt (``stopReason: refusal``)."""
-    CANCELLED = 130
-    """Interrupted with Ctrl-C: ``session/cancel`` was sent first (128 + SIGINT)."""
+__all__ = ("build_parser", "main")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model", help="pydantic-ai model name, e.g. openai:gpt-5 or anthropic:…")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)")
-    serve.add_argument("--store", help="SQLite file for sessions (default: user data dir)")
+    serve.add_argument(
+        "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
+    )
 
     run = commands.add_parser("run", help="send one prompt to an agent and stream the reply")
     run.add_argument("prompt", help="the prompt text")
@@ -67,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--cwd", help="only sessions with this working directory")
     sessions.add_argument("--json", action="store_true", help="print JSON lines")
     sessions.add_argument("--store", help="session store of the built-in agent")
+
+    from ._chat import add_chat_parser  # the TUI's subcommand (it imports Textual only when run)
+
+    add_chat_parser(commands)
     return parser
 
 
@@ -85,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._run import run_command
 
         return run_command(args)
+    if args.command == "chat":
+        from ._chat import chat_command
+
+        return chat_command(args)
     from ._sessions import sessions_command
 
     return sessions_command(args)

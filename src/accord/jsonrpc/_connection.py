@@ -186,7 +186,7 @@ class Connection:
         self._waiters: dict[RequestId, _Waiter] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._no_running_handlers = anyio.Event()
-        self._slots = anyio.Semaphore(max_concurrent_requests)
+        self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
         # Notifications travel to the worker in batches (all those of one read), so a burst
         # costs one hand-off per read, not per message; the bound still counts messages.
         # A batch in the worker's hands, batches queued, one batch being read: at most
@@ -280,6 +280,22 @@ class Connection:
             notifications_handled=self._handled_notifications,
             closed=self.closed,
         )
+
+    def start_soon(
+        self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``func(*args)`` in a task of the connection's task group.
+
+        The task lives as long as the connection: it is cancelled when the connection closes
+        (what the agent runtime's per-client delivery senders need). An exception it raises
+        ends the connection, so catch what you expect.
+
+        Raises:
+            RuntimeError: the connection is not running (outside ``async with``).
+        """
+        if self._task_group is None:
+            raise RuntimeError("the connection is not running")
+        self._task_group.start_soon(func, *args, name=name)
 
     def add_notification_route(
         self, method: str, parse: Callable[[Any], Any], handler: NotificationRoute
