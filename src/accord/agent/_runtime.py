@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
@@ -46,6 +47,7 @@ import anyio
 from ..errors import MethodNotFound
 from ..events import ConfigChanged, ModeChanged, new_id, wants_extended_events
 from ..roles import Agent, serve_agent
+from ..roles._trace import TraceContext
 from ..schema import (
     CancelNotification,
     ClientCapabilities,
@@ -90,6 +92,7 @@ from ._delivery import ClientChannel
 from ._engine import Engine
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
+from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
 
 if TYPE_CHECKING:
@@ -155,6 +158,9 @@ class AgentRuntime(Agent):
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
         max_pending_events: Events a turn may have appended but not yet committed and sent
             before it waits (backpressure from the disk and the client).
+        tracer_provider: An OpenTelemetry tracer provider: spans for turns, model calls and
+            tool calls (:mod:`._tracing`). Without one, tracing is on only when the
+            environment configures OpenTelemetry (then with the global provider).
     """
 
     additional_directories = True
@@ -168,8 +174,12 @@ class AgentRuntime(Agent):
         cancel_grace: float = CANCEL_GRACE_SECONDS,
         list_page_size: int = DEFAULT_PAGE_SIZE,
         max_pending_events: int = DEFAULT_MAX_PENDING,
+        tracer_provider: Any = None,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments."""
+        self._tracing: Tracing | None = None
+        if tracer_provider is not None or tracing_configured(os.environ):
+            self._tracing = Tracing(tracer_provider)
         self._engine = engine
         self._capabilities = engine.capabilities
         self._owns_store = store is None
@@ -350,7 +360,15 @@ class AgentRuntime(Agent):
         turn = TurnHandle(new_id(), session.bus.epoch)
         session.turn = turn
         try:
-            stop = await self._run_turn(session, turn, request.prompt)
+            if self._tracing is None:
+                stop = await self._run_turn(session, turn, request.prompt)
+            else:
+                with self._tracing.turn(
+                    session_id=session.session_id,
+                    turn_id=turn.turn_id,
+                    parent=TraceContext.from_meta(request.meta),
+                ):
+                    stop = await self._run_turn(session, turn, request.prompt)
         finally:
             if session.turn is turn:
                 session.turn = None
