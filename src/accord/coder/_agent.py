@@ -27,9 +27,10 @@ from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset
 
 from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine
+from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
-from ._modes import needs_approval, tool_allowed
+from ._modes import ASK_USER, needs_approval, tool_allowed
 from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
@@ -64,6 +65,7 @@ def build_agent(
     """The session's agent: its instructions, every coder tool and its MCP tools."""
     tools = coder_toolset()
     tools.add_function(delegate)
+    tools.add_function(ask_user, prepare=offer_ask_user)
     return Agent(
         name="accord",
         deps_type=CoderDeps,
@@ -83,7 +85,7 @@ def build_engine(
     return PydanticAIEngine(
         build_agent(system_prompt, mcp_toolsets),
         models=model_choices(config),
-        tool_behaviour=BEHAVIOURS_WITH_DELEGATE,
+        tool_behaviour={**BEHAVIOURS_WITH_DELEGATE, ASK_USER: ASK_USER_BEHAVIOUR},
         needs_approval=needs_approval,
         tool_filter=tool_allowed,
         deps=lambda _context: deps,
