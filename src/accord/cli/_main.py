@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--model", help="pydantic-ai model name, e.g. openai:gpt-5 or anthropic:…")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)")
     serve.add_argument("--store", help="SQLite file for sessions (default: user data dir)")
+    serve.add_argument(
+        "--configure",
+        action="store_true",
+        help="choose the provider, model and API key interactively, save them, and exit",
+    )
 
     run = commands.add_parser("run", help="send one prompt to an agent and stream the reply")
     run.add_argument("prompt", help="the prompt text")

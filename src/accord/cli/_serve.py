@@ -11,7 +11,9 @@ The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to st
 ``<user data dir>/accord/sessions.sqlite3``), so ``session/load`` works across restarts.
 ``--model`` / ``--base-url`` fall back to ``ACCORD_MODEL`` / ``ACCORD_BASE_URL``; API keys come
 from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged. Without a model
-the agent still starts and tells the editor how to configure one.
+the agent still starts and tells the editor how to configure one. ``accord serve --configure``
+asks for provider, model and key on the terminal and saves them (the key in the keyring or a
+``0600`` file); later starts without ``--model`` use them (see :mod:`._configure`).
 
 Start-up is kept short: this module imports only the runtime; pydantic-ai and the model SDKs
 load in a worker thread after ``initialize`` has been answered (see :mod:`accord.coder`).
@@ -48,9 +50,14 @@ def build_agent(
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
     """
-    from ..coder import CoderConfig, CoderRuntime
+    from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
+    from ..coder._credentials import config_dir, load_saved
     from ..store import SqliteSessionStore
 
+    if not model and not os.environ.get(MODEL_ENV):
+        saved = load_saved(config_dir(), os.environ)  # what `accord serve --configure` saved
+        if saved is not None:
+            model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=os.environ)
     runtime = CoderRuntime(config, store=SqliteSessionStore(store), owns_store=True)
     if not config.configured:
@@ -60,6 +67,10 @@ def build_agent(
 
 def serve_command(args: argparse.Namespace) -> int:
     """Run ``accord serve`` until the editor closes stdin; returns the exit code."""
+    if getattr(args, "configure", False):
+        from ._configure import configure_command
+
+        return configure_command()
     import anyio
 
     from ..transports import stdio_transport
