@@ -29,7 +29,7 @@ import sys
 from typing import TextIO
 
 from ..coder._credentials import PROVIDERS, Provider, config_dir, save
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 
 __all__ = ("configure_command",)
 

@@ -44,7 +44,7 @@ from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
 from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
 from ._elicit import TerminalElicitation
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 from ._signin import SignedIn, can_sign_in, offer_terminal_auth
 
 __all__ = ("exit_code_for", "run_command")
