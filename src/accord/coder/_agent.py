@@ -79,7 +79,7 @@ def model_choices(config: CoderConfig) -> list[ModelChoice]:
 
 @functools.cache
 def shared_toolset() -> FunctionToolset[CoderDeps]:
-    """Every coder tool, ``delegate`` and ``ask_user``: built once per process, shared by every session.
+    """Every coder tool, ``delegate`` and ``ask_user``: built once, shared by every session.
 
     A tool's definition (its JSON schema, its argument validator, compiled by pydantic-core)
     is the same for every session, and building it is most of what a session costs: shared,
