@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
     )
     serve.add_argument(
+        "--activity", help="append a privacy-safe activity record per event (NDJSON) to FILE"
+    )
+    serve.add_argument(
         "--configure",
         action="store_true",
         help="choose the provider, model and API key interactively, save them, and exit",
