@@ -281,6 +281,8 @@ class AgentRuntime(Agent):
         options = session.controls.response_options(boolean=self._boolean)
         if options is not None:
             fields["config_options"] = options
+        # The announcements that follow the response (see ._sessions), for clients that wait.
+        fields["meta"] = {"accord": {"announcements": session.announcements}}
         return fields
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
@@ -346,6 +348,7 @@ class AgentRuntime(Agent):
         """
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
+        await session.announced.wait()
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.bus.epoch)
         session.turn = turn
@@ -415,6 +418,7 @@ class AgentRuntime(Agent):
             MethodNotFound: the engine offers no modes.
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_modes:
             raise MethodNotFound(
@@ -440,6 +444,7 @@ class AgentRuntime(Agent):
             InvalidParams: unknown option, or a value it cannot take (nothing changes).
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_options:
             raise MethodNotFound(

@@ -218,6 +218,7 @@ class AgentConnection:
         response = await self._calls.new_session(request)
         session = self._open(response.session_id, root, extra)
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def load_session(
@@ -248,6 +249,7 @@ class AgentConnection:
             self._hub.forget(session_id)
             raise
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def resume_session(
@@ -278,6 +280,7 @@ class AgentConnection:
             self._hub.forget(session_id)
             raise
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def fork_session(
@@ -301,6 +304,7 @@ class AgentConnection:
         response = await self._calls.fork_session(request)
         session = self._open(response.session_id, root, extra)
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def list_sessions(

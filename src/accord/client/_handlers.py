@@ -110,6 +110,8 @@ class Hub:
             self._early_count -= len(early)
             for update in early:
                 session.view.apply(update)
+                if update.meta:
+                    session._note_announcement(update)
 
     def forget(self, session_id: str) -> None:
         """Stop routing to a session (it was closed)."""
