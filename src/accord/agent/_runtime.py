@@ -21,8 +21,10 @@ Per method (details in the modules named):
   (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
 * ``session/cancel``: asks the running turn to stop (:class:`._session.TurnHandle`);
 * ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
-  the engine's hook runs; the change is published (``current_mode_update``,
-  ``config_option_update``), stored and saved in the session's state before the response.
+  the engine's hook runs (``set_mode`` also for the ``mode``-category option); the change is
+  published (``current_mode_update``, ``config_option_update``: both when the mode changes
+  and a ``mode`` option mirrors it), stored and saved in the session's state before the
+  response.
 
 One runtime serves one client connection: the live sessions, the client's capabilities and its
 choice of extended events belong to it. To serve several connections from one process, build
@@ -452,7 +454,13 @@ class AgentRuntime(Agent):
             )
         value = controls.check_value(request.config_id, request.value, boolean=self._boolean)
         if value != controls.values.get(request.config_id):
-            returned = await session.engine.set_config_option(request.config_id, value)
+            if controls.selects_mode(request.config_id, value):
+                # The mode option: a mode switch, through the engine's mode hook.
+                assert isinstance(value, str)
+                await session.engine.set_mode(value)
+                returned = None
+            else:
+                returned = await session.engine.set_config_option(request.config_id, value)
             if returned is not None:
                 mode_changed = controls.adopt(returned)
             else:

@@ -226,6 +226,7 @@ class ClientSession:
         close_stream: bool = True,
     ) -> TurnResult | None:
         self._close_to_updates(turn)
+        self._view._forget_echo()
         result: TurnResult | None = None
         if response is not None:
             view = self._view
