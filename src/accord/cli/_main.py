@@ -47,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model", help="pydantic-ai model name, e.g. openai:gpt-5 or anthropic:…")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)")
-    serve.add_argument("--store", help="SQLite file for sessions (default: user data dir)")
+    serve.add_argument(
+        "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
+    )
 
     run = commands.add_parser("run", help="send one prompt to an agent and stream the reply")
     run.add_argument("prompt", help="the prompt text")
@@ -67,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--cwd", help="only sessions with this working directory")
     sessions.add_argument("--json", action="store_true", help="print JSON lines")
     sessions.add_argument("--store", help="session store of the built-in agent")
+
+    from ._chat import add_chat_parser  # the TUI's subcommand (it imports Textual only when run)
+
+    add_chat_parser(commands)
     return parser
 
 
@@ -85,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._run import run_command
 
         return run_command(args)
+    if args.command == "chat":
+        from ._chat import chat_command
+
+        return chat_command(args)
     from ._sessions import sessions_command
 
     return sessions_command(args)

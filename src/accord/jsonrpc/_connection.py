@@ -40,6 +40,7 @@ from ._core import (
     RequestId,
     RequestReceived,
     ResponseReceived,
+    is_request_id,
 )
 from ._errors import exception_to_error
 
@@ -211,7 +212,7 @@ class Connection:
         self._waiters: dict[RequestId, _Waiter] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._no_running_handlers = anyio.Event()
-        self._slots = anyio.Semaphore(max_concurrent_requests)
+        self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
         # Notifications travel to the worker in batches (all those of one read), so a burst
         # costs one hand-off per read, not per message; the bound still counts messages.
         # A batch in the worker's hands, batches queued, one batch being read: at most
@@ -487,6 +488,11 @@ class Connection:
         request_id: Any = (
             cast(dict[str, Any], params).get("requestId") if isinstance(params, dict) else None
         )
+        if not is_request_id(request_id):
+            # Not an id at all (an array or an object would not even hash; true and 1.0 would
+            # name the request 1): nothing of ours can be meant, so the notice is dropped.
+            logger.debug("%s: $/cancel_request with invalid id %.100r", self._name, request_id)
+            return
         scope = self._running.get(request_id)
         if scope is not None:
             scope.cancel()
