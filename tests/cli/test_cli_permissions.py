@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _cli_support import TIMEOUT, OutputReader, accord, agent, start_accord
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 
 pytestmark = pytest.mark.subprocess
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from accord.jsonrpc import MalformedFrame
 from accord.roles import Client, ClientSideConnection
 from accord.schema import (
     InitializeRequest,
@@ -29,7 +28,7 @@ from accord.schema import (
     SessionNotification,
 )
 from accord.testing import FakeOpenAIServer
-from accord.transports import Transport, spawn_agent
+from accord.transports import MalformedFrame, Transport, spawn_agent
 
 __all__ = ("Editor", "EditorClient", "WireLog", "editor")
 

@@ -14,7 +14,7 @@ import sys
 
 from ..client import AgentSpec
 from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 
 __all__ = ("add_chat_parser", "chat_command")
 

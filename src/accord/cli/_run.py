@@ -41,7 +41,7 @@ from ..client import (
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
 from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 
 __all__ = ("exit_code_for", "run_command")
 

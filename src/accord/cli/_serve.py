@@ -28,7 +28,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from ..coder import CoderRuntime

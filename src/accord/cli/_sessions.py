@@ -16,7 +16,7 @@ import orjson
 from ..client import connect
 from ..errors import AcpError, LocalProtocolError
 from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 
 __all__ = ("sessions_command",)
 

@@ -58,6 +58,7 @@ from ._protocol import SessionStore as SessionStore
 from ._protocol import Unchanged as Unchanged
 from ._protocol import iter_events as iter_events
 from ._records import JsonObject as JsonObject
+from ._records import SessionClaim as SessionClaim
 from ._records import SessionPage as SessionPage
 from ._records import SessionRecord as SessionRecord
 from ._records import SessionSummary as SessionSummary
@@ -89,6 +90,7 @@ __all__ = (
     "OnCommitted",
     "PostgresSessionStore",
     "SchemaVersionError",
+    "SessionClaim",
     "SessionExists",
     "SessionPage",
     "SessionRecord",

@@ -39,6 +39,7 @@ import orjson
 
 from ._codec import (
     check_follows,
+    check_lease,
     decode_cursor,
     encode_cursor,
     from_micros,
@@ -47,7 +48,14 @@ from ._codec import (
 )
 from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
-from ._records import JsonObject, SessionPage, SessionRecord, SessionSummary, StoredEvent
+from ._records import (
+    JsonObject,
+    SessionClaim,
+    SessionPage,
+    SessionRecord,
+    SessionSummary,
+    StoredEvent,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -482,6 +490,49 @@ class PostgresSessionStore:
 
         await self._call(delete)
 
+    async def claim_session(
+        self, session_id: str, owner: str, *, lease_seconds: float
+    ) -> SessionClaim:
+        """See :meth:`SessionStore.claim_session`.
+
+        Leases run on the database server's clock, so processes on machines whose clocks
+        disagree still agree on when a lease has expired.
+        """
+        check_lease(lease_seconds)
+
+        def claim(conn: psycopg.Connection[Any]) -> SessionClaim:
+            with conn.transaction():
+                conn.execute(
+                    "UPDATE accord_sessions SET owner = %s,"
+                    " owner_expires_at = now() + make_interval(secs => %s),"
+                    " version = version + 1"
+                    " WHERE session_id = %s"
+                    " AND (owner IS NULL OR owner = %s OR owner_expires_at <= now())",
+                    (owner, lease_seconds, session_id, owner),
+                )
+                row = conn.execute(
+                    "SELECT owner, owner_expires_at, last_seq FROM accord_sessions"
+                    " WHERE session_id = %s",
+                    (session_id,),
+                ).fetchone()
+            if row is None:
+                raise UnknownSession(f"no stored session {session_id!r}")
+            return SessionClaim(owner=row[0], expires_at=row[1], last_seq=row[2])
+
+        return await self._call(claim)
+
+    async def release_session(self, session_id: str, owner: str) -> None:
+        """See :meth:`SessionStore.release_session`."""
+
+        def release(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "UPDATE accord_sessions SET owner = NULL, owner_expires_at = NULL,"
+                " version = version + 1 WHERE session_id = %s AND owner = %s",
+                (session_id, owner),
+            )
+
+        await self._call(release)
+
     # -- beyond the protocol ---------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -518,7 +569,9 @@ class PostgresSessionStore:
         import psycopg
 
         def wait() -> list[str]:
-            return [note.payload for note in conn.notifies(timeout=0.25)]
+            # Back as soon as one notification is in (a quarter second at most without one),
+            # so nothing waits for the window to close.
+            return [note.payload for note in conn.notifies(timeout=0.25, stop_after=1)]
 
         while not self._closed and not conn.closed:
             try:
