@@ -64,6 +64,9 @@ from ._lifecycle import SessionLifecycle as SessionLifecycle
 from ._lifecycle import SessionState as SessionState
 from ._lifecycle import SessionTrigger as SessionTrigger
 from ._lifecycle import transition_diagram as session_transition_diagram
+from ._ownership import DEFAULT_TURN_LEASE_SECONDS as DEFAULT_TURN_LEASE_SECONDS
+from ._ownership import SessionChangedElsewhere as SessionChangedElsewhere
+from ._ownership import SessionOwnedElsewhere as SessionOwnedElsewhere
 from ._permissions import DEFAULT_PERMISSION_OPTIONS as DEFAULT_PERMISSION_OPTIONS
 from ._permissions import permission_key as permission_key
 from ._runtime import AgentRuntime as AgentRuntime
@@ -74,6 +77,7 @@ __all__ = (
     "BASELINE_BLOCK_TYPES",
     "CANCEL_GRACE_SECONDS",
     "DEFAULT_PERMISSION_OPTIONS",
+    "DEFAULT_TURN_LEASE_SECONDS",
     "SESSION_TRANSITIONS",
     "AgentRuntime",
     "AudioPart",
@@ -100,9 +104,11 @@ __all__ = (
     "PromptInProgress",
     "ResourceLinkPart",
     "RuntimeStatistics",
+    "SessionChangedElsewhere",
     "SessionContext",
     "SessionLifecycle",
     "SessionNotActive",
+    "SessionOwnedElsewhere",
     "SessionState",
     "SessionTrigger",
     "Terminal",

@@ -88,6 +88,7 @@ from ..store import (
 from ._content import check_prompt, prompt_capabilities
 from ._delivery import ClientChannel
 from ._engine import Engine
+from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
@@ -155,6 +156,9 @@ class AgentRuntime(Agent):
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
         max_pending_events: Events a turn may have appended but not yet committed and sent
             before it waits (backpressure from the disk and the client).
+        turn_lease: Seconds a claim on a running session lasts without renewal (see
+            :mod:`._ownership`: one process at a time runs a session's turns; a process that
+            dies frees its sessions within this).
     """
 
     additional_directories = True
@@ -168,6 +172,7 @@ class AgentRuntime(Agent):
         cancel_grace: float = CANCEL_GRACE_SECONDS,
         list_page_size: int = DEFAULT_PAGE_SIZE,
         max_pending_events: int = DEFAULT_MAX_PENDING,
+        turn_lease: float = DEFAULT_TURN_LEASE_SECONDS,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments."""
         self._engine = engine
@@ -177,6 +182,7 @@ class AgentRuntime(Agent):
         self.agent_info = agent_info if agent_info is not None else _default_agent_info()
         self._cancel_grace = cancel_grace
         self._max_pending = max_pending_events
+        self._ownership = TurnOwnership(self._store, lease_seconds=turn_lease)
         self._client_capabilities = _NO_CAPABILITIES
         self._channel: ClientChannel | None = None
         self._extended = False
@@ -343,6 +349,9 @@ class AgentRuntime(Agent):
             SessionNotActive: the session is not live here (-32002).
             InvalidParams: undeclared content (-32602), nothing recorded.
             PromptInProgress: a turn already runs (-32602).
+            SessionOwnedElsewhere: another process runs a turn of the session (-32602).
+            SessionChangedElsewhere: another process continued the session since it was
+                opened here; ``session/load`` it again (-32602).
         """
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
@@ -350,7 +359,8 @@ class AgentRuntime(Agent):
         turn = TurnHandle(new_id(), session.bus.epoch)
         session.turn = turn
         try:
-            stop = await self._run_turn(session, turn, request.prompt)
+            async with self._ownership.turn(session.session_id, session.last_seq):
+                stop = await self._run_turn(session, turn, request.prompt)
         finally:
             if session.turn is turn:
                 session.turn = None

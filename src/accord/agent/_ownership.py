@@ -1,0 +1,144 @@
+"""Turn ownership: one process at a time runs a session's turns.
+
+Several server processes may serve one session store (PostgreSQL, or one SQLite file): any of
+them can load a session, but only one may run its turn at a time. Before a turn the runtime
+claims the session in the store (:meth:`~accord.store.SessionStore.claim_session`, a lease),
+renews the lease while the turn runs (every third of its length) and releases it when the turn
+ends. A process that dies stops renewing; once its lease has expired another process may claim
+the session, load it (whatever the dead owner committed is replayed, its unfinished tool calls
+closed as after any crash) and carry on.
+
+Two refusals, both -32602 with ``data.reason`` so a client can tell them from bad params:
+
+* ``"busy"`` (:class:`SessionOwnedElsewhere`): another process runs a turn of the session
+  now (the same answer as a second prompt in one process);
+* ``"stale"`` (:class:`SessionChangedElsewhere`): another process appended to the session
+  since this process opened it; this process's copy (its history, its next ``seq``) is out of
+  date, and continuing would fork the history. ``session/load`` brings it up to date.
+
+Above: the runtime's ``prompt``. Below: :mod:`accord.store`, :mod:`accord.errors`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Final
+
+import anyio
+
+from ..errors import InvalidParams, SessionBusy
+from ..events import new_id
+from ..store import SessionStore, StoreError
+
+__all__ = (
+    "DEFAULT_TURN_LEASE_SECONDS",
+    "SessionChangedElsewhere",
+    "SessionOwnedElsewhere",
+    "TurnOwnership",
+)
+
+logger = logging.getLogger("accord.agent")
+
+#: How long a claim on a running session lasts without renewal. The owner renews it every
+#: third of that while its turn runs, so a process that dies frees its sessions within this.
+DEFAULT_TURN_LEASE_SECONDS: Final = 30.0
+
+
+class SessionOwnedElsewhere(SessionBusy, InvalidParams):
+    """Another process runs a turn of this session now (-32602, ``reason: "busy"``)."""
+
+
+class SessionChangedElsewhere(SessionBusy, InvalidParams):
+    """Another process continued this session after it was opened here (-32602,
+    ``reason: "stale"``); ``session/load`` brings this process's copy up to date."""
+
+
+def _owner_id() -> str:
+    return f"{socket.gethostname()}/{os.getpid()}/{new_id()}"
+
+
+class TurnOwnership:
+    """Claims sessions for this runtime's turns (see the module docstring).
+
+    Args:
+        store: The session store shared with the other processes.
+        lease_seconds: How long a claim lasts without renewal.
+    """
+
+    def __init__(
+        self, store: SessionStore, *, lease_seconds: float = DEFAULT_TURN_LEASE_SECONDS
+    ) -> None:
+        """Create the claimer; see the class docstring for the arguments."""
+        if not lease_seconds > 0:
+            raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")
+        self._store = store
+        self.lease_seconds = lease_seconds
+        #: This runtime's id in the store's claims (host, pid and a unique suffix).
+        self.owner = _owner_id()
+
+    @asynccontextmanager
+    async def turn(self, session_id: str, known_seq: int) -> AsyncGenerator[None]:
+        """Hold the claim on ``session_id`` for the body (a turn), renewing it meanwhile.
+
+        Args:
+            session_id: The session whose turn is about to run.
+            known_seq: The last ``seq`` this process knows of the session.
+
+        Raises:
+            SessionOwnedElsewhere: another process holds a live claim.
+            SessionChangedElsewhere: the stored session has events this process has not.
+        """
+        claim = await self._store.claim_session(
+            session_id, self.owner, lease_seconds=self.lease_seconds
+        )
+        if not claim.held_by(self.owner):
+            raise SessionOwnedElsewhere(
+                f"session {session_id!r} is running a prompt turn in another accord process;"
+                " ACP allows one prompt at a time, send it again once that turn has ended",
+                {"sessionId": session_id, "reason": "busy", "state": "running elsewhere"},
+            )
+        try:
+            if claim.last_seq > known_seq:
+                raise SessionChangedElsewhere(
+                    f"session {session_id!r} was continued by another accord process after it"
+                    " was opened here; load it again (session/load) to see what happened there"
+                    " and carry on from it",
+                    {"sessionId": session_id, "reason": "stale"},
+                )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._renew, session_id)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                try:
+                    await self._store.release_session(session_id, self.owner)
+                except StoreError as exc:
+                    logger.warning("session %s: releasing the claim failed: %s", session_id, exc)
+
+    async def _renew(self, session_id: str) -> None:
+        while True:
+            await anyio.sleep(self.lease_seconds / 3)
+            try:
+                claim = await self._store.claim_session(
+                    session_id, self.owner, lease_seconds=self.lease_seconds
+                )
+            except StoreError as exc:
+                logger.warning("session %s: renewing the claim failed: %s", session_id, exc)
+                continue
+            if not claim.held_by(self.owner):
+                # Renewals came too late (a stalled process): another process took over.
+                # Its appends and ours cannot both land (seqs collide and the store refuses
+                # the later ones), so the history stays whole; say what happened.
+                logger.error(
+                    "session %s: another process took over the session during this turn;"
+                    " what this turn still produces will be refused by the store",
+                    session_id,
+                )
+                return
