@@ -81,3 +81,31 @@ async def test_a_long_turn_keeps_renewing_its_claim(store: SessionStore) -> None
             claim = await store.claim_session(session_id, "other", lease_seconds=1)
             gate.set()
     assert not claim.held_by("other")
+
+
+async def test_a_copy_continued_elsewhere_is_stale_until_loaded_again(
+    store: SessionStore,
+) -> None:
+    """Two processes take turns on one session: never an EventOrderError, never a fork."""
+    a_engine = scripted([Say("one")], [Say("two")])
+    async with serve(a_engine, store=store) as a, serve(scripted([Say("three")]), store=store) as b:
+        session_id = await a.new_session()
+        await a.prompt(session_id, "first")
+        await b.conn.load_session(_load(session_id))
+        await a.prompt(session_id, "second")  # b's copy is now behind the store
+        with pytest.raises(RequestError) as caught:
+            await b.prompt(session_id, "third")
+        assert caught.value.code == -32602
+        assert caught.value.data == {"sessionId": session_id, "reason": "stale"}
+        assert "load it again" in caught.value.message
+        await b.conn.load_session(_load(session_id))
+        assert (await b.prompt(session_id, "third")).stop_reason == "end_turn"
+    seqs = [event.seq for event in await store.read_events(session_id)]
+    assert seqs == list(range(1, len(seqs) + 1))
+    async with serve(scripted(), store=store) as c:
+        c.client.clear()
+        await c.conn.load_session(_load(session_id))
+        replayed = str(c.client.updates(session_id))
+    words = ("'first'", "'one'", "'second'", "'two'", "'third'", "'three'")
+    positions = [replayed.index(word) for word in words]
+    assert positions == sorted(positions)

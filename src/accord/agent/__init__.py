@@ -69,6 +69,15 @@ from ._ownership import SessionChangedElsewhere as SessionChangedElsewhere
 from ._ownership import SessionOwnedElsewhere as SessionOwnedElsewhere
 from ._permissions import DEFAULT_PERMISSION_OPTIONS as DEFAULT_PERMISSION_OPTIONS
 from ._permissions import permission_key as permission_key
+from ._pipeline import DEFAULT_ATTACHMENT_QUEUE as DEFAULT_ATTACHMENT_QUEUE
+from ._pipeline import MAX_HELD_OBSERVE as MAX_HELD_OBSERVE
+from ._pipeline import Attachment as Attachment
+from ._pipeline import AttachmentStatistics as AttachmentStatistics
+from ._pipeline import ClientChannel as ClientChannel
+from ._pipeline import DeliveryPipeline as DeliveryPipeline
+from ._pipeline import PipelineStatistics as PipelineStatistics
+from ._pipeline import Recipient as Recipient
+from ._pipeline import Tap as Tap
 from ._runtime import AgentRuntime as AgentRuntime
 from ._runtime import RuntimeStatistics as RuntimeStatistics
 from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
@@ -76,13 +85,18 @@ from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
 __all__ = (
     "BASELINE_BLOCK_TYPES",
     "CANCEL_GRACE_SECONDS",
+    "DEFAULT_ATTACHMENT_QUEUE",
     "DEFAULT_PERMISSION_OPTIONS",
     "DEFAULT_TURN_LEASE_SECONDS",
+    "MAX_HELD_OBSERVE",
     "SESSION_TRANSITIONS",
     "AgentRuntime",
+    "Attachment",
+    "AttachmentStatistics",
     "AudioPart",
     "BlobResourcePart",
     "BlockType",
+    "ClientChannel",
     "ClientElicitation",
     "ClientFiles",
     "ClientTerminal",
@@ -90,6 +104,7 @@ __all__ = (
     "ConfigValue",
     "ContentPart",
     "Controls",
+    "DeliveryPipeline",
     "Elicitation",
     "ElicitationAction",
     "ElicitationAnswer",
@@ -101,7 +116,9 @@ __all__ = (
     "PermissionDecision",
     "PermissionOutcome",
     "PermissionRequester",
+    "PipelineStatistics",
     "PromptInProgress",
+    "Recipient",
     "ResourceLinkPart",
     "RuntimeStatistics",
     "SessionChangedElsewhere",
@@ -111,6 +128,7 @@ __all__ = (
     "SessionOwnedElsewhere",
     "SessionState",
     "SessionTrigger",
+    "Tap",
     "Terminal",
     "TerminalHost",
     "TextFileReader",

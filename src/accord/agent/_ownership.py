@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Any, Final, Protocol
 
 import anyio
 
@@ -38,6 +38,7 @@ __all__ = (
     "DEFAULT_TURN_LEASE_SECONDS",
     "SessionChangedElsewhere",
     "SessionOwnedElsewhere",
+    "StartSoon",
     "TurnOwnership",
 )
 
@@ -55,6 +56,16 @@ class SessionOwnedElsewhere(SessionBusy, InvalidParams):
 class SessionChangedElsewhere(SessionBusy, InvalidParams):
     """Another process continued this session after it was opened here (-32602,
     ``reason: "stale"``); ``session/load`` brings this process's copy up to date."""
+
+
+class StartSoon(Protocol):
+    """Starts a task in a long-lived task group (``accord.jsonrpc.Connection.start_soon``)."""
+
+    def __call__(
+        self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``func(*args)`` in a task."""
+        ...
 
 
 def _owner_id() -> str:
@@ -81,12 +92,16 @@ class TurnOwnership:
         self.owner = _owner_id()
 
     @asynccontextmanager
-    async def turn(self, session_id: str, known_seq: int) -> AsyncGenerator[None]:
+    async def turn(
+        self, session_id: str, known_seq: int, *, start_soon: StartSoon
+    ) -> AsyncGenerator[None]:
         """Hold the claim on ``session_id`` for the body (a turn), renewing it meanwhile.
 
         Args:
             session_id: The session whose turn is about to run.
             known_seq: The last ``seq`` this process knows of the session.
+            start_soon: Starts the renewing task in a long-lived task group (the
+                connection's); the task ends with the body.
 
         Raises:
             SessionOwnedElsewhere: another process holds a live claim.
@@ -101,6 +116,7 @@ class TurnOwnership:
                 " ACP allows one prompt at a time, send it again once that turn has ended",
                 {"sessionId": session_id, "reason": "busy", "state": "running elsewhere"},
             )
+        renewal = anyio.CancelScope()
         try:
             if claim.last_seq > known_seq:
                 raise SessionChangedElsewhere(
@@ -109,13 +125,15 @@ class TurnOwnership:
                     " and carry on from it",
                     {"sessionId": session_id, "reason": "stale"},
                 )
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._renew, session_id)
-                try:
-                    yield
-                finally:
-                    tg.cancel_scope.cancel()
+
+            async def renew() -> None:
+                with renewal:
+                    await self._renew(session_id)
+
+            start_soon(renew, name=f"accord session {session_id} claim")
+            yield
         finally:
+            renewal.cancel()
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 try:
                     await self._store.release_session(session_id, self.owner)

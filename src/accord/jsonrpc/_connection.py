@@ -281,6 +281,22 @@ class Connection:
             closed=self.closed,
         )
 
+    def start_soon(
+        self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``func(*args)`` in a task of the connection's task group.
+
+        The task lives as long as the connection: it is cancelled when the connection closes
+        (what the agent runtime's per-client delivery senders need). An exception it raises
+        ends the connection, so catch what you expect.
+
+        Raises:
+            RuntimeError: the connection is not running (outside ``async with``).
+        """
+        if self._task_group is None:
+            raise RuntimeError("the connection is not running")
+        self._task_group.start_soon(func, *args, name=name)
+
     def add_notification_route(
         self, method: str, parse: Callable[[Any], Any], handler: NotificationRoute
     ) -> None:
