@@ -4,8 +4,8 @@ Several server processes may serve one session store (PostgreSQL, or one SQLite 
 them can load a session, but only one may run its turn at a time. Before a turn the runtime
 claims the session in the store (:meth:`~accord.store.SessionStore.claim_session`, a lease),
 renews the lease while the turn runs (every third of its length) and releases it when the turn
-ends. A process that dies stops renewing; once its lease has expired another process may claim
-the session, load it (whatever the dead owner committed is replayed, its unfinished tool calls
+ends. A process that dies stops renewing; once its lease has expired (at once, if it was a
+process of the same machine that no longer exists) another process may claim the session, load it (whatever the dead owner committed is replayed, its unfinished tool calls
 closed as after any crash) and carry on.
 
 Two refusals, both -32602 with ``data.reason`` so a client can tell them from bad params:
@@ -68,8 +68,39 @@ class StartSoon(Protocol):
         ...
 
 
+def _machine() -> str:
+    """This host and PID namespace: processes with the same value can see each other's pids."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = "-"
+    return f"{socket.gethostname()}|{namespace}"
+
+
 def _owner_id() -> str:
-    return f"{socket.gethostname()}/{os.getpid()}/{new_id()}"
+    return f"{_machine()}/{os.getpid()}/{new_id()}"
+
+
+def dead_local_owner(owner: str) -> bool:
+    """Whether ``owner`` names a process of this machine (and PID namespace) that is gone.
+
+    Owners on other machines, or whose process still exists (or whose pid was reused by
+    another process), are not known to be dead: their lease has to expire.
+    """
+    machine, _, rest = owner.partition("/")
+    pid_text, _, _ = rest.partition("/")
+    if machine != _machine() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class TurnOwnership:
@@ -110,6 +141,13 @@ class TurnOwnership:
         claim = await self._store.claim_session(
             session_id, self.owner, lease_seconds=self.lease_seconds
         )
+        if not claim.held_by(self.owner) and dead_local_owner(claim.owner):
+            # The holder was a process of this machine that died (kill -9, a crash): no
+            # need to wait for its lease to run out.
+            logger.info("session %s: taking over from a dead process", session_id)
+            claim = await self._store.claim_session(
+                session_id, self.owner, lease_seconds=self.lease_seconds, replacing=claim.owner
+            )
         if not claim.held_by(self.owner):
             raise SessionOwnedElsewhere(
                 f"session {session_id!r} is running a prompt turn in another accord process;"
