@@ -5,8 +5,9 @@ them can load a session, but only one may run its turn at a time. Before a turn 
 claims the session in the store (:meth:`~accord.store.SessionStore.claim_session`, a lease),
 renews the lease while the turn runs (every third of its length) and releases it when the turn
 ends. A process that dies stops renewing; once its lease has expired (at once, if it was a
-process of the same machine that no longer exists) another process may claim the session, load it (whatever the dead owner committed is replayed, its unfinished tool calls
-closed as after any crash) and carry on.
+process of the same machine that no longer exists) another process may claim the session,
+load it (whatever the dead owner committed is replayed, its unfinished tool calls closed as
+after any crash) and carry on.
 
 Two refusals, both -32602 with ``data.reason`` so a client can tell them from bad params:
 
