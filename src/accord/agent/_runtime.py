@@ -21,8 +21,10 @@ Per method (details in the modules named):
   (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
 * ``session/cancel``: asks the running turn to stop (:class:`._session.TurnHandle`);
 * ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
-  the engine's hook runs; the change is published (``current_mode_update``,
-  ``config_option_update``), stored and saved in the session's state before the response.
+  the engine's hook runs (``set_mode`` also for the ``mode``-category option); the change is
+  published (``current_mode_update``, ``config_option_update``: both when the mode changes
+  and a ``mode`` option mirrors it), stored and saved in the session's state before the
+  response.
 
 One runtime serves one client connection: the live sessions, the client's capabilities and its
 choice of extended events belong to it. To serve several connections from one process, build
@@ -53,6 +55,7 @@ from ..events import (
     wants_extended_events,
 )
 from ..roles import Agent, serve_agent
+from ..roles._trace import TraceContext
 from ..schema import (
     AgentCapabilities,
     CancelNotification,
@@ -100,6 +103,7 @@ from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._pipeline import ClientChannel
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
+from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
 
 if TYPE_CHECKING:
@@ -168,6 +172,9 @@ class AgentRuntime(Agent):
         turn_lease: Seconds a claim on a running session lasts without renewal (see
             :mod:`._ownership`: one process at a time runs a session's turns; a process that
             dies frees its sessions within this).
+        tracer_provider: An OpenTelemetry tracer provider: spans for turns, model calls and
+            tool calls (:mod:`._tracing`). Without one, tracing is on only when the
+            environment configures OpenTelemetry (then with the global provider).
         activity: Write the activity projection of every committed event as NDJSON: an
             :class:`~accord.agent.ActivityLog` (shared by several runtimes, closed by its
             owner) or a file path (opened for appending, closed by :meth:`aclose`).
@@ -186,12 +193,16 @@ class AgentRuntime(Agent):
         max_pending_events: int = DEFAULT_MAX_PENDING,
         turn_lease: float = DEFAULT_TURN_LEASE_SECONDS,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments.
 
         Raises:
             OSError: the activity file cannot be opened.
         """
+        self._tracing: Tracing | None = None
+        if tracer_provider is not None or tracing_configured(os.environ):
+            self._tracing = Tracing(tracer_provider)
         self._engine = engine
         self._capabilities = engine.capabilities
         self._owns_store = store is None
@@ -323,6 +334,8 @@ class AgentRuntime(Agent):
         options = session.controls.response_options(boolean=self._boolean)
         if options is not None:
             fields["config_options"] = options
+        # The announcements that follow the response (see ._sessions), for clients that wait.
+        fields["meta"] = {"accord": {"announcements": session.announcements}}
         return fields
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
@@ -391,6 +404,7 @@ class AgentRuntime(Agent):
         """
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
+        await session.announced.wait()
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
@@ -400,7 +414,15 @@ class AgentRuntime(Agent):
                 session.last_seq,
                 start_soon=self.client.connection.start_soon,
             ):
-                stop = await self._run_turn(session, turn, request.prompt)
+                if self._tracing is None:
+                    stop = await self._run_turn(session, turn, request.prompt)
+                else:
+                    with self._tracing.turn(
+                        session_id=session.session_id,
+                        turn_id=turn.turn_id,
+                        parent=TraceContext.from_meta(request.meta),
+                    ):
+                        stop = await self._run_turn(session, turn, request.prompt)
         finally:
             if session.turn is turn:
                 session.turn = None
@@ -467,6 +489,7 @@ class AgentRuntime(Agent):
             MethodNotFound: the engine offers no modes.
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_modes:
             raise MethodNotFound(
@@ -493,6 +516,7 @@ class AgentRuntime(Agent):
             InvalidParams: unknown option, or a value it cannot take (nothing changes).
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_options:
             raise MethodNotFound(
@@ -500,7 +524,13 @@ class AgentRuntime(Agent):
             )
         value = controls.check_value(request.config_id, request.value, boolean=self._boolean)
         if value != controls.values.get(request.config_id):
-            returned = await session.engine.set_config_option(request.config_id, value)
+            if controls.selects_mode(request.config_id, value):
+                # The mode option: a mode switch, through the engine's mode hook.
+                assert isinstance(value, str)
+                await session.engine.set_mode(value)
+                returned = None
+            else:
+                returned = await session.engine.set_config_option(request.config_id, value)
             if returned is not None:
                 mode_changed = controls.adopt(returned)
             else:
