@@ -6,6 +6,7 @@
     accord serve --model qwen2.5-coder:7b --base-url http://localhost:11434/v1   # Ollama
     accord serve --store ~/work/sessions.sqlite3
     accord serve --store postgresql://accord@db.internal/accord   # shared by several servers
+    accord serve --activity ~/work/activity.ndjson
 
 The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to stderr, more with
 ``-v``). Sessions are kept in the SQLite store (``--store``, default
@@ -13,7 +14,12 @@ The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to st
 PostgreSQL database several servers share (``--store postgresql://...``).
 ``--model`` / ``--base-url`` fall back to ``ACCORD_MODEL`` / ``ACCORD_BASE_URL``; API keys come
 from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged. Without a model
-the agent still starts and tells the editor how to configure one.
+the agent still starts and tells the editor how to configure one. ``--activity FILE`` appends
+one JSON line per committed event, the privacy-safe activity projection
+(:class:`~accord.agent.ActivityLog`: kinds, sizes, counts, correlation ids; never text,
+prompts, tool input or output, paths, URLs or error text). ``accord serve --configure``
+asks for provider, model and key on the terminal and saves them (the key in the keyring or a
+``0600`` file); later starts without ``--model`` use them (see :mod:`._configure`).
 
 Start-up is kept short: this module imports only the runtime; pydantic-ai and the model SDKs
 load in a worker thread after ``initialize`` has been answered (see :mod:`accord.coder`).
@@ -39,7 +45,11 @@ _log = logging.getLogger("accord.cli")
 
 
 def build_agent(
-    *, model: str | None = None, base_url: str | None = None, store: str | None = None
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    store: str | None = None,
+    activity: str | None = None,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
 
@@ -48,14 +58,22 @@ def build_agent(
     runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
     store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself.
 
+    ``activity`` is the activity log's file (``None``: none), closed with the runtime.
+
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
+        OSError: the activity file cannot be opened.
     """
-    from ..coder import CoderConfig, CoderRuntime
+    from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
+    from ..coder._credentials import config_dir, load_saved
     from ..store import open_store
 
+    if not model and not os.environ.get(MODEL_ENV):
+        saved = load_saved(config_dir(), os.environ)  # what `accord serve --configure` saved
+        if saved is not None:
+            model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=os.environ)
-    runtime = CoderRuntime(config, store=open_store(store), owns_store=True)
+    runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
     if not config.configured:
         _log.warning("%s", config.problem())
     return runtime
@@ -63,13 +81,22 @@ def build_agent(
 
 def serve_command(args: argparse.Namespace) -> int:
     """Run ``accord serve`` until the editor closes stdin; returns the exit code."""
+    if getattr(args, "configure", False):
+        from ._configure import configure_command
+
+        return configure_command()
     import anyio
 
     from ..transports import stdio_transport
 
     try:
-        runtime = build_agent(model=args.model, base_url=args.base_url, store=args.store)
-    except ValueError as exc:
+        runtime = build_agent(
+            model=args.model,
+            base_url=args.base_url,
+            store=args.store,
+            activity=getattr(args, "activity", None),
+        )
+    except (ValueError, OSError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
         return ExitCode.ERROR
 
