@@ -62,6 +62,7 @@ from pydantic import JsonValue
 
 from ..errors import LocalProtocolError
 from ..events import ROOT_AGENT_ID, Event, SubAgentEvent
+from ..roles._trace import TraceContext, current_trace
 from ..schema import (
     AvailableCommand,
     ContentBlock,
@@ -302,6 +303,8 @@ class TurnContext:
         config_values: The config values when the turn began.
         elicitation: The runtime's side of questions to the user (``None``: none can be
             asked, as when the client advertised no elicitation mode).
+        trace: The W3C trace context the turn continues (default: the current one, which
+            the runtime sets from the prompt's ``_meta``, or to the turn's span when tracing).
     """
 
     __slots__ = (
@@ -311,6 +314,7 @@ class TurnContext:
         "agent_id",
         "config_values",
         "mode_id",
+        "trace",
         "turn_id",
     )
 
@@ -324,8 +328,12 @@ class TurnContext:
         mode_id: str | None = None,
         config_values: Mapping[str, ConfigValue] = _EMPTY,
         elicitation: Elicitation | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         """Create a turn context; see the class docstring for the arguments."""
+        #: The trace the turn continues (``None``: the client sent none and tracing is off);
+        #: pass it on to the model API (e.g. ``traceparent`` headers) so the trace goes on.
+        self.trace = trace if trace is not None else current_trace()
         self.turn_id = turn_id
         self.agent_id = agent_id
         self.mode_id = mode_id
@@ -358,7 +366,15 @@ class TurnContext:
         see); ``options`` are the choices, each of a kind ``allow_once``, ``allow_always``,
         ``reject_once`` or ``reject_always``. Returns ``cancelled`` at once if the turn is
         already cancelled, and ``cancelled`` if the turn is cancelled while waiting.
+
+        Raises:
+            ValueError: two options share an ``option_id`` (the answer would be ambiguous;
+                clients refuse such a request).
         """
+        ids = [option.option_id for option in options]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"permission options must have distinct option ids: {repeated}")
         if self.cancelled:
             return PermissionDecision(outcome="cancelled")
         return await self._request_permission(self.agent_id, tool_call, options)
@@ -448,6 +464,7 @@ class TurnContext:
             mode_id=self.mode_id,
             config_values=self.config_values,
             elicitation=self._elicitation,
+            trace=self.trace,
         )
 
 

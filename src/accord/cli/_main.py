@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--activity", help="append a privacy-safe activity record per event (NDJSON) to FILE"
     )
+    serve.add_argument(
+        "--configure",
+        action="store_true",
+        help="choose the provider, model and API key interactively, save them, and exit",
+    )
 
     run = commands.add_parser("run", help="send one prompt to an agent and stream the reply")
     run.add_argument("prompt", help="the prompt text")

@@ -3,9 +3,11 @@
 The reply is printed as it arrives: text inline, tool calls, diffs, plans and permission
 questions as readable lines (``--json``: every raw ``session/update`` as one JSON line).
 Permission requests are answered by ``--approve-all`` / ``--deny-all``, or asked on the
-terminal when stdin is one (otherwise refused). Ctrl-C sends ``session/cancel`` and waits for
-the agent to stop; a second Ctrl-C quits at once. The exit code says how it ended (see
-:class:`~accord.cli._main.ExitCode`).
+terminal when stdin is one (otherwise refused); so are the agent's questions (elicitation,
+:mod:`._elicit`: advertised only with a terminal) and, when ``session/new`` needs
+authentication, the agent's terminal auth method (:mod:`._signin`). Ctrl-C sends
+``session/cancel`` and waits for the agent to stop; a second Ctrl-C quits at once. The exit
+code says how it ended (see :class:`~accord.cli._main.ExitCode`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from ..client import (
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
 from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
+from ._elicit import TerminalElicitation
 from ._exit_codes import ExitCode
+from ._signin import SignedIn, can_sign_in, offer_terminal_auth
 
 __all__ = ("exit_code_for", "run_command")
 
@@ -191,6 +195,13 @@ def _json_printer(out: TextIO) -> UpdateListener:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    try:
+        return await _run_once(args, sign_in=True)
+    except SignedIn:  # the agent's terminal auth method succeeded: once more
+        return await _run_once(args, sign_in=False)
+
+
+async def _run_once(args: argparse.Namespace, *, sign_in: bool) -> int:
     cwd: str = args.cwd
     out = sys.stdout
     refused = False
@@ -210,6 +221,8 @@ async def _run(args: argparse.Namespace) -> int:
             fs=True,
             terminals=True,
             permission_policy=policy,
+            elicitation_policy=TerminalElicitation(_ask) if sys.stdin.isatty() else None,
+            terminal_auth=can_sign_in(spec),
             update_listener=listener,
         ) as conn:
             if args.session:
@@ -223,7 +236,13 @@ async def _run(args: argparse.Namespace) -> int:
                     )
                     return ExitCode.ERROR
             else:
-                session = await conn.new_session(cwd)
+                try:
+                    session = await conn.new_session(cwd)
+                except RequestError as error:  # -32000: sign in first, if the agent says how
+                    signing_in = error.code == -32000 and sign_in
+                    if signing_in and await offer_terminal_auth(conn, spec, cwd, _ask):
+                        raise SignedIn from None
+                    raise
             renderer = TurnRenderer()
             result: TurnResult | None = None
             async with anyio.create_task_group() as task_group:

@@ -46,6 +46,7 @@ from ._events import TurnFinished as TurnFinished
 from ._events import UsageUpdated as UsageUpdated
 from ._events import UserMessageDelta as UserMessageDelta
 from ._fs import FileSystemHost as FileSystemHost
+from ._handlers import MAX_EARLY_UPDATE_BYTES as MAX_EARLY_UPDATE_BYTES
 from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
 from ._handlers import UpdateListener as UpdateListener
 from ._permissions import AllowAll as AllowAll
@@ -67,6 +68,9 @@ from ._state import Message as Message
 from ._state import MessageRole as MessageRole
 from ._state import ToolCallState as ToolCallState
 from ._state import ToolCallStatusView as ToolCallStatusView
+from ._terminal_auth import TerminalAuthFailed as TerminalAuthFailed
+from ._terminal_auth import run_terminal_auth as run_terminal_auth
+from ._terminal_auth import terminal_auth_methods as terminal_auth_methods
 from ._terminals import TerminalHost as TerminalHost
 from ._turn import TURN_EVENT_BUFFER as TURN_EVENT_BUFFER
 from ._turn import SessionState as SessionState
@@ -77,6 +81,7 @@ from ._view import SessionView as SessionView
 __all__ = (
     "INITIALIZE_TIMEOUT",
     "MAX_EARLY_UPDATES",
+    "MAX_EARLY_UPDATE_BYTES",
     "TURN_EVENT_BUFFER",
     "Accept",
     "AcceptDefaults",
@@ -116,6 +121,7 @@ __all__ = (
     "Select",
     "SessionState",
     "SessionView",
+    "TerminalAuthFailed",
     "TerminalHost",
     "TextDelta",
     "ThoughtDelta",
@@ -134,4 +140,6 @@ __all__ = (
     "UserMessageDelta",
     "connect",
     "render_event",
+    "run_terminal_auth",
+    "terminal_auth_methods",
 )

@@ -14,7 +14,7 @@ Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,15 +30,18 @@ from ..schema import (
     CloseSessionRequest,
     DeleteSessionRequest,
     ForkSessionRequest,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
+    LoadSessionResponse,
     LogoutRequest,
     McpServer,
     NewSessionRequest,
     ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionInfo,
 )
 from ..transports import Transport
@@ -46,6 +49,9 @@ from ._handlers import Hub
 from ._session import ClientSession, _Runtime
 
 __all__ = ("AgentConnection", "AgentConnectionStatistics", "absolute_path")
+
+_ReopenRequest = LoadSessionRequest | ResumeSessionRequest | ForkSessionRequest
+_ReopenResponse = LoadSessionResponse | ResumeSessionResponse | ForkSessionResponse
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +64,10 @@ class AgentConnectionStatistics:
         pending_permissions: permission requests the policy is deciding.
         early_updates: updates held for sessions not known yet.
         connection: the JSON-RPC connection's queues.
+        early_update_bytes: the size (as JSON) of those updates; bounded by
+            ``MAX_EARLY_UPDATE_BYTES``.
+        dropped_early_updates: updates for unknown sessions dropped because that buffer was
+            full (each drop is logged as a warning, once per session).
     """
 
     sessions: int
@@ -65,6 +75,8 @@ class AgentConnectionStatistics:
     pending_permissions: int
     early_updates: int
     connection: ConnectionStatistics
+    early_update_bytes: int = 0
+    dropped_early_updates: int = 0
 
 
 class AgentConnection:
@@ -151,6 +163,8 @@ class AgentConnection:
             pending_permissions=sum(len(s._pending_permissions) for s in sessions),
             early_updates=self._hub.early_updates,
             connection=self._calls.statistics(),
+            early_update_bytes=self._hub.early_update_bytes,
+            dropped_early_updates=self._hub.dropped_early_updates,
         )
 
     # ------------------------------------------------------------------ authentication
@@ -236,18 +250,14 @@ class AgentConnection:
                 already open on this connection.
             RequestError: the agent refused (e.g. an unknown session).
         """
-        root, extra = self._roots(cwd, additional_directories)
-        request = LoadSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
-        if extra:
-            request.additional_directories = list(extra)
-        session = self._open(session_id, root, extra)
-        try:
-            response = await self._calls.load_session(request)
-        except BaseException:
-            self._hub.forget(session_id)
-            raise
-        session._apply_setup(response.modes, response.config_options)
-        return session
+        return await self._reopen(
+            LoadSessionRequest,
+            self._calls.load_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+        )
 
     async def resume_session(
         self,
@@ -264,20 +274,14 @@ class AgentConnection:
                 is already open on this connection.
             RequestError: the agent refused.
         """
-        root, extra = self._roots(cwd, additional_directories)
-        request = ResumeSessionRequest(
-            session_id=session_id, cwd=root, mcp_servers=list(mcp_servers)
+        return await self._reopen(
+            ResumeSessionRequest,
+            self._calls.resume_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
         )
-        if extra:
-            request.additional_directories = list(extra)
-        session = self._open(session_id, root, extra)
-        try:
-            response = await self._calls.resume_session(request)
-        except BaseException:
-            self._hub.forget(session_id)
-            raise
-        session._apply_setup(response.modes, response.config_options)
-        return session
 
     async def fork_session(
         self,
@@ -293,12 +297,46 @@ class AgentConnection:
             LocalProtocolError: the agent does not offer ``session/fork``.
             RequestError: the agent refused.
         """
+        return await self._reopen(
+            ForkSessionRequest,
+            self._calls.fork_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+        )
+
+    async def _reopen(
+        self,
+        request_type: type[_ReopenRequest],
+        send: Callable[[Any], Awaitable[_ReopenResponse]],
+        session_id: str,
+        cwd: str | os.PathLike[str] | None,
+        additional_directories: Sequence[str | os.PathLike[str]],
+        mcp_servers: Sequence[McpServer],
+    ) -> ClientSession:
+        """``session/load``, ``session/resume`` or ``session/fork``: one request shape.
+
+        A loaded or resumed session is registered before the request goes out, so the
+        updates the agent replays ahead of its answer fold into it (and is dropped again if
+        the agent refuses); a fork's id is the agent's to choose, so it is registered once
+        the answer names it (its earlier updates wait for it in the hub).
+        """
         root, extra = self._roots(cwd, additional_directories)
-        request = ForkSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
+        request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
         if extra:
             request.additional_directories = list(extra)
-        response = await self._calls.fork_session(request)
-        session = self._open(response.session_id, root, extra)
+        if request_type is ForkSessionRequest:
+            response = await send(request)
+            assert isinstance(response, ForkSessionResponse)
+            session = self._open(response.session_id, root, extra)
+        else:
+            session = self._open(session_id, root, extra)
+            try:
+                response = await send(request)
+            except BaseException:
+                self._hub.forget(session_id)
+                raise
         session._apply_setup(response.modes, response.config_options)
         return session
 
