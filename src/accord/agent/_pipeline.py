@@ -334,12 +334,7 @@ class Attachment:
                     self.close()
                     break
                 if queue:
-                    envelope = queue.popleft()
-                    if envelope.seq > self.cursor:
-                        if channel.wants(envelope):
-                            await channel.deliver(envelope)
-                            self._sent += 1
-                        self._advance(envelope.seq)
+                    await self._send_next()
                     continue
                 if self.behind:
                     await self._catch_up()
@@ -349,6 +344,16 @@ class Attachment:
         except Exception:
             logger.exception("session %s: an attachment's sender failed", self._pipeline.session_id)
             self.close()
+
+    async def _send_next(self) -> None:
+        """Send the head of the queue (a method of its own: no frame of the idle sender keeps
+        the last envelope alive)."""
+        envelope = self._queue.popleft()
+        if envelope.seq > self.cursor:
+            if self.channel.wants(envelope):
+                await self.channel.deliver(envelope)
+                self._sent += 1
+            self._advance(envelope.seq)
 
     async def _catch_up(self) -> None:
         """Send the committed envelopes after the cursor from the store, then rejoin."""
@@ -467,6 +472,22 @@ class DeliveryPipeline:
     def last_seq(self) -> int:
         """The ``seq`` of the last envelope stamped."""
         return self._next_seq - 1
+
+    def continue_after(self, last_seq: int) -> None:
+        """Number the next envelope after ``last_seq`` when the stored chain is ahead.
+
+        Another process sharing the store appended to the session (see
+        :mod:`._ownership`); a reload calls this between turns so that this pipeline's next
+        event follows the stored ones instead of colliding with them.
+
+        Raises:
+            RuntimeError: a turn's writer is attached (only between turns).
+        """
+        if self._writer is not None:
+            raise RuntimeError("continue_after() while a turn's writer is attached")
+        if last_seq > self.last_seq:
+            self._next_seq = last_seq + 1
+            self.committed_seq = last_seq
 
     def statistics(self) -> PipelineStatistics:
         """Return the pipeline's counts."""
