@@ -24,9 +24,11 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ._main import ExitCode
+from ._report import CODER_EXTRA_MISSING, coder_extra_missing
 
 if TYPE_CHECKING:
     from ..coder import CoderRuntime
@@ -37,13 +39,20 @@ _log = logging.getLogger("accord.cli")
 
 
 def build_agent(
-    *, model: str | None = None, base_url: str | None = None, store: str | None = None
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    store: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    warn: bool = True,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, SQLite store) from command-line values.
 
     ``store`` is the SQLite file (``None``: the default path, created when first used). The
     runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
-    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself.
+    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself. ``environ``
+    (default: this process's) supplies ``ACCORD_MODEL`` and friends; ``warn`` logs, once,
+    what is missing (no model, or the ``coder`` extra) for an editor's log.
 
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
@@ -51,10 +60,13 @@ def build_agent(
     from ..coder import CoderConfig, CoderRuntime
     from ..store import SqliteSessionStore
 
-    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=os.environ)
+    env = os.environ if environ is None else environ
+    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     runtime = CoderRuntime(config, store=SqliteSessionStore(store), owns_store=True)
-    if not config.configured:
+    if warn and not config.configured:
         _log.warning("%s", config.problem())
+    elif warn and coder_extra_missing():
+        _log.warning("%s", CODER_EXTRA_MISSING)
     return runtime
 
 
@@ -63,9 +75,14 @@ def serve_command(args: argparse.Namespace) -> int:
     import anyio
 
     from ..transports import stdio_transport
+    from ._agent_spec import builtin_environ
+    from ._settings import load
 
     try:
-        runtime = build_agent(model=args.model, base_url=args.base_url, store=args.store)
+        environ = builtin_environ(load())
+        runtime = build_agent(
+            model=args.model, base_url=args.base_url, store=args.store, environ=environ
+        )
     except ValueError as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
         return ExitCode.ERROR
