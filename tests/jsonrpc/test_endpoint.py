@@ -257,9 +257,14 @@ def test_malformed_frame_parse_error_answered_with_null_id() -> None:
     assert event.reason.startswith("invalid JSON")
 
 
-def test_non_utf8_frame_is_parse_error() -> None:
+def test_non_utf8_frame_is_read_lossily() -> None:
     frame = decode_line(b'{"jsonrpc": "2.0", "method": "\xff"}')
-    invalid(Endpoint().receive(frame), -32700, None)
+    assert Endpoint().receive(frame) == NotificationReceived("\ufffd", None)
+
+
+def test_a_request_that_is_not_json_is_answered_by_the_id_at_its_start() -> None:
+    frame = decode_line(b'{"jsonrpc": "2.0", "id": 4, "method": "m", "params": [1,,]}')
+    invalid(Endpoint().receive(frame), -32700, 4)
 
 
 def test_oversized_frame_answered_with_invalid_request() -> None:

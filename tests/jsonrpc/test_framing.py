@@ -79,9 +79,7 @@ def test_decode_line_valid(line: bytes, expected: object) -> None:
         b"NaN",
         b'{"a": 1,}',
         b"\xff\xfe",
-        b'{"text": "\xc3"}',
-        b'"\xed\xa0\x80"',
-        b'"\\ud800"',
+        b'{"text": "\\ud800", "n": NaN}',
         b"[" * 2000,
     ],
     ids=[
@@ -92,9 +90,7 @@ def test_decode_line_valid(line: bytes, expected: object) -> None:
         "nan",
         "trailing-comma",
         "not-utf8",
-        "cut-utf8-sequence",
-        "utf8-surrogate",
-        "escaped-lone-surrogate",
+        "lone-surrogate-and-nan",
         "too-deep",
     ],
 )
@@ -103,6 +99,21 @@ def test_decode_line_invalid_is_parse_error(line: bytes) -> None:
     assert isinstance(frame, MalformedFrame)
     assert frame.code == -32700
     assert frame.reason.startswith("invalid JSON")
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        (b'{"text": "\xc3"}', {"text": "\ufffd"}),
+        (b'"\xed\xa0\x80"', "\ufffd\ufffd\ufffd"),
+        (b'"\\ud800"', "\ufffd"),
+        (b'{"\\udfff": ["ab\\ud83d", "\\ud83d\\ude00"]}', {"\ufffd": ["ab\ufffd", "\U0001f600"]}),
+    ],
+    ids=["cut-utf8-sequence", "utf8-surrogate", "escaped-lone-surrogate", "nested"],
+)
+def test_decode_line_reads_broken_text_lossily(line: bytes, value: object) -> None:
+    """As JavaScript's JSON.parse and TextDecoder do: U+FFFD, not a lost message."""
+    assert decode_line(line) == value
 
 
 # ----------------------------------------------------------------- LineDecoder

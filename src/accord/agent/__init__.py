@@ -38,6 +38,11 @@ from ._content import part_from_block as part_from_block
 from ._content import part_to_block as part_to_block
 from ._content import prompt_parts as prompt_parts
 from ._controls import Controls as Controls
+from ._elicitation import ClientElicitation as ClientElicitation
+from ._elicitation import Elicitation as Elicitation
+from ._elicitation import ElicitationAction as ElicitationAction
+from ._elicitation import ElicitationAnswer as ElicitationAnswer
+from ._elicitation import ElicitationMode as ElicitationMode
 from ._engine import ConfigValue as ConfigValue
 from ._engine import Engine as Engine
 from ._engine import EngineCapabilities as EngineCapabilities
@@ -74,12 +79,17 @@ __all__ = (
     "AudioPart",
     "BlobResourcePart",
     "BlockType",
+    "ClientElicitation",
     "ClientFiles",
     "ClientTerminal",
     "ClientTerminals",
     "ConfigValue",
     "ContentPart",
     "Controls",
+    "Elicitation",
+    "ElicitationAction",
+    "ElicitationAnswer",
+    "ElicitationMode",
     "Engine",
     "EngineCapabilities",
     "EngineSession",

@@ -15,7 +15,7 @@ the engine through three small types:
     turns: :meth:`EngineSession.run_turn` is an async generator of canonical events.
 :class:`TurnContext`
     Given to each turn: the turn's id, the current mode and config values, permission
-    requests, and the cancellation signal.
+    requests, questions to the user (elicitation), and the cancellation signal.
 
 A turn, from the engine's side::
 
@@ -60,10 +60,12 @@ from typing import Final, Literal, Protocol, TypeAlias, final
 import anyio
 from pydantic import JsonValue
 
+from ..errors import LocalProtocolError
 from ..events import ROOT_AGENT_ID, Event, SubAgentEvent
 from ..schema import (
     AvailableCommand,
     ContentBlock,
+    ElicitationSchema,
     McpServer,
     PermissionOption,
     SessionConfigOption,
@@ -72,6 +74,7 @@ from ..schema import (
     ToolCallUpdate,
     WaitForTerminalExitResponse,
 )
+from ._elicitation import Elicitation, ElicitationAnswer, ElicitationMode
 
 __all__ = (
     "ConfigValue",
@@ -284,10 +287,10 @@ class SessionContext:
 
 @final
 class TurnContext:
-    """What one prompt turn gives its engine: ids, controls, permissions, cancellation.
+    """What one prompt turn gives its engine: ids, controls, permissions, questions, cancellation.
 
-    Built by the runtime; engines only read it and call :meth:`request_permission`. Tests
-    build it directly.
+    Built by the runtime; engines only read it and call :meth:`request_permission` and the
+    ``elicit_*`` methods. Tests build it directly.
 
     Args:
         turn_id: The turn's id (UUID v7), shared by every event of the turn.
@@ -297,10 +300,13 @@ class TurnContext:
             :meth:`for_sub_agent`).
         mode_id: The session's mode when the turn began.
         config_values: The config values when the turn began.
+        elicitation: The runtime's side of questions to the user (``None``: none can be
+            asked, as when the client advertised no elicitation mode).
     """
 
     __slots__ = (
         "_cancel_event",
+        "_elicitation",
         "_request_permission",
         "agent_id",
         "config_values",
@@ -317,6 +323,7 @@ class TurnContext:
         agent_id: str = ROOT_AGENT_ID,
         mode_id: str | None = None,
         config_values: Mapping[str, ConfigValue] = _EMPTY,
+        elicitation: Elicitation | None = None,
     ) -> None:
         """Create a turn context; see the class docstring for the arguments."""
         self.turn_id = turn_id
@@ -325,6 +332,7 @@ class TurnContext:
         self.config_values = config_values
         self._request_permission = request_permission
         self._cancel_event = cancel_event
+        self._elicitation = elicitation
 
     @property
     def cancelled(self) -> bool:
@@ -355,6 +363,78 @@ class TurnContext:
             return PermissionDecision(outcome="cancelled")
         return await self._request_permission(self.agent_id, tool_call, options)
 
+    @property
+    def elicitation_modes(self) -> frozenset[ElicitationMode]:
+        """How the user can be asked a question: ``form``, ``url``, both or neither.
+
+        Only the modes the client advertised; with neither, ask in the reply instead.
+        """
+        return frozenset() if self._elicitation is None else self._elicitation.modes
+
+    async def elicit_form(
+        self, message: str, schema: ElicitationSchema, *, tool_call_id: str | None = None
+    ) -> ElicitationAnswer:
+        """Ask the user to fill in a form and wait for the answer (``elicitation/create``).
+
+        ``message`` says what is asked and why; ``schema`` lists the fields (strings,
+        numbers, integers, booleans, single and multi-select enums, with titles, defaults
+        and ``required``). Never ask for secrets this way. ``tool_call_id`` ties the
+        question to a tool call the client already knows. The answer's content has been
+        checked against ``schema``. Returns ``cancel`` at once if the turn is already
+        cancelled, and ``cancel`` if it is cancelled while the user is being asked (the
+        question is withdrawn with ``$/cancel_request``).
+
+        Raises:
+            LocalProtocolError: the client did not advertise form elicitation
+                (:attr:`elicitation_modes`).
+            RemoteProtocolError: the client accepted with content that does not match.
+            RequestError: the client answered with an error.
+        """
+        if self.cancelled:
+            return ElicitationAnswer(action="cancel")
+        return await self._elicitor("form").form(message, schema, tool_call_id=tool_call_id)
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> ElicitationAnswer:
+        """Ask the user to open ``url`` (sign-in, payment, anything secret) and wait.
+
+        ``accept`` means the user agreed to open it, not that they are done there: when the
+        out-of-band step completes, call :meth:`complete_elicitation` with the answer's
+        ``elicitation_id`` (a fresh one unless given). Cancellation as for
+        :meth:`elicit_form`.
+
+        Raises:
+            LocalProtocolError: the client did not advertise URL elicitation.
+            RequestError: the client answered with an error.
+        """
+        if self.cancelled:
+            return ElicitationAnswer(action="cancel", elicitation_id=elicitation_id)
+        return await self._elicitor("url").url(
+            message, url, elicitation_id=elicitation_id, tool_call_id=tool_call_id
+        )
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client that the URL question ``elicitation_id`` is done.
+
+        Raises:
+            LocalProtocolError: the client did not advertise URL elicitation.
+        """
+        await self._elicitor("url").complete(elicitation_id)
+
+    def _elicitor(self, mode: ElicitationMode) -> Elicitation:
+        if self._elicitation is None:
+            raise LocalProtocolError(
+                f"the user cannot be asked in {mode} mode: the client advertised no "
+                "elicitation; ask in the reply instead"
+            )
+        return self._elicitation
+
     def for_sub_agent(self, agent_id: str) -> TurnContext:
         """Return this turn's context as seen by sub-agent ``agent_id``.
 
@@ -367,6 +447,7 @@ class TurnContext:
             agent_id=agent_id,
             mode_id=self.mode_id,
             config_values=self.config_values,
+            elicitation=self._elicitation,
         )
 
 

@@ -79,6 +79,7 @@ from ..schema import (
     ToolKind,
 )
 from ..store import SessionStore
+from ._elicitation import ClientElicitation
 from ._engine import PermissionDecision, TurnContext, TurnOutput
 from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
 from ._session import LiveSession, TurnHandle
@@ -166,6 +167,9 @@ class TurnRunner:
             cancel_event=turn.cancel_event,
             mode_id=session.controls.mode_id,
             config_values=MappingProxyType(dict(session.controls.values)),
+            elicitation=ClientElicitation(
+                self._connection, session.session_id, turn, before_ask=session.durable.flush
+            ),
         )
         error: Exception | None = None
         try:

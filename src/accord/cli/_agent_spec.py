@@ -31,6 +31,7 @@ __all__ = (
     "builtin_model",
     "choose_agent",
     "close_builtin_agent",
+    "describe_agent",
 )
 
 
@@ -148,6 +149,11 @@ def builtin_model(args: argparse.Namespace, settings: Settings) -> tuple[str | N
     model = getattr(args, "model", None) or environ.get("ACCORD_MODEL") or None
     base_url = getattr(args, "base_url", None) or environ.get("ACCORD_BASE_URL") or None
     return model, base_url
+
+
+def describe_agent(args: argparse.Namespace) -> str:
+    """A short name of ``--agent`` for messages (before it is resolved)."""
+    return repr(args.agent) if args.agent is not None else "the built-in accord agent"
 
 
 async def close_builtin_agent(spec: AgentSpec) -> None:

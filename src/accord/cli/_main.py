@@ -190,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     completion = command("completion", "print a shell completion script", "")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
+
+    from ._chat import add_chat_parser  # the TUI's subcommand (it imports Textual only when run)
+
+    add_chat_parser(commands)
+    for subparser in commands.choices.values():
+        subparser.allow_abbrev = False  # --mod is never --model (nor --mode)
     return parser
 
 
@@ -277,6 +283,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
         sys.stdout.write(completion_script(parser, args.shell))
         return ExitCode.OK
+    if args.command == "chat":
+        from ._chat import chat_command
+
+        return chat_command(args)
     from ._sessions import sessions_command
 
     return sessions_command(args)

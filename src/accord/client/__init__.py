@@ -7,7 +7,8 @@ prompts (``await session.prompt("...")``) or streams a turn (``async for event i
 session.stream("...")``: a closed union of :data:`TurnEvent` dataclasses ending with
 :class:`TurnFinished`), and folds everything the agent reports into its :class:`SessionView`.
 The host services (files, terminals) are advertised only when enabled and confined to each
-session's directories; permission requests go to a :class:`PermissionPolicy`.
+session's directories; permission requests go to a :class:`PermissionPolicy`, questions
+(``elicitation/create``) to an :class:`ElicitationPolicy`.
 
 Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 :mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
@@ -18,6 +19,16 @@ from ._connect import AgentSpec as AgentSpec
 from ._connect import connect as connect
 from ._connection import AgentConnection as AgentConnection
 from ._connection import AgentConnectionStatistics as AgentConnectionStatistics
+from ._elicitation import Accept as Accept
+from ._elicitation import AcceptDefaults as AcceptDefaults
+from ._elicitation import CompletionListener as CompletionListener
+from ._elicitation import Decline as Decline
+from ._elicitation import DeclineAll as DeclineAll
+from ._elicitation import ElicitationCallback as ElicitationCallback
+from ._elicitation import ElicitationContext as ElicitationContext
+from ._elicitation import ElicitationDecision as ElicitationDecision
+from ._elicitation import ElicitationModeName as ElicitationModeName
+from ._elicitation import ElicitationPolicy as ElicitationPolicy
 from ._events import CommandsChanged as CommandsChanged
 from ._events import ConfigChanged as ConfigChanged
 from ._events import ModeChanged as ModeChanged
@@ -67,6 +78,8 @@ __all__ = (
     "INITIALIZE_TIMEOUT",
     "MAX_EARLY_UPDATES",
     "TURN_EVENT_BUFFER",
+    "Accept",
+    "AcceptDefaults",
     "AgentConnection",
     "AgentConnectionStatistics",
     "AgentSpec",
@@ -75,8 +88,16 @@ __all__ = (
     "Cancel",
     "ClientSession",
     "CommandsChanged",
+    "CompletionListener",
     "ConfigChanged",
+    "Decline",
+    "DeclineAll",
     "DenyAll",
+    "ElicitationCallback",
+    "ElicitationContext",
+    "ElicitationDecision",
+    "ElicitationModeName",
+    "ElicitationPolicy",
     "FileSystemHost",
     "Message",
     "MessageRole",

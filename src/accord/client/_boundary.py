@@ -24,6 +24,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any, cast
 
+from ..jsonrpc import is_request_id
 from ..transports import BackgroundWriterTransport, BatchTransport, Transport
 
 __all__ = ("PROMPT_ANSWERED", "TurnBoundaryTransport")
@@ -73,7 +74,8 @@ class TurnBoundaryTransport:
         if self._prompts and isinstance(message, dict) and "method" not in message:
             fields = cast("dict[str, Any]", message)
             request_id: Any = fields.get("id")
-            session_id = self._prompts.pop(request_id, None)
+            # Only a real id can name a prompt: a list does not hash, true equals 1.
+            session_id = self._prompts.pop(request_id, None) if is_request_id(request_id) else None
             if session_id is not None:
                 self._marker = self._make_marker(session_id, request_id)
         return cast(Any, message)
@@ -95,7 +97,9 @@ class TurnBoundaryTransport:
             if self._prompts and isinstance(message, dict) and "method" not in message:
                 fields = cast("dict[str, Any]", message)
                 request_id: Any = fields.get("id")
-                session_id = self._prompts.pop(request_id, None)
+                session_id = (
+                    self._prompts.pop(request_id, None) if is_request_id(request_id) else None
+                )
                 if session_id is not None:
                     out.append(self._make_marker(session_id, request_id))
         return out

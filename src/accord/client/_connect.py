@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import NoReturn, TypeAlias, cast
 
@@ -29,6 +29,12 @@ from ..schema import Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
 from ._boundary import TurnBoundaryTransport
 from ._connection import AgentConnection, absolute_path
+from ._elicitation import (
+    ElicitationModeName,
+    ElicitationPolicy,
+    ElicitationService,
+    checked_modes,
+)
 from ._fs import FileSystemHost
 from ._handlers import Hub, UpdateListener, client_class
 from ._permissions import DenyAll, PermissionPolicy
@@ -65,6 +71,8 @@ async def connect(
     fs: bool | FileSystemHost = False,
     terminals: bool | TerminalHost = False,
     permission_policy: PermissionPolicy | None = None,
+    elicitation_policy: ElicitationPolicy | None = None,
+    elicitation_modes: Collection[ElicitationModeName] = ("form", "url"),
     client_info: Implementation | None = None,
     initialize_timeout: float | None = INITIALIZE_TIMEOUT,
     event_buffer: int = TURN_EVENT_BUFFER,
@@ -86,6 +94,10 @@ async def connect(
             their session closes, and when the connection closes.
         permission_policy: answers ``session/request_permission``; default
             :class:`~accord.client.DenyAll`.
+        elicitation_policy: answers ``elicitation/create``; elicitation is advertised only
+            when one is given (see :mod:`accord.client._elicitation`).
+        elicitation_modes: the elicitation modes advertised with a policy (``form``,
+            ``url``; both by default).
         client_info: sent as ``clientInfo``; default: accord and its version.
         initialize_timeout: seconds ``initialize`` may take (None: no limit).
         event_buffer: events a turn stream holds before the agent waits.
@@ -97,11 +109,14 @@ async def connect(
         RemoteProtocolError: the agent speaks an ACP version accord does not.
         AgentProcessExited: the spawned agent exited (with its exit code and stderr tail).
         FileNotFoundError: the agent's program does not exist.
+        ValueError: ``elicitation_modes`` is empty or names an unknown mode.
     """
     if isinstance(agent, str):
         raise TypeError("pass the agent's command line as a list of arguments, not a string")
     if env is not None and isinstance(agent, Agent | Transport):
         raise TypeError("env applies only to an agent given as a command line")
+    if elicitation_policy is not None:
+        checked_modes(elicitation_modes)
     fs_host = FileSystemHost() if fs is True else (fs or None)
     owns_terminals = terminals is True
     terminal_host = TerminalHost() if terminals is True else (terminals or None)
@@ -124,9 +139,13 @@ async def connect(
             if owns_terminals and terminal_host is not None:
                 await stack.enter_async_context(terminal_host)
             hub = Hub(fs_host, terminal_host, update_listener)
-            client = client_class(fs=fs_host is not None, terminals=terminal_host is not None)(
-                hub, client_info or _default_client_info()
-            )
+            if elicitation_policy is not None:
+                hub.elicitation = ElicitationService(elicitation_policy, elicitation_modes, hub)
+            client = client_class(
+                fs=fs_host is not None,
+                terminals=terminal_host is not None,
+                elicitation=hub.elicitation is not None,
+            )(hub, client_info or _default_client_info())
             marked = TurnBoundaryTransport(transport, hub.prompt_sent)
             hub.marker_token = marked.token
             calls = await stack.enter_async_context(ClientSideConnection(client, marked))

@@ -18,6 +18,7 @@ sessions, the host services.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResourceNotFound
 from ..roles import Client
 from ..schema import (
+    ClientCapabilities,
+    CompleteElicitationNotification,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     CreateTerminalRequest,
     CreateTerminalResponse,
+    ElicitationCapabilities,
     Implementation,
     KillTerminalRequest,
     KillTerminalResponse,
@@ -48,6 +54,7 @@ from ..schema import (
 from ._boundary import PROMPT_ANSWERED
 
 if TYPE_CHECKING:
+    from ._elicitation import ElicitationService
     from ._fs import FileSystemHost
     from ._session import ClientSession
     from ._terminals import TerminalHost
@@ -79,6 +86,8 @@ class Hub:
         self.sessions: dict[str, ClientSession] = {}
         self.fs = fs
         self.terminals = terminals
+        #: Answers ``elicitation/create`` (set by ``connect`` when a policy is given).
+        self.elicitation: ElicitationService | None = None
         self._early: dict[str, list[SessionUpdate]] = {}
         self._early_count = 0
         #: The token of this connection's turn markers (see :mod:`accord.client._boundary`).
@@ -239,12 +248,43 @@ class _FsTerminalClient(_FsClient, _TerminalClient):
     """Serves both ``fs/*`` and ``terminal/*``."""
 
 
-def client_class(*, fs: bool, terminals: bool) -> type[_RuntimeClient]:
+class _ElicitationClient(_RuntimeClient):
+    """Also answers ``elicitation/*`` through the hub's elicitation service (a mixin)."""
+
+    def client_capabilities(self) -> ClientCapabilities:
+        """The derived capabilities, advertising only the service's elicitation modes."""
+        capabilities = super().client_capabilities()
+        assert self._hub.elicitation is not None
+        advertised = ElicitationCapabilities.model_validate(self._hub.elicitation.capability())
+        return capabilities.model_copy(update={"elicitation": advertised})
+
+    async def create_elicitation(
+        self, request: CreateElicitationRequest
+    ) -> CreateElicitationResponse:
+        """Ask the elicitation policy (see :mod:`accord.client._elicitation`)."""
+        assert self._hub.elicitation is not None
+        return await self._hub.elicitation.create(request)
+
+    async def complete_elicitation(self, notification: CompleteElicitationNotification) -> None:
+        """A URL question is done: tell the policy."""
+        assert self._hub.elicitation is not None
+        await self._hub.elicitation.complete(notification)
+
+
+def client_class(*, fs: bool, terminals: bool, elicitation: bool = False) -> type[_RuntimeClient]:
     """The ``Client`` class that advertises (and serves) exactly the requested services."""
     if fs and terminals:
-        return _FsTerminalClient
-    if fs:
-        return _FsClient
-    if terminals:
-        return _TerminalClient
-    return _RuntimeClient
+        base: type[_RuntimeClient] = _FsTerminalClient
+    elif fs:
+        base = _FsClient
+    elif terminals:
+        base = _TerminalClient
+    else:
+        base = _RuntimeClient
+    return _with_elicitation(base) if elicitation else base
+
+
+@functools.cache
+def _with_elicitation(base: type[_RuntimeClient]) -> type[_RuntimeClient]:
+    """``base`` that also answers elicitation (one class per base, built once)."""
+    return type(f"{base.__name__.lstrip('_')}WithElicitation", (_ElicitationClient, base), {})

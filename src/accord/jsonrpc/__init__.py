@@ -20,6 +20,7 @@ from ._core import RequestId as RequestId
 from ._core import RequestReceived as RequestReceived
 from ._core import ResponseReceived as ResponseReceived
 from ._core import StrayResponse as StrayResponse
+from ._core import is_request_id as is_request_id
 from ._errors import exception_to_error as exception_to_error
 from ._framing import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
 from ._framing import LineDecoder as LineDecoder
@@ -48,5 +49,6 @@ __all__ = (
     "decode_line",
     "encode_message",
     "exception_to_error",
+    "is_request_id",
     "set_wire_observer",
 )

@@ -38,6 +38,7 @@ from ._core import (
     RequestId,
     RequestReceived,
     ResponseReceived,
+    is_request_id,
 )
 from ._errors import exception_to_error
 
@@ -461,6 +462,11 @@ class Connection:
         request_id: Any = (
             cast(dict[str, Any], params).get("requestId") if isinstance(params, dict) else None
         )
+        if not is_request_id(request_id):
+            # Not an id at all (an array or an object would not even hash; true and 1.0 would
+            # name the request 1): nothing of ours can be meant, so the notice is dropped.
+            logger.debug("%s: $/cancel_request with invalid id %.100r", self._name, request_id)
+            return
         scope = self._running.get(request_id)
         if scope is not None:
             scope.cancel()

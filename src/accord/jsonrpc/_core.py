@@ -26,6 +26,7 @@ __all__ = (
     "RequestReceived",
     "ResponseReceived",
     "StrayResponse",
+    "is_request_id",
 )
 
 logger = logging.getLogger("accord.jsonrpc")
@@ -81,11 +82,16 @@ Incoming: TypeAlias = (
 
 
 def _is_valid_id(value: Any) -> bool:
-    return (
-        value is None
-        or isinstance(value, str)
-        or (isinstance(value, int) and not isinstance(value, bool))
-    )
+    return value is None or type(value) is str or type(value) is int
+
+
+def is_request_id(value: Any) -> bool:
+    """Whether ``value`` can name a request: an ``int`` or a ``str``, exactly.
+
+    Anything else taken from the wire must not reach a dict or set keyed by request id: a
+    list or an object does not hash, and ``true`` or ``1.0`` compare equal to the id ``1``.
+    """
+    return type(value) is int or type(value) is str
 
 
 def error_response(id: RequestId, error: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,10 @@ nothing but orjson.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -53,20 +55,68 @@ class MalformedFrame:
     envelope: dict[str, Any] | None = None
 
 
+#: A UTF-16 surrogate code point: it has no UTF-8 form, so it cannot go back on the wire.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def encode_message(message: Any) -> bytes:
     """Serialize one message as a UTF-8 JSON line ending in ``\\n``.
 
-    orjson never emits a raw newline inside a document, so the frame cannot be split.
+    orjson never emits a raw newline inside a document, so the frame cannot be split. A
+    string holding a lone surrogate (which has no UTF-8 form) is sent with U+FFFD in its
+    place, the way :func:`decode_line` reads one, instead of failing the send.
+
+    Raises:
+        TypeError: the message holds something that is not JSON (orjson's JSONEncodeError).
     """
-    return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+    try:
+        return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+        return orjson.dumps(_without_surrogates(message), option=orjson.OPT_APPEND_NEWLINE)
 
 
 def decode_line(line: bytes) -> Any:
-    """Parse one line into a JSON value, or a :class:`MalformedFrame` if it is not JSON."""
+    """Parse one line into a JSON value, or a :class:`MalformedFrame` if it is not JSON.
+
+    Text is read the way JavaScript peers write and read it: a lone surrogate escape
+    (``"\\ud83d"``, which ``JSON.stringify`` emits for a string cut inside an emoji) and bytes
+    that are not UTF-8 decode to U+FFFD instead of failing the whole message. A line that is
+    not JSON keeps the top-level ``id`` / ``method`` found at its start in
+    :attr:`MalformedFrame.envelope`, so a broken request can still be answered by its id.
+    """
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return MalformedFrame(-32700, f"invalid JSON: {exc}")
+        reason = str(exc)
+    if "surrogate" in reason or "UTF-8" in reason:
+        try:
+            value = json.loads(line.decode("utf-8", "replace"), parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return _without_surrogates(value)
+    return MalformedFrame(
+        -32700, f"invalid JSON: {reason}", peek_envelope(line[:ENVELOPE_PEEK_BYTES])
+    )
+
+
+def _not_json(name: str) -> Any:
+    """Refuse ``NaN`` and ``Infinity``, which the stdlib parser accepts and JSON does not."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        items = cast(dict[Any, Any], value).items()
+        return {_without_surrogates(key): _without_surrogates(item) for key, item in items}
+    if isinstance(value, list | tuple):
+        return [_without_surrogates(item) for item in cast(list[Any], value)]
+    return value
 
 
 class LineDecoder:

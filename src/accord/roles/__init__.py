@@ -15,6 +15,10 @@ from ._agent import serve_agent as serve_agent
 from ._base import RoleConnection as RoleConnection
 from ._client import Client as Client
 from ._client import ClientSideConnection as ClientSideConnection
+from ._elicitation import choices_of as choices_of
+from ._elicitation import content_problems as content_problems
+from ._elicitation import default_content as default_content
+from ._elicitation import value_problem as value_problem
 from ._version import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
 from ._version import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
 from ._version import negotiate_version as negotiate_version
@@ -28,7 +32,11 @@ __all__ = (
     "Client",
     "ClientSideConnection",
     "RoleConnection",
+    "choices_of",
+    "content_problems",
+    "default_content",
     "negotiate_version",
     "run_agent_stdio",
     "serve_agent",
+    "value_problem",
 )

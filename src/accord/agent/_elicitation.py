@@ -1,0 +1,291 @@
+"""Elicitation: an engine asks the user a structured question through the client.
+
+ACP's ``elicitation/create`` (agent to client) shows the user a form (``mode: "form"``, fields
+described by an :class:`~accord.schema.ElicitationSchema`) or sends them to a URL
+(``mode: "url"``, e.g. a sign-in page; the agent may later send ``elicitation/complete``). The
+client answers ``accept`` (with the form's content), ``decline`` or ``cancel``.
+
+An engine asks through its :class:`~accord.agent.TurnContext` (``elicit_form``,
+``elicit_url``, ``complete_elicitation``); the runtime builds a :class:`ClientElicitation`
+for each turn, scoped to the session (and, when given, a tool call):
+
+* only the modes the client advertised (``clientCapabilities.elicitation.form`` / ``.url``)
+  may be used: :attr:`Elicitation.modes` says which, and asking in another one raises
+  :class:`~accord.errors.LocalProtocolError` at once, before anything is sent;
+* everything the turn published before the question reaches the client first (the tool call
+  a question is about is known when it is asked);
+* a cancelled turn cancels an open question (``$/cancel_request``) and the engine gets
+  ``cancel``; so does a client that disconnects or answers ``-32800``;
+* an accepted form's content is checked against the schema that was sent
+  (:func:`accord.roles.content_problems`); content that does not match raises
+  :class:`~accord.errors.RemoteProtocolError`, so a tool never acts on a malformed answer.
+  Actions of a later ACP version are read as ``cancel``.
+
+Form mode must not be used for secrets (passwords, API keys, tokens): use a URL.
+
+Below: :mod:`accord.roles` (the connection, the content check), :mod:`accord.schema`. Above:
+the engine protocol (:mod:`._engine`) and the turn (:mod:`._turn`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
+
+import anyio
+
+from ..errors import LocalProtocolError, RemoteProtocolError, RequestCancelled, TransportError
+from ..roles._elicitation import content_problems
+from ..schema import (
+    CompleteElicitationNotification,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
+    ElicitationContentValue,
+    ElicitationSchema,
+)
+
+if TYPE_CHECKING:
+    from ..roles import AgentSideConnection
+
+__all__ = (
+    "ClientElicitation",
+    "Elicitation",
+    "ElicitationAction",
+    "ElicitationAnswer",
+    "ElicitationMode",
+    "advertised_modes",
+)
+
+logger = logging.getLogger("accord.agent")
+
+ElicitationMode: TypeAlias = Literal["form", "url"]
+"""How a question is asked: a form the client renders, or a URL the user opens."""
+
+ElicitationAction: TypeAlias = Literal["accept", "decline", "cancel"]
+"""How the user answered: accepted (a form's content, or consent to open the URL), declined,
+or dismissed / cancelled (also when the turn was cancelled or the client is gone)."""
+
+_EMPTY: Final[Mapping[str, ElicitationContentValue]] = MappingProxyType({})
+_NO_MODES: Final[frozenset[ElicitationMode]] = frozenset()
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ElicitationAnswer:
+    """The user's answer to one question.
+
+    Attributes:
+        action: ``accept``, ``decline`` or ``cancel``.
+        content: An accepted form's values, by field name, checked against the schema
+            (fields the user left empty are absent); empty otherwise.
+        elicitation_id: The id of a URL question (pass it to ``complete_elicitation`` when
+            the out-of-band step is done); ``None`` for forms.
+    """
+
+    action: ElicitationAction
+    content: Mapping[str, ElicitationContentValue] = field(default_factory=lambda: _EMPTY)
+    elicitation_id: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the user accepted."""
+        return self.action == "accept"
+
+
+class Elicitation(Protocol):
+    """The runtime's side of elicitation for one turn (see the module docstring)."""
+
+    @property
+    def modes(self) -> frozenset[ElicitationMode]:
+        """The modes the client advertised (empty: it cannot be asked anything)."""
+        ...
+
+    async def form(
+        self, message: str, schema: ElicitationSchema, *, tool_call_id: str | None = None
+    ) -> ElicitationAnswer:
+        """Ask ``message`` with a form of ``schema``; see :meth:`TurnContext.elicit_form`."""
+        ...
+
+    async def url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> ElicitationAnswer:
+        """Ask the user to open ``url``; see :meth:`TurnContext.elicit_url`."""
+        ...
+
+    async def complete(self, elicitation_id: str) -> None:
+        """Tell the client that URL question ``elicitation_id`` is done."""
+        ...
+
+
+class _TurnScopes(Protocol):
+    """What :class:`ClientElicitation` needs of the turn: its cancellation and scopes."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def add_permission_scope(self, scope: anyio.CancelScope) -> None: ...
+
+    def discard_permission_scope(self, scope: anyio.CancelScope) -> None: ...
+
+
+def advertised_modes(connection: AgentSideConnection) -> frozenset[ElicitationMode]:
+    """The elicitation modes the client advertised in ``initialize``."""
+    capabilities = connection.client_capabilities
+    elicitation = None if capabilities is None else capabilities.elicitation
+    if elicitation is None:
+        return _NO_MODES
+    modes: set[ElicitationMode] = set()
+    if elicitation.form is not None:
+        modes.add("form")
+    if elicitation.url is not None:
+        modes.add("url")
+    return frozenset(modes)
+
+
+@final
+class ClientElicitation:
+    """Asks the client's user, for one session's turn.
+
+    Args:
+        connection: The connection to the client.
+        session_id: The session the questions are scoped to.
+        turn: The turn (its cancellation cancels open questions).
+        before_ask: Awaited before a question is sent (the runtime flushes what the turn
+            published, so the client knows everything the question refers to).
+    """
+
+    __slots__ = ("_before_ask", "_connection", "_modes", "_session_id", "_turn")
+
+    def __init__(
+        self,
+        connection: AgentSideConnection,
+        session_id: str,
+        turn: _TurnScopes,
+        *,
+        before_ask: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Bind to a session's turn; see the class docstring for the arguments."""
+        self._connection = connection
+        self._session_id = session_id
+        self._turn = turn
+        self._before_ask = before_ask
+        self._modes = advertised_modes(connection)
+
+    @property
+    def modes(self) -> frozenset[ElicitationMode]:
+        """The modes the client advertised."""
+        return self._modes
+
+    async def form(
+        self, message: str, schema: ElicitationSchema, *, tool_call_id: str | None = None
+    ) -> ElicitationAnswer:
+        """Show a form and return the (checked) answer.
+
+        Raises:
+            LocalProtocolError: the client did not advertise form elicitation.
+            RemoteProtocolError: the client accepted with content that does not match.
+            RequestError: the client answered with an error (other than -32800).
+        """
+        self._require("form")
+        request = CreateElicitationRequest(
+            message=message,
+            mode="form",
+            requested_schema=schema,
+            session_id=self._session_id,
+            tool_call_id=tool_call_id,
+        )
+        response = await self._ask(request)
+        if response is None:
+            return ElicitationAnswer(action="cancel")
+        action = _action(response)
+        if action != "accept":
+            return ElicitationAnswer(action=action)
+        problems = content_problems(schema, response.content)
+        if problems:
+            raise RemoteProtocolError(
+                "the client's answer does not match the form it was sent: " + "; ".join(problems)
+            )
+        return ElicitationAnswer(action="accept", content=MappingProxyType(response.content or {}))
+
+    async def url(
+        self,
+        message: str,
+        url: str,
+        *,
+        elicitation_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> ElicitationAnswer:
+        """Ask the user to open ``url``; ``accept`` means they agreed to, not that they are done.
+
+        Raises:
+            LocalProtocolError: the client did not advertise URL elicitation.
+            RequestError: the client answered with an error (other than -32800).
+        """
+        self._require("url")
+        ident = elicitation_id or str(uuid.uuid4())
+        request = CreateElicitationRequest(
+            message=message,
+            mode="url",
+            url=url,
+            elicitation_id=ident,
+            session_id=self._session_id,
+            tool_call_id=tool_call_id,
+        )
+        response = await self._ask(request)
+        action = "cancel" if response is None else _action(response)
+        return ElicitationAnswer(action=action, elicitation_id=ident)
+
+    async def complete(self, elicitation_id: str) -> None:
+        """Send ``elicitation/complete`` (the client ignores ids it does not know).
+
+        Raises:
+            LocalProtocolError: the client did not advertise URL elicitation.
+        """
+        self._require("url")
+        await self._connection.complete_elicitation(
+            CompleteElicitationNotification(elicitation_id=elicitation_id)
+        )
+
+    def _require(self, mode: ElicitationMode) -> None:
+        if mode not in self._modes:
+            advertised = ", ".join(sorted(self._modes)) or "none"
+            raise LocalProtocolError(
+                f"the client did not advertise elicitation.{mode}, so the user cannot be asked "
+                f"in {mode} mode (modes advertised: {advertised}); ask in the reply instead"
+            )
+
+    async def _ask(self, request: CreateElicitationRequest) -> CreateElicitationResponse | None:
+        """Send the request; ``None`` when it was cancelled or nobody can answer."""
+        turn = self._turn
+        if turn.cancelled:
+            return None
+        if self._before_ask is not None:
+            await self._before_ask()
+        with anyio.CancelScope() as scope:
+            turn.add_permission_scope(scope)
+            try:
+                return await self._connection.create_elicitation(request)
+            except RequestCancelled:
+                return None
+            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return None  # the client is gone: nobody can answer
+            finally:
+                turn.discard_permission_scope(scope)
+        return None  # the turn was cancelled while the question was open
+
+
+def _action(response: CreateElicitationResponse) -> ElicitationAction:
+    action = response.action
+    if action in ("accept", "decline", "cancel"):
+        return action
+    logger.warning("the client answered an elicitation with unknown action %r: cancel", action)
+    return "cancel"
