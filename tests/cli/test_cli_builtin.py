@@ -121,14 +121,15 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
     with FakeOpenAIServer(script) as server:
         command = ("run", *builtin(server.base_url, tmp_path / "s.db"), "--cwd", str(project))
         with on_a_terminal(*command, "fix add", env=env) as (process, out, keys):
-            question = out.wait_for("[n]o: ", timeout=SLOW)
+            question = out.wait_for("[N]ever: ", timeout=SLOW)
             assert (project / "app.py").read_text().endswith("a - b\n")  # not yet
             os.write(keys, b"y\n")
             out.read_to_end(timeout=SLOW)
             assert process.wait(timeout=TIMEOUT) == ExitCode.OK
     assert (project / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
     before = question.split("Allow edit: ")[0]
-    assert "-    return a - b" in before and "+    return a + b" in before
+    assert "\n-a - b" in before.replace("\x1b[31m", "")  # the edit, before the question
+    assert "\n+a + b" in before.replace("\x1b[32m", "")
     screen = pyte.Screen(160, 60)
     pyte.ByteStream(screen).feed(out.data)
     lines = [line.rstrip() for line in screen.display if line.strip()]
