@@ -118,6 +118,7 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
         ScriptedReply(text=["Fixed."]),
     ]
     env = {**KEY, "LC_ALL": "C.UTF-8", "PYTEST_VERSION": None, "CI": None}
+    env["ACCORD_CONTEXT_WINDOW"] = "128000"  # so the agent reports the context it uses
     with FakeOpenAIServer(script) as server:
         command = ("run", *builtin(server.base_url, tmp_path / "s.db"), "--cwd", str(project))
         with on_a_terminal(*command, "fix add", env=env) as (process, out, keys):
@@ -135,7 +136,7 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
     lines = [line.rstrip() for line in screen.display if line.strip()]
     assert "Fixed." in lines
     assert lines[-1].startswith("[done, session ")
-    assert "tokens" in lines[-1]  # the usage the model reported
+    assert lines[-1].endswith("/128,000 tokens]")  # the context usage the agent reported
     assert "Logfire" not in out.text and "PYDANTIC_AI_NO_BANNER" not in out.text
 
 

@@ -256,6 +256,7 @@ class Display:
         self._inline: str | None = None  # the kind of text the current run is made of
         self._last_write = time.monotonic()
         self._printed_status: dict[str, str] = {}
+        self._calls: dict[str, ToolCallState] = {}  # the latest state of each tool call
         self._diff_shown: set[str] = set()
         self.final_text = ""
         """The text of the agent's last message run (what ``--quiet`` prints)."""
@@ -333,7 +334,11 @@ class Display:
         self._frame = (self._frame + 1) % len(self._frames)
         frame = self._frames[self._frame]
         if self._tool_line is not None:
-            return  # the tool line shows its own state; it is redrawn on change
+            call = self._calls.get(self._tool_line)
+            if call is not None and call.status == "in_progress":  # its mark spins
+                self.out.write(_ERASE_LINE + self._tool_text(call))
+                self.out.flush()
+            return
         if self._line_open:
             return  # mid-text: a spinner would break the line
         self.out.write(_ERASE_LINE + self.style.dim(f"{frame} waiting for the agent"))
@@ -445,6 +450,7 @@ class Display:
     def _tool(self, call: ToolCallState) -> None:
         key = call.tool_call_id
         status = call.status
+        self._calls[key] = call
         if self.terminal:
             if self._tool_line == key:
                 self._emit(_ERASE_LINE + self._tool_text(call))
