@@ -29,7 +29,7 @@ from accord.transports import BackgroundWriterTransport, memory_transport_pair
 from accord.transports import _fd as fd_module
 from accord.transports import _stream as stream_module
 from accord.transports._fd import FdReceiveStream, FdSendStream
-from accord.transports._stream import COALESCE_BYTES, StreamTransport
+from accord.transports._stream import BURST_WINDOW, COALESCE_BYTES, StreamTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -158,10 +158,23 @@ async def test_a_message_sent_while_idle_is_written_before_send_returns() -> Non
     async with _pipes() as p, anyio.create_task_group() as tg:
         tg.start_soon(p.sender.run_writer)
         for index in range(3):
-            await anyio.wait_all_tasks_blocked()  # idle: the writer has run and waits
+            await anyio.sleep(BURST_WINDOW * 4)  # idle: nothing sent for a while
             await p.sender.send(_message(index))
             # No checkpoint since send returned: the line must already be in the pipe.
             assert os.read(p.peer_fd, 65536) == encode_message(_message(index))
+        tg.cancel_scope.cancel()
+
+
+async def test_a_message_sent_after_an_answer_arrived_is_written_before_send_returns() -> None:
+    # A request answered faster than BURST_WINDOW: its answer was read, so the next request
+    # starts a new burst and goes out at once.
+    async with _pipes() as p, anyio.create_task_group() as tg:
+        tg.start_soon(p.sender.run_writer)
+        for index in range(3):
+            await p.sender.send(_message(index))
+            assert os.read(p.peer_fd, 65536) == encode_message(_message(index))
+            os.write(p.peer_write_fd, encode_message(_message(index, sender=1)))
+            assert await p.sender.receive() == _message(index, sender=1)
         tg.cancel_scope.cancel()
 
 

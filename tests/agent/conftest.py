@@ -9,8 +9,9 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
+from pg_support import fresh_schema
 
-from accord.store import MemorySessionStore, SessionStore, SqliteSessionStore
+from accord.store import MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -19,9 +20,14 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncGenerator[SessionStore]:
-    """An open, empty store of each kind (SQLite on a real file)."""
+    """An open, empty store of each kind (SQLite on a real file, PostgreSQL on a real server)."""
+    if request.param == "postgres":
+        with fresh_schema() as url:
+            async with PostgresSessionStore(url) as postgres:
+                yield postgres
+        return
     opened: SessionStore = (
         MemorySessionStore()
         if request.param == "memory"

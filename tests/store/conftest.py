@@ -1,7 +1,7 @@
 """Fixtures for the session-store tests: both anyio backends, and every store implementation.
 
-A new store (PostgreSQL) joins the shared suite by adding itself to ``STORE_KINDS`` and
-``store``.
+PostgreSQL runs on the real server ``make test`` starts (``tests/pg_support.py``), in a fresh
+schema per test.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pg_support import fresh_schema
 
-from accord.store import MemorySessionStore, SessionStore, SqliteSessionStore
+from accord.store import MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore
 
-STORE_KINDS = ("memory", "sqlite")
+STORE_KINDS = ("memory", "sqlite", "postgres")
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -24,8 +25,13 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    """An open, empty store of each kind (SQLite on a real file)."""
+    """An open, empty store of each kind (SQLite on a real file, PostgreSQL on a real server)."""
     kind: str = request.param
+    if kind == "postgres":
+        with fresh_schema() as url:
+            async with PostgresSessionStore(url) as opened:
+                yield opened
+        return
     opened: SessionStore
     if kind == "memory":
         opened = MemorySessionStore()

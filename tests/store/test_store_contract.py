@@ -1,4 +1,4 @@
-"""The shared suite: every ``SessionStore`` must pass it (memory and SQLite; PostgreSQL later)."""
+"""The shared suite: every ``SessionStore`` must pass it (memory, SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -581,3 +581,50 @@ async def test_cancelled_write_stores_nothing_and_store_carries_on(store: Sessio
     assert await store.read_events("s1") == []
     await store.append_events(events("s1", 1, 3))
     assert len(await store.read_events("s1")) == 3
+
+
+# -- claims: one process at a time runs a session's turns ---------------------------------------
+
+
+async def test_claim_is_granted_renewed_and_reports_the_head(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.append_events(events("s1", 1, 3))
+    first = await store.claim_session("s1", "process-a", lease_seconds=30)
+    assert first.held_by("process-a")
+    assert first.last_seq == 3
+    assert first.expires_at.tzinfo is not None
+    renewed = await store.claim_session("s1", "process-a", lease_seconds=60)
+    assert renewed.held_by("process-a")
+    assert renewed.expires_at > first.expires_at
+
+
+async def test_a_live_claim_keeps_other_owners_out(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.claim_session("s1", "process-a", lease_seconds=30)
+    other = await store.claim_session("s1", "process-b", lease_seconds=30)
+    assert not other.held_by("process-b")
+    assert other.owner == "process-a"
+    await store.release_session("s1", "process-b")  # not the holder: nothing happens
+    assert (await store.claim_session("s1", "process-b", lease_seconds=30)).owner == "process-a"
+    await store.release_session("s1", "process-a")
+    assert (await store.claim_session("s1", "process-b", lease_seconds=30)).held_by("process-b")
+
+
+async def test_an_expired_claim_can_be_taken_over(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.claim_session("s1", "dead-process", lease_seconds=0.05)
+    await anyio.sleep(0.2)
+    taken = await store.claim_session("s1", "process-b", lease_seconds=30)
+    assert taken.held_by("process-b")
+
+
+async def test_claims_are_per_session_and_need_a_stored_one(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.create_session(record("s2"))
+    await store.claim_session("s1", "process-a", lease_seconds=30)
+    assert (await store.claim_session("s2", "process-b", lease_seconds=30)).held_by("process-b")
+    with pytest.raises(UnknownSession):
+        await store.claim_session("nope", "process-a", lease_seconds=30)
+    await store.release_session("nope", "process-a")  # silently nothing
+    with pytest.raises(ValueError, match="lease_seconds must be positive"):
+        await store.claim_session("s1", "process-a", lease_seconds=0)

@@ -250,7 +250,7 @@ async def test_older_file_is_migrated_on_open(
         got = await store.get_session("s1")
         assert got is not None and got.last_seq == 2
 
-    assert _user_version(path) == 2
+    assert _user_version(path) == len(schema.MIGRATIONS)
     db = sqlite3.connect(path)
     try:
         assert db.execute("SELECT session_id, pinned FROM sessions").fetchall() == [("s1", 0)]

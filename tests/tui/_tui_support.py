@@ -80,9 +80,10 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], object], within: floa
     await pilot.pause()
 
 
-RawStep = SessionUpdate | tuple[str, RequestPermissionRequest | None] | StopReason
+RawStep = SessionUpdate | tuple[str, RequestPermissionRequest | None] | StopReason | str
 """A step of a :class:`RawAgent` turn: an update to send, a permission request (sent and
-answered before going on; the answer is recorded), or the stop reason that ends the turn."""
+answered before going on; the answer is recorded), the stop reason that ends the turn, or
+``"wait_cancel"``: wait for ``session/cancel``, then end ``cancelled``."""
 
 
 class RawAgent(Agent):
@@ -129,6 +130,9 @@ class RawAgent(Agent):
         self.prompts.append(request)
         steps = self._turns.pop(0) if self._turns else ["end_turn"]
         for step in steps:
+            if step == "wait_cancel":
+                await self.cancelled.wait()
+                return PromptResponse(stop_reason="cancelled")
             if isinstance(step, str):
                 return PromptResponse(stop_reason=step)  # type: ignore[arg-type]
             if isinstance(step, tuple):
@@ -138,9 +142,6 @@ class RawAgent(Agent):
                 response = await self.client.request_permission(ask)
                 self.answers.append(response.outcome)
                 continue
-            if step == "wait_cancel":
-                await self.cancelled.wait()
-                return PromptResponse(stop_reason="cancelled")
             await self.send(step)
         return PromptResponse(stop_reason="end_turn")
 

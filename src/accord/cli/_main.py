@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model", help="pydantic-ai model name, e.g. openai:gpt-5 or anthropic:…")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)")
-    serve.add_argument("--store", help="SQLite file for sessions (default: user data dir)")
+    serve.add_argument(
+        "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
+    )
 
     run = command(
         "run",

@@ -5,10 +5,12 @@
     accord serve --model openai:gpt-5
     accord serve --model qwen2.5-coder:7b --base-url http://localhost:11434/v1   # Ollama
     accord serve --store ~/work/sessions.sqlite3
+    accord serve --store postgresql://accord@db.internal/accord   # shared by several servers
 
 The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to stderr, more with
 ``-v``). Sessions are kept in the SQLite store (``--store``, default
-``<user data dir>/accord/sessions.sqlite3``), so ``session/load`` works across restarts.
+``<user data dir>/accord/sessions.sqlite3``), so ``session/load`` works across restarts, or in a
+PostgreSQL database several servers share (``--store postgresql://...``).
 ``--model`` / ``--base-url`` fall back to ``ACCORD_MODEL`` / ``ACCORD_BASE_URL``; API keys come
 from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged. Without a model
 the agent still starts and tells the editor how to configure one.
@@ -46,9 +48,10 @@ def build_agent(
     environ: Mapping[str, str] | None = None,
     warn: bool = True,
 ) -> CoderRuntime:
-    """Build the coding agent (runtime, engine, SQLite store) from command-line values.
+    """Build the coding agent (runtime, engine, session store) from command-line values.
 
-    ``store`` is the SQLite file (``None``: the default path, created when first used). The
+    ``store`` is a SQLite file or a ``postgresql://`` URL (``None``: the default SQLite file,
+    created when first used; see :func:`accord.store.open_store`). The
     runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
     store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself. ``environ``
     (default: this process's) supplies ``ACCORD_MODEL`` and friends; ``warn`` logs, once,
@@ -58,11 +61,11 @@ def build_agent(
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
     """
     from ..coder import CoderConfig, CoderRuntime
-    from ..store import SqliteSessionStore
+    from ..store import open_store
 
     env = os.environ if environ is None else environ
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
-    runtime = CoderRuntime(config, store=SqliteSessionStore(store), owns_store=True)
+    runtime = CoderRuntime(config, store=open_store(store), owns_store=True)
     if warn and not config.configured:
         _log.warning("%s", config.problem())
     elif warn and coder_extra_missing():

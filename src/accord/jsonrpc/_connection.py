@@ -186,7 +186,7 @@ class Connection:
         self._waiters: dict[RequestId, _Waiter] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._no_running_handlers = anyio.Event()
-        self._slots = anyio.Semaphore(max_concurrent_requests)
+        self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
         # Notifications travel to the worker in batches (all those of one read), so a burst
         # costs one hand-off per read, not per message; the bound still counts messages.
         # A batch in the worker's hands, batches queued, one batch being read: at most

@@ -11,11 +11,14 @@ Stores:
   the user's data directory) in WAL mode, driven from anyio worker threads (asyncio and trio).
   The schema is versioned (``PRAGMA user_version``) with ordered migrations; an older file is
   migrated on open, a newer one is refused with :class:`SchemaVersionError`.
+* :class:`PostgresSessionStore`: one PostgreSQL database shared by several server processes
+  (psycopg 3 and its pool, the ``postgres`` extra, imported on first use); numbered migrations
+  applied on open, a newer database refused; every append notifies :data:`EVENTS_CHANNEL`.
 * :class:`MemorySessionStore`: the same behaviour in memory, for tests.
 
-A PostgreSQL store can follow by implementing the protocol and joining the parametrized suite
-in ``tests/store/``; nothing in the protocol is SQLite-specific (cursors are opaque, the sort key
-is ``(updated_at, session_id)``, every write is one transaction).
+All three pass one parametrized suite in ``tests/store/``; nothing in the protocol is specific
+to one engine (cursors are opaque, the sort key is ``(updated_at, session_id)``, every write is
+one transaction).
 
 Writing: events are appended as they happen, never rewritten at the end of a turn. The runtime
 hands them one at a time to a :class:`GroupCommitWriter`, which commits whatever accumulated in
@@ -43,6 +46,10 @@ from ._errors import StoreError as StoreError
 from ._errors import UnknownSession as UnknownSession
 from ._errors import WriterClosed as WriterClosed
 from ._memory import MemorySessionStore as MemorySessionStore
+from ._open import POSTGRES_SCHEMES as POSTGRES_SCHEMES
+from ._open import open_store as open_store
+from ._postgres import EVENTS_CHANNEL as EVENTS_CHANNEL
+from ._postgres import PostgresSessionStore as PostgresSessionStore
 from ._protocol import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from ._protocol import MAX_PAGE_SIZE as MAX_PAGE_SIZE
 from ._protocol import READ_BATCH_SIZE as READ_BATCH_SIZE
@@ -51,6 +58,7 @@ from ._protocol import SessionStore as SessionStore
 from ._protocol import Unchanged as Unchanged
 from ._protocol import iter_events as iter_events
 from ._records import JsonObject as JsonObject
+from ._records import SessionClaim as SessionClaim
 from ._records import SessionPage as SessionPage
 from ._records import SessionRecord as SessionRecord
 from ._records import SessionSummary as SessionSummary
@@ -68,7 +76,9 @@ __all__ = (
     "BUSY_TIMEOUT_SECONDS",
     "DEFAULT_MAX_PENDING",
     "DEFAULT_PAGE_SIZE",
+    "EVENTS_CHANNEL",
     "MAX_PAGE_SIZE",
+    "POSTGRES_SCHEMES",
     "READ_BATCH_SIZE",
     "UNCHANGED",
     "EventOrderError",
@@ -78,7 +88,9 @@ __all__ = (
     "MemorySessionStore",
     "Migration",
     "OnCommitted",
+    "PostgresSessionStore",
     "SchemaVersionError",
+    "SessionClaim",
     "SessionExists",
     "SessionPage",
     "SessionRecord",
@@ -94,4 +106,5 @@ __all__ = (
     "WriterStatistics",
     "default_store_path",
     "iter_events",
+    "open_store",
 )

@@ -103,3 +103,13 @@ def check_follows(session_id: str, last_seq: int, group: Sequence[StoredEvent]) 
             f"session {session_id!r}: seq {group[0].seq} is not after the stored"
             f" last_seq {last_seq}"
         )
+
+
+def check_lease(lease_seconds: float) -> None:
+    """Refuse a lease that is not a positive number of seconds.
+
+    Raises:
+        ValueError: it is zero, negative or not a number.
+    """
+    if not lease_seconds > 0:
+        raise ValueError(f"lease_seconds must be positive, got {lease_seconds!r}")

@@ -11,13 +11,21 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Self
 
 from anyio.lowlevel import checkpoint
 
-from ._codec import check_follows, copy_json, decode_cursor, encode_cursor, group_events, to_micros
+from ._codec import (
+    check_follows,
+    check_lease,
+    copy_json,
+    decode_cursor,
+    encode_cursor,
+    group_events,
+    to_micros,
+)
 from ._errors import SessionExists, StoreClosed, UnknownSession
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
@@ -26,7 +34,14 @@ from ._protocol import (
     UNCHANGED,
     Unchanged,
 )
-from ._records import JsonObject, SessionPage, SessionRecord, SessionSummary, StoredEvent
+from ._records import (
+    JsonObject,
+    SessionClaim,
+    SessionPage,
+    SessionRecord,
+    SessionSummary,
+    StoredEvent,
+)
 
 
 @dataclass(slots=True)
@@ -34,6 +49,7 @@ class _Entry:
     record: SessionRecord
     events: list[StoredEvent] = field(default_factory=list[StoredEvent])
     seqs: list[int] = field(default_factory=list[int])
+    claim: SessionClaim | None = None
 
 
 def _normalized(record: SessionRecord) -> SessionRecord:
@@ -225,6 +241,33 @@ class MemorySessionStore:
         await checkpoint()
         self._check_open()
         self._sessions.pop(session_id, None)
+
+    async def claim_session(
+        self, session_id: str, owner: str, *, lease_seconds: float
+    ) -> SessionClaim:
+        """See :meth:`SessionStore.claim_session`."""
+        check_lease(lease_seconds)
+        await checkpoint()
+        self._check_open()
+        entry = self._entry(session_id)
+        now = datetime.now(UTC)
+        held = entry.claim
+        if held is None or held.owner == owner or held.expires_at <= now:
+            held = SessionClaim(
+                owner=owner,
+                expires_at=now + timedelta(seconds=lease_seconds),
+                last_seq=entry.record.last_seq,
+            )
+            entry.claim = held
+        return replace(held, last_seq=entry.record.last_seq)
+
+    async def release_session(self, session_id: str, owner: str) -> None:
+        """See :meth:`SessionStore.release_session`."""
+        await checkpoint()
+        self._check_open()
+        entry = self._sessions.get(session_id)
+        if entry is not None and entry.claim is not None and entry.claim.owner == owner:
+            entry.claim = None
 
     async def aclose(self) -> None:
         """See :meth:`SessionStore.aclose`."""

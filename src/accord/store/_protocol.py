@@ -13,7 +13,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Final, Protocol, Self
 
-from ._records import JsonObject, SessionPage, SessionRecord, StoredEvent
+from ._records import JsonObject, SessionClaim, SessionPage, SessionRecord, StoredEvent
 
 #: Largest page ``list_sessions`` returns; a bigger ``limit`` is capped to it. The ACP spec
 #: asks agents to cap page size; 100 rows of summaries is a few tens of kilobytes on the wire.
@@ -142,6 +142,27 @@ class SessionStore(Protocol):
 
     async def delete_session(self, session_id: str) -> None:
         """Remove a session and all its events; an unknown id is silently ignored."""
+        ...
+
+    async def claim_session(
+        self, session_id: str, owner: str, *, lease_seconds: float
+    ) -> SessionClaim:
+        """Take, or renew, the lease on running ``session_id``'s turns for ``owner``.
+
+        Granted when nobody holds the lease, ``owner`` already does (a renewal: the expiry
+        moves to now + ``lease_seconds``), or the holder's lease has expired (a process that
+        died). Otherwise the current holder is left alone. Either way the result says who
+        holds the lease now; ``claim.held_by(owner)`` tells whether it was granted.
+
+        Raises:
+            UnknownSession: no session with that id is stored.
+            ValueError: ``lease_seconds`` is not positive.
+        """
+        ...
+
+    async def release_session(self, session_id: str, owner: str) -> None:
+        """Give up ``owner``'s lease on ``session_id``; nothing happens if another process
+        holds it, or nobody does, or the session is not stored."""
         ...
 
     async def aclose(self) -> None:

@@ -128,3 +128,27 @@ class SessionPage:
 
     sessions: tuple[SessionSummary, ...]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionClaim:
+    """Who may run a session's turns, after a ``claim_session`` call.
+
+    One process at a time runs a session's turns: it claims the session first, a lease that
+    it renews while the turn runs and releases when the turn ends. A process that dies stops
+    renewing, and once ``expires_at`` has passed another process may claim the session.
+
+    Attributes:
+        owner: the holder of the lease (the caller's own id when the claim was granted).
+        expires_at: when the lease ends unless renewed (timezone-aware).
+        last_seq: the session's stored ``last_seq`` as the claim was decided, so the new owner
+            can tell whether another process appended events since it last looked.
+    """
+
+    owner: str
+    expires_at: datetime
+    last_seq: int
+
+    def held_by(self, owner: str) -> bool:
+        """Whether ``owner`` holds the lease."""
+        return self.owner == owner

@@ -81,8 +81,14 @@ def _v1_initial(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2_claims(db: sqlite3.Connection) -> None:
+    """Version 2: the lease of the process running a session's turns (see ``claim_session``)."""
+    db.execute("ALTER TABLE sessions ADD COLUMN owner TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN owner_expires_at INTEGER")  # microseconds, UTC
+
+
 #: Every migration ever shipped, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial,)
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_claims)
 
 
 def schema_version(db: sqlite3.Connection) -> int:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self, TypeVar
@@ -25,7 +25,7 @@ import anyio.to_thread
 import platformdirs
 
 from . import _sqlite_ops as ops
-from ._codec import decode_cursor, dump_json, to_micros
+from ._codec import check_lease, decode_cursor, dump_json, to_micros
 from ._errors import StoreClosed, StoreError
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
@@ -34,7 +34,7 @@ from ._protocol import (
     UNCHANGED,
     Unchanged,
 )
-from ._records import JsonObject, SessionPage, SessionRecord, StoredEvent
+from ._records import JsonObject, SessionClaim, SessionPage, SessionRecord, StoredEvent
 from ._schema import migrate
 
 _T = TypeVar("_T")
@@ -216,6 +216,20 @@ class SqliteSessionStore:
     async def delete_session(self, session_id: str) -> None:
         """See :meth:`SessionStore.delete_session`."""
         await self._call(lambda db: ops.delete(db, session_id))
+
+    async def claim_session(
+        self, session_id: str, owner: str, *, lease_seconds: float
+    ) -> SessionClaim:
+        """See :meth:`SessionStore.claim_session` (leases run on this machine's clock)."""
+        check_lease(lease_seconds)
+        lease = int(lease_seconds * 1_000_000)
+        return await self._call(
+            lambda db: ops.claim(db, session_id, owner, to_micros(datetime.now(UTC)), lease)
+        )
+
+    async def release_session(self, session_id: str, owner: str) -> None:
+        """See :meth:`SessionStore.release_session`."""
+        await self._call(lambda db: ops.release(db, session_id, owner))
 
     async def aclose(self) -> None:
         """Close the database (waiting for a running call to finish); idempotent."""

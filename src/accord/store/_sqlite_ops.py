@@ -19,7 +19,7 @@ import orjson
 
 from ._codec import check_follows, encode_cursor, from_micros, group_events, to_micros
 from ._errors import SessionExists, UnknownSession
-from ._records import SessionPage, SessionRecord, SessionSummary, StoredEvent
+from ._records import SessionClaim, SessionPage, SessionRecord, SessionSummary, StoredEvent
 
 #: Bound parameters per ``IN (...)`` list; SQLite builds before 3.32 allow 999 in a statement.
 _IN_CHUNK: Final = 500
@@ -316,3 +316,32 @@ def delete(db: sqlite3.Connection, session_id: str) -> None:
     """Remove a session with its labels and events; unknown ids are ignored."""
     with _transaction(db):
         db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+
+
+def claim(
+    db: sqlite3.Connection, session_id: str, owner: str, now: int, lease: int
+) -> SessionClaim:
+    """Take or renew ``owner``'s lease (times in microseconds; see ``claim_session``)."""
+    with _transaction(db):
+        db.execute(
+            "UPDATE sessions SET owner = ?, owner_expires_at = ? WHERE session_id = ?"
+            " AND (owner IS NULL OR owner = ? OR owner_expires_at <= ?)",
+            (owner, now + lease, session_id, owner, now),
+        )
+        row = db.execute(
+            "SELECT owner, owner_expires_at, last_seq FROM sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+    if row is None:
+        raise UnknownSession(f"no stored session {session_id!r}")
+    return SessionClaim(owner=row[0], expires_at=from_micros(row[1]), last_seq=row[2])
+
+
+def release(db: sqlite3.Connection, session_id: str, owner: str) -> None:
+    """Drop ``owner``'s lease, if it holds it."""
+    with _transaction(db):
+        db.execute(
+            "UPDATE sessions SET owner = NULL, owner_expires_at = NULL"
+            " WHERE session_id = ? AND owner = ?",
+            (session_id, owner),
+        )

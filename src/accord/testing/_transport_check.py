@@ -40,6 +40,8 @@ MakeTransportPair: TypeAlias = Callable[
 CHECK_TIMEOUT = 20.0
 #: Messages a sender tries to push with nobody reading; a bounded transport stops far sooner.
 BACKPRESSURE_PROBE = 100_000
+#: How long a held-back sender may take to resume once the reader has caught up.
+RESUME_TIMEOUT = 2.0
 
 #: JSON values that must survive a round trip exactly: every JSON type, id-like integers
 #: including 0, text that framing could trip over (newlines, U+2028, quotes, non-ASCII).
@@ -243,12 +245,14 @@ async def check_backpressure(make_pair: MakeTransportPair) -> None:
     """With nobody reading, a sender is held back: the channel's buffer is bounded."""
     async with _opened(make_pair) as (a, b):
         sent = 0
+        progressed = [anyio.Event()]
 
         async def flood() -> None:
             nonlocal sent
             for index in range(BACKPRESSURE_PROBE):
                 await a.send(_message(0, index))
                 sent += 1
+                progressed[0].set()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(flood)
@@ -257,10 +261,13 @@ async def check_backpressure(make_pair: MakeTransportPair) -> None:
             assert held_at < BACKPRESSURE_PROBE, "the sender was never held back: unbounded"
             await anyio.wait_all_tasks_blocked()
             assert sent == held_at, "the sender advanced while nobody was reading"
+            progressed[0] = anyio.Event()
             for index in range(held_at):
                 got = await b.receive()
                 assert got == _message(0, index), f"message {index} arrived as {got!r:.200}"
-            await anyio.wait_all_tasks_blocked()
+            # The channel tells the sender it has room again: it must go on, soon.
+            with anyio.move_on_after(RESUME_TIMEOUT):
+                await progressed[0].wait()
             assert sent > held_at, "the sender stayed blocked after the reader caught up"
             tg.cancel_scope.cancel()
 

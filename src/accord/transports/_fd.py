@@ -49,18 +49,40 @@ class FdReceiveStream(_FdBase, ByteReceiveStream):
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Read up to ``max_bytes``; raises ``anyio.EndOfStream`` at end of file."""
         while True:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self._fd, max_bytes)
-            except BlockingIOError:
-                await anyio.wait_readable(self._fd)
-                continue
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            if not data:
-                raise anyio.EndOfStream
-            return data
+            data = self.read_nowait(max_bytes)
+            if data is not None:
+                return data
+            await self.wait_readable()
+
+    def read_nowait(self, max_bytes: int = 65536) -> bytes | None:
+        """Read what the pipe holds now (up to ``max_bytes``), or ``None`` when it is empty.
+
+        Raises:
+            anyio.EndOfStream: end of file.
+            anyio.ClosedResourceError: the stream was closed.
+            anyio.BrokenResourceError: reading failed.
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            data = os.read(self._fd, max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def wait_readable(self) -> None:
+        """Wait until the pipe has data or end of file (or the stream is closed).
+
+        Raises:
+            anyio.ClosedResourceError: the stream was closed (also while waiting).
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        await anyio.wait_readable(self._fd)
 
     async def aclose(self) -> None:
         """Stop reading; close the descriptor if this stream owns it."""

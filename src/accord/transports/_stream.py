@@ -3,14 +3,16 @@
 ``StreamTransport`` frames messages as UTF-8 JSON lines: it is what stdio and subprocess
 transports are made of. Reads are large (64 KiB) and parsed lines are buffered, so a burst of
 small notifications costs one system call per read rather than one per message. Writes keep
-one queue, so concurrent senders never interleave lines; with ``run_writer`` running (the
-connection starts it), a burst sent without yielding is written with one system call per
-pipe buffer rather than one per message.
+one queue, so concurrent senders never interleave lines. A line sent while the pipe is idle
+is written at once by its sender; with ``run_writer`` running (the connection starts it), a
+burst sent without yielding is written with one system call per pipe buffer rather than one
+per message.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from time import perf_counter
 from typing import Any
 
 import anyio
@@ -26,9 +28,9 @@ from ..jsonrpc._framing import (
     decode_line,
     encode_message,
 )
-from ._fd import FdSendStream
+from ._fd import FdReceiveStream, FdSendStream
 
-__all__ = ("CLOSE_FLUSH_TIMEOUT", "COALESCE_BYTES", "READ_SIZE", "StreamTransport")
+__all__ = ("BURST_WINDOW", "CLOSE_FLUSH_TIMEOUT", "COALESCE_BYTES", "READ_SIZE", "StreamTransport")
 
 #: Bytes asked for per read: one OS pipe buffer's worth.
 READ_SIZE = 65536
@@ -36,6 +38,13 @@ READ_SIZE = 65536
 COALESCE_BYTES = 8192
 #: How long closing may spend writing out lines still queued.
 CLOSE_FLUSH_TIMEOUT = 5.0
+#: A line sent within this many seconds of one written directly, with the writer not run
+#: since, is part of a burst: it is queued and written with the lines that follow it. A
+#: sender this fast is not yielding between lines; one slower than this pays one system
+#: call per line, which is then small next to its own work.
+BURST_WINDOW = 50e-6
+
+_LONG_AGO = float("-inf")
 
 #: What a failed write raises: the peer is gone or the stream was closed.
 _WRITE_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
@@ -66,6 +75,9 @@ class StreamTransport:
         # A pipe we write with non-blocking system calls: a line that fits goes out at once,
         # without taking the lock, as long as no earlier line is still waiting to be written.
         self._fd_writer = writer if isinstance(writer, FdSendStream) else None
+        # A pipe we read with non-blocking system calls (see _read()).
+        self._fd_reader = reader if isinstance(reader, FdReceiveStream) else None
+        self._read_was_short = False
         # Lines waiting to be written, oldest first (see send() and run_writer()). The lock
         # holder writes them; while it writes a batch, later lines queue here behind it.
         self._pending: list[bytes] = []
@@ -76,18 +88,19 @@ class StreamTransport:
         self._write_error: BaseException | None = None
         self._writer_running = False
         self._wake = anyio.Event()
-        # A line went out since the writer last ran: the sender has not yielded since.
-        self._wrote_this_turn = False
+        # When a line last went out directly (see send()); reset when the writer runs.
+        self._last_direct_write = _LONG_AGO
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as a JSON line.
 
         Without a running :meth:`run_writer`, the line is written before this returns
         (waiting while the pipe is full). With one, a line sent while the pipe is idle is
-        still written at once, but the lines that follow it before the sending task yields
-        are queued and written together: by the writer task as soon as the sender yields,
-        or by the sender itself once ``COALESCE_BYTES`` are waiting (waiting while the pipe
-        is full, which is the backpressure).
+        still written at once, and no task is woken for it (a lone request pays for one
+        system call, nothing else). Lines that follow it within ``BURST_WINDOW`` (a sender
+        that is not yielding between them) are queued and written together: by the writer
+        task as soon as the sender yields, or by the sender itself once ``COALESCE_BYTES``
+        are waiting (waiting while the pipe is full, which is the backpressure).
 
         A send cancelled while it waits may still have its line written later (never half of
         it). Over a stream that is not a pipe, cancelling a write in progress ends the
@@ -106,21 +119,22 @@ class StreamTransport:
                 await self._flush()
             elif self._pending_bytes >= COALESCE_BYTES:
                 await self._flush()  # backpressure: wait while the pipe is full
+                self._last_direct_write = perf_counter()  # the burst goes on
             else:
                 self._owed = True
                 # The lock holder writes it; should none be left, the writer does.
                 self._wake_writer()
             return
         if self._writer_running:
-            if self._wrote_this_turn or self._fd_writer is None:
+            now = perf_counter()
+            if now - self._last_direct_write < BURST_WINDOW or self._fd_writer is None:
                 # A burst: queue it; the writer writes the lot once the sender yields.
                 self._queue(data)
                 self._owed = True
                 self._wake_writer()
                 return
-            # Idle: write at once, and have the writer run (ending the turn) on our next yield.
-            self._wrote_this_turn = True
-            self._wake_writer()
+            # Idle: write at once, with no task to wake (the lone request's path).
+            self._last_direct_write = now
         fd_writer = self._fd_writer
         if fd_writer is not None:
             try:
@@ -135,7 +149,8 @@ class StreamTransport:
         # The pipe is full (or not a pipe): the rest must go out before any later line.
         self._queue(data)
         if self._writer_running:
-            self._owed = True  # the writer, woken above, writes the rest
+            self._owed = True  # the writer writes the rest
+            self._wake_writer()
             return
         await self._flush()
 
@@ -156,7 +171,8 @@ class StreamTransport:
             while True:
                 await self._wake.wait()
                 self._wake = anyio.Event()
-                self._wrote_this_turn = False
+                # The sender has yielded: its next line starts a new burst.
+                self._last_direct_write = _LONG_AGO
                 if self._pending:
                     try:
                         await self._flush()
@@ -164,7 +180,7 @@ class StreamTransport:
                         return  # recorded: the next send raises it
         finally:
             self._writer_running = False
-            self._wrote_this_turn = False
+            self._last_direct_write = _LONG_AGO
 
     def _wake_writer(self) -> None:
         wake = self._wake
@@ -268,15 +284,12 @@ class StreamTransport:
             if self._eof:
                 raise anyio.EndOfStream
             try:
-                chunk = await self._reader.receive(READ_SIZE)
+                chunk = await self._read()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self._eof = True
                 frames.extend(self._decoder.end_of_stream())
                 continue
             frames.extend(self._decoder.feed(chunk))
-            # A read that found data did not yield; yield once per read so a peer that
-            # keeps the pipe full cannot starve the other tasks.
-            await anyio.lowlevel.checkpoint()
         frame = frames.popleft()
         if isinstance(frame, MalformedFrame):
             return frame
@@ -307,6 +320,34 @@ class StreamTransport:
                     continue
             append(frame)
         return batch
+
+    async def _read(self) -> bytes:
+        """Read the next chunk, having yielded to the other tasks once since the last read.
+
+        A pipe's last read came back short: it is most likely empty, so this waits for it
+        to become readable (which yields) instead of trying a read that would fail. After
+        a full read, more is probably waiting: this yields (so a peer that keeps the pipe
+        full cannot starve the other tasks), then reads. Either way, the tasks that the
+        previous read's messages woke (the caller of a request whose answer came in, the
+        handler of a request) run before this reader spends time on the next read.
+        """
+        fd_reader = self._fd_reader
+        if fd_reader is None:
+            chunk = await self._reader.receive(READ_SIZE)
+            await anyio.lowlevel.checkpoint()
+            return chunk
+        if self._read_was_short:
+            await fd_reader.wait_readable()
+        else:
+            await anyio.lowlevel.checkpoint()
+        while True:
+            chunk = fd_reader.read_nowait(READ_SIZE)
+            if chunk is not None:
+                self._read_was_short = len(chunk) < READ_SIZE
+                # This task ran, so whoever sent last has yielded: a new burst may start.
+                self._last_direct_write = _LONG_AGO
+                return chunk
+            await fd_reader.wait_readable()
 
     @property
     def buffered_bytes(self) -> int:

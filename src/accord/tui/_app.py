@@ -100,6 +100,13 @@ def describe_failure(error: BaseException, stderr: str = "") -> str:
     return "\n".join(lines)
 
 
+def _alone(error: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (else the group)."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        error = error.exceptions[0]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return error  # pyright: ignore[reportUnknownVariableType]
+
+
 class ChatApp(App[int]):
     """The ``accord chat`` application (see the module docstring)."""
 
@@ -230,7 +237,7 @@ class ChatApp(App[int]):
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as error:
-            self._show_failure(error)
+            self._show_failure(_alone(error))
         finally:
             self._started.set()
             if spec is not None and self._close_agent is not None:

@@ -59,14 +59,14 @@ class _OptionSelect(Select[str]):
             value=value if known else Select.NULL,
             allow_blank=not known,
             compact=True,
-            id=f"select-{_css_id(config_id)}",
+            classes=f"select-{_css_id(config_id)}",
         )
         self.config_id = config_id
 
 
 class _OptionSwitch(Switch):
     def __init__(self, config_id: str, value: bool) -> None:
-        super().__init__(value=value, id=f"switch-{_css_id(config_id)}")
+        super().__init__(value=value, classes=f"switch-{_css_id(config_id)}")
         self.config_id = config_id
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeAlias
+from typing import ClassVar, Literal, TypeAlias, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -115,7 +115,7 @@ class SessionPicker(ModalScreen[PickedSession | None]):
         self.query_one(DataTable).focus()
 
     def _highlighted(self) -> SessionInfo | None:
-        table = self.query_one("DataTable", DataTable[object])
+        table = cast("DataTable[object]", self.query_one(DataTable))
         if not self.sessions or table.cursor_row < 0:
             return None
         return self.sessions[min(table.cursor_row, len(self.sessions) - 1)]

@@ -1,0 +1,613 @@
+"""``PostgresSessionStore``: the ``SessionStore`` that several server processes share.
+
+SQLite stays the embedded default; this store is for a team that runs several ``accord serve``
+processes, on one machine or several, over one PostgreSQL database. It is built on psycopg 3
+and its connection pool, used from anyio worker threads (psycopg's async API is asyncio-only),
+so it runs on asyncio and trio alike, like the SQLite store.
+
+Guarantees, beyond the ``SessionStore`` contract:
+
+* every write is one transaction; appends take the session row's lock only for the short
+  append transaction, and reads of history never lock anything;
+* a conflicting append (another process appended the same seqs) is refused with
+  :class:`EventOrderError` and nothing of it is stored; the store never reloads and continues,
+  which is how histories get corrupted;
+* each append ends with a ``NOTIFY`` on :data:`EVENTS_CHANNEL` (``"<session id> <last seq>"``),
+  delivered on commit, so another process can wake up and read the new events
+  (:meth:`PostgresSessionStore.listen` keeps a dedicated connection for that);
+* a lost connection (the database restarted) surfaces as a :class:`StoreError` that names the
+  server, never the password, and the next call reconnects.
+
+Above: the agent runtime and ``GroupCommitWriter``. Below: ``_postgres_schema``, ``_codec``,
+psycopg and psycopg_pool (imported lazily: the ``postgres`` extra).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import orjson
+
+from ._codec import (
+    check_follows,
+    check_lease,
+    decode_cursor,
+    encode_cursor,
+    from_micros,
+    group_events,
+    to_micros,
+)
+from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
+from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
+from ._records import (
+    JsonObject,
+    SessionClaim,
+    SessionPage,
+    SessionRecord,
+    SessionSummary,
+    StoredEvent,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+_T = TypeVar("_T")
+
+#: The channel every append notifies, with ``"<session id> <last seq>"`` as the payload.
+EVENTS_CHANNEL: Final = "accord_events"
+#: Connections the pool keeps open at most (and worker threads used at once).
+DEFAULT_POOL_SIZE: Final = 4
+#: How long opening the store waits for the database before giving up.
+CONNECT_TIMEOUT_SECONDS: Final = 10.0
+
+_SESSION_COLUMNS: Final = (
+    "session_id, cwd, additional_directories::text, mcp_servers::text, title,"
+    " created_at, updated_at, epoch, last_seq, state::text"
+)
+_SUMMARY_COLUMNS: Final = (
+    "session_id, cwd, additional_directories::text, title, created_at, updated_at, last_seq"
+)
+
+
+def describe_url(url: str) -> str:
+    """Return ``url`` as it may be shown to a person: host, port and database, no password."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return "PostgreSQL (from a connection string)"
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or 5432
+    except ValueError:
+        port = "?"
+    host = parts.hostname or "localhost"
+    database = parts.path.lstrip("/")
+    return f"PostgreSQL at {host}:{port}/{database}"
+
+
+def _record(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        session_id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(orjson.loads(row[2])),
+        mcp_servers=tuple(orjson.loads(row[3])),
+        title=row[4],
+        created_at=from_micros(row[5]),
+        updated_at=from_micros(row[6]),
+        epoch=row[7],
+        last_seq=row[8],
+        state=orjson.loads(row[9]),
+    )
+
+
+def _summary(row: Sequence[Any]) -> SessionSummary:
+    return SessionSummary(
+        session_id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(orjson.loads(row[2])),
+        title=row[3],
+        created_at=from_micros(row[4]),
+        updated_at=from_micros(row[5]),
+        last_seq=row[6],
+    )
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+class PostgresSessionStore:
+    """A :class:`~accord.store.SessionStore` on PostgreSQL, shared by several processes.
+
+    Nothing happens on construction; the pool is opened and the schema migrated by
+    ``async with`` or by the first call. Needs the ``postgres`` extra
+    (``pip install "accord[postgres]"``: psycopg 3 with its pool).
+    """
+
+    def __init__(self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+        """Prepare a store on the database at ``url`` (a ``postgresql://`` URL or a libpq
+        connection string).
+
+        Args:
+            url: where the database is; a password in it is never shown or logged.
+            pool_size: connections kept open at most, and operations run at once.
+        """
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+        self._url = url
+        self._pool_size = pool_size
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._open_lock = threading.Lock()
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._closed = False
+        self._where = describe_url(url)
+
+    @property
+    def where(self) -> str:
+        """The database as it may be shown to a person (no password)."""
+        return self._where
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _open_pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+        try:
+            import psycopg
+            import psycopg_pool
+        except ImportError as exc:  # pragma: no cover - the extra is installed in tests
+            raise StoreError(
+                'the PostgreSQL store needs psycopg: pip install "accord[postgres]"'
+            ) from exc
+        from ._postgres_schema import migrate
+
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self._pool_size,
+            kwargs={"autocommit": True},
+            check=psycopg_pool.ConnectionPool.check_connection,
+            open=False,
+            name="accord-store",
+        )
+        try:
+            pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
+            with pool.connection() as conn:
+                migrate(conn)
+        except psycopg_pool.PoolTimeout as exc:
+            pool.close()
+            raise StoreError(
+                f"cannot connect to {self._where} within {CONNECT_TIMEOUT_SECONDS:g} s;"
+                " is the server running and the URL right?"
+            ) from exc
+        except psycopg.Error as exc:
+            pool.close()
+            raise StoreError(f"cannot open the session database on {self._where}: {exc}") from exc
+        except BaseException:
+            pool.close()
+            raise
+        return pool
+
+    def _in_thread(self, operation: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        import psycopg
+        import psycopg_pool
+
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        with self._open_lock:
+            pool = self._pool
+            if pool is None:
+                pool = self._pool = self._open_pool()
+        try:
+            with pool.connection(timeout=CONNECT_TIMEOUT_SECONDS) as conn:
+                return operation(conn)
+        except psycopg_pool.PoolTimeout as exc:
+            raise StoreError(
+                f"no connection to {self._where} within {CONNECT_TIMEOUT_SECONDS:g} s"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"lost the connection to {self._where}: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"session database error on {self._where}: {exc}") from exc
+
+    async def _call(self, operation: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self._pool_size)
+        # Not abandoned on cancellation: a cancelled write has either committed or not by the
+        # time the cancellation is delivered, never half-done in a thread nobody waits for.
+        return await anyio.to_thread.run_sync(self._in_thread, operation, limiter=self._limiter)
+
+    # -- the SessionStore protocol ---------------------------------------------------------
+
+    async def create_session(self, record: SessionRecord) -> None:
+        """See :meth:`SessionStore.create_session`."""
+        values = (
+            record.session_id,
+            record.cwd,
+            _json_text(list(record.additional_directories)),
+            _json_text(list(record.mcp_servers)),
+            record.title,
+            to_micros(record.created_at),
+            to_micros(record.updated_at),
+            record.epoch,
+            record.last_seq,
+            _json_text(record.state),
+        )
+
+        def create(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                inserted = conn.execute(
+                    "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
+                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state)"
+                    " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb)"
+                    " ON CONFLICT (session_id) DO NOTHING",
+                    values,
+                ).rowcount
+                if inserted != 1:
+                    raise SessionExists(f"session {record.session_id!r} is already stored")
+
+        await self._call(create)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionStore.get_session`."""
+
+        def get(conn: psycopg.Connection[Any]) -> SessionRecord | None:
+            row = conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM accord_sessions WHERE session_id = %s",
+                (session_id,),
+            ).fetchone()
+            return None if row is None else _record(row)
+
+        return await self._call(get)
+
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        cwd: str | Unchanged = UNCHANGED,
+        additional_directories: Sequence[str] | Unchanged = UNCHANGED,
+        mcp_servers: Sequence[JsonObject] | Unchanged = UNCHANGED,
+        title: str | Unchanged | None = UNCHANGED,
+        state: JsonObject | Unchanged = UNCHANGED,
+        epoch: int | Unchanged = UNCHANGED,
+        updated_at: datetime | Unchanged = UNCHANGED,
+    ) -> SessionRecord:
+        """See :meth:`SessionStore.update_session`."""
+        assignments: list[str] = []
+        params: list[object] = []
+        if not isinstance(cwd, Unchanged):
+            assignments.append("cwd = %s")
+            params.append(cwd)
+        if not isinstance(additional_directories, Unchanged):
+            assignments.append("additional_directories = %s::jsonb")
+            params.append(_json_text(list(additional_directories)))
+        if not isinstance(mcp_servers, Unchanged):
+            assignments.append("mcp_servers = %s::jsonb")
+            params.append(_json_text(list(mcp_servers)))
+        if not isinstance(title, Unchanged):
+            assignments.append("title = %s")
+            params.append(title)
+        if not isinstance(state, Unchanged):
+            assignments.append("state = %s::jsonb")
+            params.append(_json_text(state))
+        if not isinstance(epoch, Unchanged):
+            assignments.append("epoch = %s")
+            params.append(epoch)
+        if not isinstance(updated_at, Unchanged):
+            assignments.append("updated_at = %s")
+            params.append(to_micros(updated_at))
+        assignments.append("version = version + 1")
+        statement = (
+            f"UPDATE accord_sessions SET {', '.join(assignments)} WHERE session_id = %s"
+            f" RETURNING {_SESSION_COLUMNS}"
+        )
+
+        def update(conn: psycopg.Connection[Any]) -> SessionRecord:
+            row = conn.execute(statement.encode(), (*params, session_id)).fetchone()
+            if row is None:
+                raise UnknownSession(f"no stored session {session_id!r}")
+            return _record(row)
+
+        return await self._call(update)
+
+    async def append_events(self, events: Sequence[StoredEvent]) -> None:
+        """See :meth:`SessionStore.append_events`.
+
+        One transaction for the whole batch: per session, the row is locked, the seqs are
+        checked against its ``last_seq``, the events are copied in and the head moves; the
+        ``NOTIFY`` goes out when it commits.
+        """
+        groups = group_events(events)
+        if not groups:
+            await anyio.lowlevel.checkpoint()
+            return
+
+        def append(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                for session_id, group in groups.items():
+                    row = conn.execute(
+                        "SELECT last_seq FROM accord_sessions WHERE session_id = %s FOR UPDATE",
+                        (session_id,),
+                    ).fetchone()
+                    if row is None:
+                        raise UnknownSession(f"no stored session {session_id!r}")
+                    check_follows(session_id, int(row[0]), group)
+                    with conn.cursor().copy(
+                        "COPY accord_events (session_id, seq, epoch, turn_id, agent_id, kind,"
+                        " layer, payload, created_at) FROM STDIN"
+                    ) as copy:
+                        for event in group:
+                            copy.write_row(
+                                (
+                                    session_id,
+                                    event.seq,
+                                    event.epoch,
+                                    event.turn_id,
+                                    event.agent_id,
+                                    event.kind,
+                                    event.layer,
+                                    event.payload,
+                                    to_micros(event.created_at),
+                                )
+                            )
+                    last = group[-1]
+                    conn.execute(
+                        "UPDATE accord_sessions SET last_seq = %s,"
+                        " updated_at = greatest(updated_at, %s), version = version + 1"
+                        " WHERE session_id = %s",
+                        (last.seq, to_micros(last.created_at), session_id),
+                    )
+                    conn.execute(
+                        "SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{session_id} {last.seq}")
+                    )
+
+        await self._call(append)
+
+    async def read_events(
+        self, session_id: str, *, after_seq: int = 0, limit: int = READ_BATCH_SIZE
+    ) -> list[StoredEvent]:
+        """See :meth:`SessionStore.read_events`."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+
+        def read(conn: psycopg.Connection[Any]) -> list[StoredEvent]:
+            rows = conn.execute(
+                "SELECT seq, epoch, turn_id, agent_id, kind, layer, payload, created_at"
+                " FROM accord_events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (session_id, after_seq, limit),
+            ).fetchall()
+            event = StoredEvent
+            at = from_micros
+            return [
+                event(
+                    session_id=session_id,
+                    seq=seq,
+                    epoch=epoch,
+                    turn_id=turn_id,
+                    agent_id=agent_id,
+                    kind=kind,
+                    layer=layer,
+                    payload=bytes(payload),
+                    created_at=at(created_at),
+                )
+                for seq, epoch, turn_id, agent_id, kind, layer, payload, created_at in rows
+            ]
+
+        return await self._call(read)
+
+    async def fork_session(self, source_id: str, new_record: SessionRecord) -> SessionRecord:
+        """See :meth:`SessionStore.fork_session`."""
+
+        def fork(conn: psycopg.Connection[Any]) -> SessionRecord:
+            with conn.transaction():
+                inserted = conn.execute(
+                    "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
+                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state)"
+                    " SELECT %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, epoch, last_seq, state"
+                    " FROM accord_sessions WHERE session_id = %s"
+                    " ON CONFLICT (session_id) DO NOTHING",
+                    (
+                        new_record.session_id,
+                        new_record.cwd,
+                        _json_text(list(new_record.additional_directories)),
+                        _json_text(list(new_record.mcp_servers)),
+                        new_record.title,
+                        to_micros(new_record.created_at),
+                        to_micros(new_record.updated_at),
+                        source_id,
+                    ),
+                ).rowcount
+                if inserted != 1:
+                    source = conn.execute(
+                        "SELECT 1 FROM accord_sessions WHERE session_id = %s", (source_id,)
+                    ).fetchone()
+                    if source is None:
+                        raise UnknownSession(f"no stored session {source_id!r}")
+                    raise SessionExists(f"session {new_record.session_id!r} is already stored")
+                conn.execute(
+                    "INSERT INTO accord_events (session_id, seq, epoch, turn_id, agent_id, kind,"
+                    " layer, payload, created_at)"
+                    " SELECT %s, seq, epoch, turn_id, agent_id, kind, layer, payload, created_at"
+                    " FROM accord_events WHERE session_id = %s ORDER BY seq",
+                    (new_record.session_id, source_id),
+                )
+                row = conn.execute(
+                    f"SELECT {_SESSION_COLUMNS} FROM accord_sessions WHERE session_id = %s",
+                    (new_record.session_id,),
+                ).fetchone()
+                assert row is not None
+                return _record(row)
+
+        return await self._call(fork)
+
+    async def list_sessions(
+        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> SessionPage:
+        """See :meth:`SessionStore.list_sessions`."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        after = None if cursor is None else decode_cursor(cursor)
+        page_size = min(limit, MAX_PAGE_SIZE)
+        clauses: list[str] = []
+        params: list[object] = []
+        if cwd is not None:
+            clauses.append("cwd = %s")
+            params.append(cwd)
+        if after is not None:
+            clauses.append("(updated_at, session_id) < (%s, %s)")
+            params.extend(after)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        statement = (
+            f"SELECT {_SUMMARY_COLUMNS} FROM accord_sessions {where}"
+            " ORDER BY updated_at DESC, session_id DESC LIMIT %s"
+        )
+
+        def page(conn: psycopg.Connection[Any]) -> SessionPage:
+            rows = conn.execute(statement.encode(), (*params, page_size + 1)).fetchall()
+            shown = rows[:page_size]
+            next_cursor = (
+                encode_cursor(shown[-1][5], shown[-1][0]) if len(rows) > page_size else None
+            )
+            return SessionPage(
+                sessions=tuple(_summary(row) for row in shown), next_cursor=next_cursor
+            )
+
+        return await self._call(page)
+
+    async def delete_session(self, session_id: str) -> None:
+        """See :meth:`SessionStore.delete_session`."""
+
+        def delete(conn: psycopg.Connection[Any]) -> None:
+            conn.execute("DELETE FROM accord_sessions WHERE session_id = %s", (session_id,))
+
+        await self._call(delete)
+
+    async def claim_session(
+        self, session_id: str, owner: str, *, lease_seconds: float
+    ) -> SessionClaim:
+        """See :meth:`SessionStore.claim_session`.
+
+        Leases run on the database server's clock, so processes on machines whose clocks
+        disagree still agree on when a lease has expired.
+        """
+        check_lease(lease_seconds)
+
+        def claim(conn: psycopg.Connection[Any]) -> SessionClaim:
+            with conn.transaction():
+                conn.execute(
+                    "UPDATE accord_sessions SET owner = %s,"
+                    " owner_expires_at = now() + make_interval(secs => %s),"
+                    " version = version + 1"
+                    " WHERE session_id = %s"
+                    " AND (owner IS NULL OR owner = %s OR owner_expires_at <= now())",
+                    (owner, lease_seconds, session_id, owner),
+                )
+                row = conn.execute(
+                    "SELECT owner, owner_expires_at, last_seq FROM accord_sessions"
+                    " WHERE session_id = %s",
+                    (session_id,),
+                ).fetchone()
+            if row is None:
+                raise UnknownSession(f"no stored session {session_id!r}")
+            return SessionClaim(owner=row[0], expires_at=row[1], last_seq=row[2])
+
+        return await self._call(claim)
+
+    async def release_session(self, session_id: str, owner: str) -> None:
+        """See :meth:`SessionStore.release_session`."""
+
+        def release(conn: psycopg.Connection[Any]) -> None:
+            conn.execute(
+                "UPDATE accord_sessions SET owner = NULL, owner_expires_at = NULL,"
+                " version = version + 1 WHERE session_id = %s AND owner = %s",
+                (session_id, owner),
+            )
+
+        await self._call(release)
+
+    # -- beyond the protocol ---------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def listen(self) -> AsyncGenerator[AsyncIterator[tuple[str, int]]]:
+        """Listen for appends committed by any process: ``async with store.listen() as notes``.
+
+        ``notes`` yields ``(session_id, last_seq)`` for every append committed after the
+        ``async with`` was entered, live, in commit order. It uses a dedicated connection
+        (never one of the pool's), closed on exit; read the store for what came before. A lost
+        connection raises :class:`StoreError` from the iteration.
+        """
+        import psycopg
+
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        url = self._url
+
+        def connect() -> psycopg.Connection[Any]:
+            conn = psycopg.connect(url, autocommit=True)
+            conn.execute(f"LISTEN {EVENTS_CHANNEL}".encode())
+            return conn
+
+        try:
+            conn = await anyio.to_thread.run_sync(connect)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self._where} to listen: {exc}") from exc
+        try:
+            yield self._notes(conn)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(conn.close)
+
+    async def _notes(self, conn: psycopg.Connection[Any]) -> AsyncIterator[tuple[str, int]]:
+        import psycopg
+
+        def wait() -> list[str]:
+            # Back as soon as one notification is in (a quarter second at most without one),
+            # so nothing waits for the window to close.
+            return [note.payload for note in conn.notifies(timeout=0.25, stop_after=1)]
+
+        while not self._closed and not conn.closed:
+            try:
+                payloads = await anyio.to_thread.run_sync(wait)
+            except psycopg.Error as exc:
+                raise StoreError(f"lost the listening connection to {self._where}") from exc
+            for payload in payloads:
+                session_id, _, seq = payload.rpartition(" ")
+                if session_id and seq.isdigit():
+                    yield session_id, int(seq)
+
+    async def aclose(self) -> None:
+        """Close the pool (waiting for running calls to finish); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(pool.close)
+
+    async def __aenter__(self) -> Self:
+        """Open the pool and migrate the schema; return the store.
+
+        Raises:
+            SchemaVersionError: the database was written by a newer accord.
+            StoreError: the database cannot be reached.
+        """
+        await self._call(lambda conn: None)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.aclose()

@@ -1,0 +1,71 @@
+"""The real PostgreSQL server of the tests: where it is, and a fresh empty schema per test.
+
+``make test`` runs pytest under ``scripts/with_postgres.sh``, which starts a throwaway server
+and sets ``ACCORD_TEST_POSTGRES_URL``. Without it the PostgreSQL tests skip, saying why; in CI
+(``CI=true``) a missing server fails them instead, so a broken start cannot pass as green.
+Each test gets its own schema (a ``search_path`` in the connection string), dropped afterwards,
+so tests never see each other's sessions and need no new database each.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+URL_VARIABLE = "ACCORD_TEST_POSTGRES_URL"
+
+
+def postgres_url() -> str:
+    """The test server's URL; skips the test (fails it in CI) when there is none."""
+    url = os.environ.get(URL_VARIABLE)
+    if url:
+        return url
+    reason = f"no PostgreSQL server: {URL_VARIABLE} is not set (make test starts one)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}; CI must run the PostgreSQL tests")
+    pytest.skip(reason)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` with its connections' ``search_path`` set to ``schema``."""
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options=-csearch_path%3D{schema}"
+
+
+@contextmanager
+def fresh_schema() -> Iterator[str]:
+    """Create an empty schema and yield a URL whose connections use it; drop it afterwards."""
+    import psycopg
+
+    url = postgres_url()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}".encode())
+    try:
+        yield with_search_path(url, schema)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE".encode())
+
+
+def restart_server(mode: str = "fast") -> None:
+    """Stop and start the test server (``mode``: ``fast`` or ``immediate``, a crash)."""
+    ctl = os.environ.get("ACCORD_TEST_POSTGRES_CTL")
+    data = os.environ.get("ACCORD_TEST_POSTGRES_DATA")
+    if not ctl or not data:
+        pytest.skip("the PostgreSQL server was not started by scripts/with_postgres.sh")
+    run_as = shlex.split(os.environ.get("ACCORD_TEST_POSTGRES_RUN_AS", ""))
+    log = os.path.join(os.path.dirname(data), "server.log")
+    subprocess.run(
+        [*run_as, ctl, "-D", data, "-l", log, "-m", mode, "-w", "restart"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=120,
+    )

@@ -1,0 +1,216 @@
+"""What only the PostgreSQL store has: migrations, several processes, a server that goes away.
+
+Everything here runs against the real server ``make test`` starts (``tests/pg_support.py``);
+the shared contract (``test_store_contract.py``) runs on it too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+
+import anyio
+import psycopg
+import pytest
+from _store_support import events, record
+from pg_support import fresh_schema, postgres_url, restart_server, with_search_path
+
+from accord.store import (
+    EVENTS_CHANNEL,
+    EventOrderError,
+    PostgresSessionStore,
+    SchemaVersionError,
+    StoreError,
+    iter_events,
+)
+from accord.store._postgres_schema import SCHEMA_VERSION
+
+pytestmark = pytest.mark.anyio
+
+
+def _schema_versions(url: str) -> list[int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [row[0] for row in conn.execute("SELECT version FROM accord_schema ORDER BY 1")]
+
+
+async def test_new_database_is_migrated_once_and_reopens() -> None:
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url) as store:
+            await store.create_session(record("s1"))
+            await store.append_events(events("s1", 1, 3))
+        assert _schema_versions(url) == list(range(1, SCHEMA_VERSION + 1))
+        async with PostgresSessionStore(url) as again:
+            assert [e.seq for e in await again.read_events("s1")] == [1, 2, 3]
+        assert _schema_versions(url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+async def test_newer_database_is_refused_untouched() -> None:
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url):
+            pass
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("INSERT INTO accord_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+        with pytest.raises(SchemaVersionError, match="newer than this accord knows"):
+            async with PostgresSessionStore(url):
+                pass
+        assert _schema_versions(url)[-1] == SCHEMA_VERSION + 1
+
+
+async def test_many_processes_starting_at_once_migrate_once() -> None:
+    with fresh_schema() as url:
+        stores = [PostgresSessionStore(url) for _ in range(6)]
+
+        async def open_one(store: PostgresSessionStore) -> None:
+            await store.__aenter__()
+
+        async with anyio.create_task_group() as tg:
+            for store in stores:
+                tg.start_soon(open_one, store)
+        for store in stores:
+            await store.aclose()
+        assert _schema_versions(url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+async def test_unreachable_server_is_one_clear_error_without_the_password() -> None:
+    url = "postgresql://accord:s3cret-pw@127.0.0.1:1/nowhere?connect_timeout=1"
+    store = PostgresSessionStore(url)
+    with pytest.raises(StoreError) as caught:
+        await store.get_session("x")
+    message = str(caught.value)
+    assert "127.0.0.1:1/nowhere" in message
+    assert "s3cret-pw" not in message
+    assert "s3cret-pw" not in store.where
+    await store.aclose()
+
+
+async def test_two_stores_see_each_others_sessions() -> None:
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url) as a, PostgresSessionStore(url) as b:
+            await a.create_session(record("from-a", updated=1))
+            await b.create_session(record("from-b", updated=2))
+            await a.append_events(events("from-a", 1, 5))
+            listed = await b.list_sessions()
+            assert [s.session_id for s in listed.sessions] == ["from-b", "from-a"]
+            assert [e.seq for e in await b.read_events("from-a")] == [1, 2, 3, 4, 5]
+
+
+async def test_conflicting_appends_from_two_stores_keep_one_history() -> None:
+    """Two processes appending the same seqs: one wins, the other is refused, never merged."""
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url) as a, PostgresSessionStore(url) as b:
+            await a.create_session(record("s"))
+            ours = events("s", 1, 50)
+            theirs = [replace(e, payload=b'{"other":true}') for e in events("s", 1, 50)]
+            outcomes: list[str] = []
+
+            async def append(store: PostgresSessionStore, batch: list[object], name: str) -> None:
+                try:
+                    await store.append_events(batch)  # type: ignore[arg-type]
+                    outcomes.append(name)
+                except EventOrderError:
+                    outcomes.append(f"{name} refused")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(append, a, ours, "a")
+                tg.start_soon(append, b, theirs, "b")
+            assert sorted(outcomes) in (["a", "b refused"], ["a refused", "b"])
+            stored = [e async for batch in iter_events(a, "s") for e in batch]
+            assert [e.seq for e in stored] == list(range(1, 51))
+            winner = ours if "a" in outcomes else theirs
+            assert [e.payload for e in stored] == [e.payload for e in winner]
+
+
+async def test_listen_reports_appends_committed_by_another_store() -> None:
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url) as writer, PostgresSessionStore(url) as watcher:
+            await writer.create_session(record("s"))
+            await writer.append_events(events("s", 1, 2))  # before listening: not reported
+            seen: list[tuple[str, int]] = []
+            with anyio.fail_after(30):
+                async with watcher.listen() as notes:
+                    await writer.append_events(events("s", 3, 2))
+                    await writer.append_events(events("s", 5, 3))
+                    async for note in notes:
+                        seen.append(note)
+                        if note[1] == 7:
+                            break
+            assert seen == [("s", 4), ("s", 7)]
+
+
+async def test_database_restart_under_a_running_store_loses_nothing_committed() -> None:
+    postgres_url()
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url) as store:
+            await store.create_session(record("s"))
+            await store.append_events(events("s", 1, 100))
+            await anyio.to_thread.run_sync(restart_server, "immediate")
+            # The pool's connections died with the server; the store reconnects by itself, or
+            # says clearly what happened, and then carries on.
+            errors: list[str] = []
+            for _attempt in range(20):
+                try:
+                    await store.append_events(events("s", 101, 10))
+                    break
+                except StoreError as error:
+                    errors.append(str(error))
+                    await anyio.sleep(0.5)
+            else:
+                pytest.fail(f"the store never recovered after the server restarted: {errors}")
+            assert all("PostgreSQL at" in error for error in errors)
+            stored = [e.seq async for batch in iter_events(store, "s") for e in batch]
+            assert stored == list(range(1, 111))
+
+
+def test_a_killed_process_leaves_only_whole_transactions() -> None:
+    """kill -9 of a process in the middle of its appends: every batch is all there or absent."""
+    with fresh_schema() as url:
+        child = textwrap.dedent(
+            f"""
+            import anyio, sys
+            sys.path.insert(0, {os.path.dirname(__file__)!r})
+            from _store_support import events, record
+            from accord.store import PostgresSessionStore
+
+            async def main():
+                async with PostgresSessionStore({url!r}) as store:
+                    await store.create_session(record("s"))
+                    seq = 1
+                    while True:
+                        await store.append_events(events("s", seq, 25))
+                        seq += 25
+                        if seq == 501:
+                            print("ready", flush=True)
+
+            anyio.run(main)
+            """
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, env=os.environ
+        )
+        try:
+            assert process.stdout is not None
+            assert process.stdout.readline().strip() == "ready"
+        finally:
+            process.kill()
+            process.wait(timeout=30)
+        with psycopg.connect(url, autocommit=True) as conn:
+            seqs = [row[0] for row in conn.execute("SELECT seq FROM accord_events ORDER BY seq")]
+            (last_seq,) = conn.execute("SELECT last_seq FROM accord_sessions").fetchone() or (0,)
+        assert len(seqs) >= 500
+        assert len(seqs) % 25 == 0
+        assert seqs == list(range(1, len(seqs) + 1))
+        assert last_seq == len(seqs)
+
+
+def test_search_path_url_helper() -> None:
+    assert (
+        with_search_path("postgresql://h/db", "x") == "postgresql://h/db?options=-csearch_path%3Dx"
+    )
+    assert with_search_path("postgresql://h/db?a=1", "x").endswith("&options=-csearch_path%3Dx")
+
+
+def test_events_channel_name_is_stable() -> None:
+    assert EVENTS_CHANNEL == "accord_events"
