@@ -23,9 +23,13 @@ import anyio.lowlevel
 import pytest
 
 from accord.errors import ConnectionClosed
-from accord.jsonrpc import Connection, MalformedFrame
-from accord.jsonrpc._framing import encode_message
-from accord.transports import BackgroundWriterTransport, memory_transport_pair
+from accord.jsonrpc import Connection
+from accord.transports import (
+    BackgroundWriterTransport,
+    MalformedFrame,
+    encode_message,
+    memory_transport_pair,
+)
 from accord.transports import _fd as fd_module
 from accord.transports import _stream as stream_module
 from accord.transports._fd import FdReceiveStream, FdSendStream

@@ -16,7 +16,7 @@ import pyte
 import pytest
 from _cli_support import TIMEOUT, accord, json_lines, on_a_terminal
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply, ScriptedToolCall
 
 #: The built-in agent imports pydantic-ai and talks to a model: slower than the script agents.

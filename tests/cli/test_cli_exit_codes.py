@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from _cli_support import ECHO_AGENT, TIMEOUT, OutputReader, accord, agent, start_accord
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 
 pytestmark = pytest.mark.subprocess
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from _cli_support import ROOT
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 from accord.client import connect
 from accord.errors import RequestError
 

@@ -14,7 +14,7 @@ import shutil
 import pytest
 from _cli_support import ROOT, accord
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.interop]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _cli_support import ECHO_AGENT, accord, agent, json_lines
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 
 pytestmark = pytest.mark.subprocess
 

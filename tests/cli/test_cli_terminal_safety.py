@@ -18,7 +18,7 @@ import pyte
 import pytest
 from _cli_support import TIMEOUT, accord, agent, on_a_terminal
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 
 pytestmark = pytest.mark.subprocess
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from accord.cli._main import ExitCode
+from accord.cli import ExitCode
 from accord.cli._serve import build_agent, serve_command
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime, CoderState, _open

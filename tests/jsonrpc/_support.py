@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import orjson
 
-from accord.jsonrpc import CANCEL_REQUEST_METHOD, MAX_MESSAGE_BYTES, Connection
-from accord.testing._transport_check import pipe_transport_pair
-from accord.transports import StreamTransport, Transport, memory_transport_pair
+from accord.jsonrpc import CANCEL_REQUEST_METHOD, Connection
+from accord.testing import pipe_transport_pair
+from accord.transports import MAX_MESSAGE_BYTES, StreamTransport, Transport, memory_transport_pair
 
 #: Bound on anything that could hang; generous, because CI machines are slow.
 TIMEOUT = 10

@@ -24,15 +24,13 @@ from accord.errors import (
 from accord.jsonrpc import (
     Endpoint,
     InvalidMessage,
-    MalformedFrame,
     NotificationReceived,
     RequestReceived,
     ResponseReceived,
     StrayResponse,
-    decode_line,
-    encode_message,
     exception_to_error,
 )
+from accord.transports import MalformedFrame, decode_line, encode_message
 
 
 def invalid(event: Any, code: int, reply_id: Any) -> InvalidMessage:
@@ -567,7 +565,7 @@ def test_crash_message_is_bounded() -> None:
 
 
 def test_oversized_request_is_answered_by_its_own_id() -> None:
-    from accord.jsonrpc import LineDecoder
+    from accord.transports import LineDecoder
 
     decoder = LineDecoder(100)
     line = b'{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":"' + b"x" * 200 + b'"}\n'
@@ -580,7 +578,7 @@ def test_oversized_request_is_answered_by_its_own_id() -> None:
 
 
 def test_oversized_answer_fails_the_pending_call_and_sends_nothing() -> None:
-    from accord.jsonrpc import LineDecoder
+    from accord.transports import LineDecoder
 
     endpoint = Endpoint()
     request_id, _ = endpoint.build_request("fs/read_text_file", {})
@@ -597,7 +595,7 @@ def test_oversized_answer_fails_the_pending_call_and_sends_nothing() -> None:
 
 
 def test_oversized_line_without_a_readable_envelope_gets_a_null_id() -> None:
-    from accord.jsonrpc import LineDecoder
+    from accord.transports import LineDecoder
 
     (frame,) = LineDecoder(10).feed(b"[" + b"1," * 50 + b"1]\n")
     event = Endpoint().receive(frame)

@@ -12,8 +12,8 @@ import anyio
 import orjson
 import pytest
 
-from accord.jsonrpc import CANCEL_REQUEST_METHOD, decode_line, encode_message
-from accord.transports import Transport
+from accord.jsonrpc import CANCEL_REQUEST_METHOD
+from accord.transports import Transport, decode_line, encode_message
 
 from ._support import echo, expect_ping_works, raw_peer, request, send_raw
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
 import anyio
 
 from ..errors import LocalProtocolError, RemoteProtocolError, RequestCancelled, TransportError
-from ..roles._elicitation import content_problems
+from ..roles import content_problems
 from ..schema import (
     CompleteElicitationNotification,
     CreateElicitationRequest,

@@ -6,6 +6,7 @@ sits at the top: it uses the client runtime (``accord.client``), the agent runti
 (``accord.agent``) and the coding agent (``accord.coder``).
 """
 
+from ._exit_codes import ExitCode as ExitCode
 from ._main import main as main
 
-__all__ = ("main",)
+__all__ = ("ExitCode", "main")

@@ -14,7 +14,7 @@ import sys
 
 from ..client import AgentSpec
 from ._agent_spec import agent_spec, choose_agent, close_builtin_agent, describe_agent
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 from ._settings import load
 
 __all__ = ("add_chat_parser", "chat_command")

@@ -1,39 +1,21 @@
 """Argument parsing and dispatch for the ``accord`` command.
 
-Exit codes are part of the interface (see ``ExitCode``); they are documented in the README
-and in ``accord --help``. No traceback reaches the terminal: a failure is one line on stderr
+Exit codes are part of the interface (see ``accord.cli.ExitCode``); they are documented in the
+README and in ``accord --help``. No traceback reaches the terminal: a failure is one line on stderr
 (``-v`` logs the traceback too).
 """
 
 from __future__ import annotations
 
 import argparse
-import enum
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ("ExitCode", "build_parser", "main")
+from ._exit_codes import ExitCode
 
-
-class ExitCode(enum.IntEnum):
-    """Exit codes of the ``accord`` command."""
-
-    OK = 0
-    """The turn ended normally (``end_turn``, ``max_tokens``, ``max_turn_requests``)."""
-    ERROR = 1
-    """A local error: bad arguments, an unreadable file, an unexpected failure."""
-    USAGE = 2
-    """The command line could not be parsed (argparse's convention)."""
-    AGENT_FAILED = 3
-    """The agent crashed, exited, broke the protocol or answered a request with an error."""
-    PERMISSION_REFUSED = 4
-    """A permission request was refused and the agent could not finish the task."""
-    REFUSED = 5
-    """The agent refused the prompt (``stopReason: refusal``)."""
-    CANCELLED = 130
-    """Interrupted with Ctrl-C: ``session/cancel`` was sent first (128 + SIGINT)."""
+__all__ = ("build_parser", "main")
 
 
 EXIT_CODES_HELP = """\

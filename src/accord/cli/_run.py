@@ -51,7 +51,7 @@ from ._agent_spec import (
     close_builtin_agent,
 )
 from ._display import Display, colour_wanted
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 from ._neutralise import neutralise
 from ._question import RefuseWithNotice, TerminalQuestion
 from ._report import explain_agent_error, report

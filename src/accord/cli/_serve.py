@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 from ._report import CODER_EXTRA_MISSING, coder_extra_missing
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from ..errors import AcpError, LocalProtocolError
 from ..schema import SessionNotification
 from ._agent_spec import AgentChoice, AgentSpecError, agent_spec, choose_agent, close_builtin_agent
 from ._display import Display, colour_wanted
-from ._main import ExitCode
+from ._exit_codes import ExitCode
 from ._neutralise import neutralise
 from ._report import explain_agent_error, report
 from ._settings import Settings, SettingsError, load

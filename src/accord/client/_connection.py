@@ -22,8 +22,7 @@ import anyio
 
 from ..errors import LocalProtocolError, SessionNotFound
 from ..jsonrpc import ConnectionStatistics
-from ..roles import ClientSideConnection
-from ..roles._capabilities import is_advertised
+from ..roles import ClientSideConnection, is_advertised
 from ..schema import (
     AgentCapabilities,
     AuthenticateRequest,

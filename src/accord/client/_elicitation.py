@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, runtime_c
 import anyio
 
 from ..errors import InternalError, InvalidParams
-from ..roles._elicitation import content_problems, default_content
+from ..roles import content_problems, default_content
 from ..schema import (
     CompleteElicitationNotification,
     CreateElicitationRequest,

@@ -48,7 +48,7 @@ from accord.schema import (
 __all__ = ("MAX_READ_BYTES", "FileSystemHost", "OpenBuffer", "resolve_within")
 
 #: Largest text one ``fs/read_text_file`` answer may carry. The answer travels in one JSON-RPC
-#: frame (``accord.jsonrpc.MAX_MESSAGE_BYTES`` = 64 MiB) and JSON escaping can inflate text
+#: frame (``accord.transports.MAX_MESSAGE_BYTES`` = 64 MiB) and JSON escaping can inflate text
 #: several times; no model context holds even this much, so past it the agent must page with
 #: ``line``/``limit``.
 MAX_READ_BYTES = 16 * 1024 * 1024

@@ -459,6 +459,6 @@ def _checked(
 
 
 def _advertised(calls: ClientSideConnection, path: tuple[str, ...]) -> bool:
-    from ..roles._capabilities import is_advertised
+    from ..roles import is_advertised
 
     return is_advertised(calls.agent_capabilities, path)

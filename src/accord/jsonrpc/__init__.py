@@ -1,8 +1,9 @@
 """JSON-RPC 2.0 for accord: a core with no I/O and an async connection pump.
 
 This layer knows methods only as strings and params only as JSON values; it is not ACP-aware.
-Below it sit the transports (``accord.transports``), which move whole messages; above it the
-typed ACP roles (``accord.roles``), which turn methods into typed calls.
+Below it sit the transports (``accord.transports``), which move whole messages and own the
+framing (a line that does not parse arrives as ``accord.transports.MalformedFrame``); above it
+the typed ACP roles (``accord.roles``), which turn methods into typed calls.
 """
 
 from ._connection import CANCEL_REQUEST_METHOD as CANCEL_REQUEST_METHOD
@@ -22,22 +23,15 @@ from ._core import ResponseReceived as ResponseReceived
 from ._core import StrayResponse as StrayResponse
 from ._core import is_request_id as is_request_id
 from ._errors import exception_to_error as exception_to_error
-from ._framing import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
-from ._framing import LineDecoder as LineDecoder
-from ._framing import MalformedFrame as MalformedFrame
-from ._framing import decode_line as decode_line
-from ._framing import encode_message as encode_message
+from ._errors import validation_error_data as validation_error_data
 
 __all__ = (
     "CANCEL_REQUEST_METHOD",
-    "MAX_MESSAGE_BYTES",
     "Connection",
     "ConnectionStatistics",
     "Endpoint",
     "Incoming",
     "InvalidMessage",
-    "LineDecoder",
-    "MalformedFrame",
     "NotificationHandler",
     "NotificationReceived",
     "RequestHandler",
@@ -46,9 +40,8 @@ __all__ = (
     "ResponseReceived",
     "StrayResponse",
     "WireObserver",
-    "decode_line",
-    "encode_message",
     "exception_to_error",
     "is_request_id",
     "set_wire_observer",
+    "validation_error_data",
 )

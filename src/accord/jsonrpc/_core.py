@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ..errors import InvalidRequest, RemoteProtocolError, RequestError
-from ._framing import MalformedFrame
+from ..transports import MalformedFrame
 
 __all__ = (
     "Endpoint",

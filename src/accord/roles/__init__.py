@@ -13,6 +13,7 @@ from ._agent import ChunkKind as ChunkKind
 from ._agent import run_agent_stdio as run_agent_stdio
 from ._agent import serve_agent as serve_agent
 from ._base import RoleConnection as RoleConnection
+from ._capabilities import is_advertised as is_advertised
 from ._client import Client as Client
 from ._client import ClientSideConnection as ClientSideConnection
 from ._elicitation import choices_of as choices_of
@@ -35,6 +36,7 @@ __all__ = (
     "choices_of",
     "content_problems",
     "default_content",
+    "is_advertised",
     "negotiate_version",
     "run_agent_stdio",
     "serve_agent",

@@ -17,8 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import SchemaValidator
 
 from ..errors import InvalidParams, LocalProtocolError, MethodNotFound, RemoteProtocolError
-from ..jsonrpc import Connection, ConnectionStatistics
-from ..jsonrpc._errors import validation_error_data
+from ..jsonrpc import Connection, ConnectionStatistics, validation_error_data
 from ..schema import WireModel
 from ..schema.methods import MethodSpec
 from ._capabilities import is_advertised, required_capability

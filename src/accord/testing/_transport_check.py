@@ -24,10 +24,13 @@ from typing import Any, TypeAlias, cast
 import anyio
 
 from ..errors import ConnectionClosed
-from ..jsonrpc._framing import MAX_MESSAGE_BYTES
-from ..transports._base import Transport
-from ..transports._fd import FdReceiveStream, FdSendStream
-from ..transports._stream import StreamTransport
+from ..transports import (
+    MAX_MESSAGE_BYTES,
+    FdReceiveStream,
+    FdSendStream,
+    StreamTransport,
+    Transport,
+)
 
 __all__ = ("MakeTransportPair", "check_transport", "pipe_transport_pair")
 

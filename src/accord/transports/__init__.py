@@ -3,13 +3,23 @@
 Every transport implements the three-method :class:`Transport` protocol. Implementations:
 an in-memory pair (:func:`memory_transport_pair`), newline-delimited JSON over byte streams
 (:class:`StreamTransport`), this process's stdin/stdout (:func:`stdio_transport`) and a spawned
-agent process (:func:`spawn_agent`). The connection (``accord.jsonrpc.Connection``) sits above;
-framing (``accord.jsonrpc._framing``) below.
+agent process (:func:`spawn_agent`). Framing (NDJSON lines to messages and back, with no I/O:
+:class:`LineDecoder`, :func:`encode_message`, :func:`decode_line`, :class:`MalformedFrame`) and
+byte streams over raw pipe descriptors (:class:`FdReceiveStream`, :class:`FdSendStream`) live
+here too. The JSON-RPC connection (``accord.jsonrpc.Connection``) sits above; below sit only
+anyio, orjson and the operating system.
 """
 
 from ._base import BackgroundWriterTransport as BackgroundWriterTransport
 from ._base import BatchTransport as BatchTransport
 from ._base import Transport as Transport
+from ._fd import FdReceiveStream as FdReceiveStream
+from ._fd import FdSendStream as FdSendStream
+from ._framing import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
+from ._framing import LineDecoder as LineDecoder
+from ._framing import MalformedFrame as MalformedFrame
+from ._framing import decode_line as decode_line
+from ._framing import encode_message as encode_message
 from ._memory import MemoryTransport as MemoryTransport
 from ._memory import memory_transport_pair as memory_transport_pair
 from ._stdio import stdio_transport as stdio_transport
@@ -18,12 +28,19 @@ from ._subprocess import SubprocessTransport as SubprocessTransport
 from ._subprocess import spawn_agent as spawn_agent
 
 __all__ = (
+    "MAX_MESSAGE_BYTES",
     "BackgroundWriterTransport",
     "BatchTransport",
+    "FdReceiveStream",
+    "FdSendStream",
+    "LineDecoder",
+    "MalformedFrame",
     "MemoryTransport",
     "StreamTransport",
     "SubprocessTransport",
     "Transport",
+    "decode_line",
+    "encode_message",
     "memory_transport_pair",
     "spawn_agent",
     "stdio_transport",

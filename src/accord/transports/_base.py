@@ -1,7 +1,7 @@
 """The transport contract: whole messages in, whole messages out.
 
 A transport moves parsed JSON-RPC messages (plain ``dict``s) between two peers. It has three
-operations and nothing else. ``receive`` returns a :class:`~accord.jsonrpc.MalformedFrame`
+operations and nothing else. ``receive`` returns a :class:`~accord.transports.MalformedFrame`
 for input that could not be parsed, so the connection can answer it with the specification's
 error instead of dropping it, and raises ``anyio.EndOfStream`` when the peer is gone (or a
 :class:`~accord.errors.TransportError` that says more, such as the exit code of an agent).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..jsonrpc._framing import MalformedFrame
+from ._framing import MalformedFrame
 
 __all__ = ("BackgroundWriterTransport", "BatchTransport", "Transport")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..jsonrpc._framing import MAX_MESSAGE_BYTES
 from ._fd import FdReceiveStream, FdSendStream
+from ._framing import MAX_MESSAGE_BYTES
 from ._stream import StreamTransport
 
 __all__ = ("stdio_transport",)

@@ -21,14 +21,14 @@ import orjson
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from ..errors import ConnectionClosed
-from ..jsonrpc._framing import (
+from ._fd import FdReceiveStream, FdSendStream
+from ._framing import (
     MAX_MESSAGE_BYTES,
     LineDecoder,
     MalformedFrame,
     decode_line,
     encode_message,
 )
-from ._fd import FdReceiveStream, FdSendStream
 
 __all__ = ("BURST_WINDOW", "CLOSE_FLUSH_TIMEOUT", "COALESCE_BYTES", "READ_SIZE", "StreamTransport")
 

@@ -25,8 +25,8 @@ import anyio
 from anyio.abc import Process
 
 from ..errors import AgentProcessExited, ConnectionClosed
-from ..jsonrpc._framing import MAX_MESSAGE_BYTES
 from ._fd import FdReceiveStream, FdSendStream
+from ._framing import MAX_MESSAGE_BYTES
 from ._stream import StreamTransport
 
 if TYPE_CHECKING:

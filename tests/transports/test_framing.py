@@ -7,7 +7,7 @@ import inspect
 import orjson
 import pytest
 
-from accord.jsonrpc import (
+from accord.transports import (
     MAX_MESSAGE_BYTES,
     LineDecoder,
     MalformedFrame,
