@@ -42,7 +42,7 @@ ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 #: The ``accord`` command.
 ACCORD = (sys.executable, "-m", "accord.cli")
 #: Two Python processes start and import pydantic models: generous on a busy machine.
-TIMEOUT = 30.0
+TIMEOUT = 60.0
 
 
 def agent(script: str | Path, *args: str) -> str:

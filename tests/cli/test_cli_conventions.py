@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyte
 import pytest
-from _cli_support import ACCORD, ECHO_AGENT, ROOT, accord, agent, on_a_terminal
+from _cli_support import ACCORD, ECHO_AGENT, ROOT, TIMEOUT, accord, agent, on_a_terminal
 
 from accord.cli import ExitCode
 
@@ -34,7 +34,7 @@ def run_with_stdin(
         text=True,
         cwd=ROOT,
         env=_env(env),
-        timeout=30,
+        timeout=TIMEOUT,
         check=False,
     )
 
@@ -232,7 +232,7 @@ def test_on_a_terminal_a_slow_start_is_announced_and_the_spinner_turns(tmp_path:
     ):
         out.wait_for(f"accord: waiting for {command!r} to start (up to 6 s; --timeout)")
         out.read_to_end()
-        assert process.wait(timeout=30) == ExitCode.AGENT_FAILED
+        assert process.wait(timeout=TIMEOUT) == ExitCode.AGENT_FAILED
     assert "waiting for the agent" in out.text  # the spinner turned while it waited
     screen = pyte.Screen(300, 20)
     pyte.ByteStream(screen).feed(out.data)

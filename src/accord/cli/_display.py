@@ -320,8 +320,13 @@ class Display:
         self._last_write = time.monotonic()
 
     def end(self) -> None:
-        """End the line the output stopped in (before the shell prompt, or an error)."""
+        """End the line the output stopped in, or erase the spinner (before the shell prompt,
+        or an error)."""
         self._new_line()
+        if self._spinner_shown:
+            self.out.write(_ERASE_LINE)
+            self.out.flush()
+            self._spinner_shown = False
 
     # -- the spinner --------------------------------------------------------------------
 
