@@ -1,8 +1,9 @@
-"""Delivery: stored durably first, in batches; then sent, to standard and extended clients."""
+"""Delivery: stored durably first, in batches; then fanned out to every attachment."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,21 +11,29 @@ import anyio
 import pytest
 from _agent_support import message_texts, scripted, serve
 
-from accord.agent._delivery import MAX_HELD_OBSERVE, DurableSink
+from accord.agent import MAX_HELD_OBSERVE, Attachment, DeliveryPipeline
 from accord.events import (
     Envelope,
-    EventBus,
     ModelCallEnded,
     ModelCallStarted,
+    SessionUpdateMapper,
     SubAgentEvent,
     TextChunk,
     ThinkingChunk,
     UserMessageChunk,
+    envelope_from_stored,
     new_id,
+    stamp,
     to_session_update,
 )
 from accord.schema import ImageContentBlock, TextContentBlock
-from accord.store import MemorySessionStore, SessionStore, SqliteSessionStore, StoredEvent
+from accord.store import (
+    MemorySessionStore,
+    SessionRecord,
+    SessionStore,
+    SqliteSessionStore,
+    StoredEvent,
+)
 from accord.testing._scripted_engine import Emit, Say, Stream
 
 pytestmark = pytest.mark.anyio
@@ -165,45 +174,171 @@ async def test_observe_events_are_stored_in_seq_order() -> None:
     ],
     ids=["user", "agent", "thought", "image"],
 )
-async def test_the_chunk_fast_path_sends_exactly_what_the_mapper_builds(event: Any) -> None:
-    """Chunks skip building models on their way out; the wire must not tell."""
+async def test_a_chunk_is_sent_exactly_as_the_mapper_builds_it(event: Any) -> None:
+    """Chunks go out without models (their content reused from the stored payload); the wire
+    must not tell, live or replayed from the store."""
     async with serve() as h:
         session_id = await h.new_session()
-        h.client.clear()
-        envelope = Envelope(
-            session_id=session_id,
-            session_seq=1,
-            session_epoch=0,
-            turn_id="t",
-            agent_id="root",
-            event=event,
+        live = stamp(event, session_id=session_id, seq=1, epoch=0, turn_id="t", agent_id="root")
+        plain = StoredEvent(
+            session_id=live.session_id,
+            seq=live.seq,
+            epoch=live.epoch,
+            turn_id=live.turn_id,
+            agent_id=live.agent_id,
+            kind=live.kind,
+            layer=live.layer,
+            payload=live.payload,
+            created_at=live.created_at,
         )
-        channel = h.runtime._client_channel()
-        await channel.deliver(envelope)
-        await h.client.wait_until(lambda: len(h.client.notifications) == 1)
         expected = to_session_update(event)
         assert expected is not None
-        assert h.client.notifications[0].to_wire() == {
-            "sessionId": session_id,
-            "update": expected.to_wire(),
-        }
+        mapper = SessionUpdateMapper()
+        assert mapper.update_wire(live) == expected.to_wire()
+        assert mapper.update_wire(envelope_from_stored(plain)) == expected.to_wire()
+
+
+class Collector:
+    """A recipient that records what it is sent; ``gate`` (when set) holds every send."""
+
+    def __init__(self, *, extended: bool = False) -> None:
+        self.extended = extended
+        self.gone = False
+        self.gate: anyio.Event | None = None
+        self.seqs: list[int] = []
+
+    def wants(self, envelope: Envelope) -> bool:
+        return self.extended or envelope.layer != "observe"
+
+    async def deliver(self, envelope: Envelope) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.seqs.append(envelope.seq)
+
+
+async def _pipeline(store: SessionStore) -> DeliveryPipeline:
+    now = datetime.now(UTC)
+    await store.create_session(
+        SessionRecord(session_id="s", cwd="/", created_at=now, updated_at=now)
+    )
+    return DeliveryPipeline("s", store, epoch=0, next_seq=1)
+
+
+async def test_a_slow_attachment_falls_behind_and_catches_up_from_the_store() -> None:
+    """N attachments, each with its own queue and cursor: a stuck client holds neither the
+    turn nor the other clients back, and once it moves it gets everything, in order."""
+    store = MemorySessionStore()
+    pipeline = await _pipeline(store)
+    fast, slow = Collector(), Collector(extended=True)
+    slow.gate = anyio.Event()
+    fast_attachment = Attachment(pipeline, fast, cursor=0)
+    slow_attachment = Attachment(pipeline, slow, cursor=0, max_queue=10)
+    pipeline.attach(fast_attachment)
+    pipeline.attach(slow_attachment)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fast_attachment.run)
+        tg.start_soon(slow_attachment.run)
+        with anyio.fail_after(5):
+            for index in range(100):
+                if index % 10 == 0:
+                    await pipeline.publish(
+                        ModelCallStarted(call_id=str(index), model="m"), epoch=0, turn_id="t"
+                    )
+                await pipeline.publish(
+                    TextChunk(message_id="m", content=TextContentBlock(text=str(index))),
+                    epoch=0,
+                    turn_id="t",
+                )
+            await fast_attachment.wait_sent(pipeline.committed_seq)
+        stored = await store.read_events("s", limit=1000)
+        render = [e.seq for e in stored if e.layer != "observe"]
+        assert fast.seqs == render
+        assert slow.seqs == [] and slow_attachment.behind
+        slow.gate.set()
+        with anyio.fail_after(5):
+            await slow_attachment.wait_sent(pipeline.committed_seq)
+        assert slow.seqs == [e.seq for e in stored]  # observe too: it is extended
+        stats = slow_attachment.statistics()
+        assert stats.fell_behind == 1 and stats.caught_up > 0
+        assert not slow_attachment.behind
+        # back on the live queue: the next event arrives without a store read
+        await pipeline.publish(
+            TextChunk(message_id="m", content=TextContentBlock(text="x")), epoch=0, turn_id="t"
+        )
+        with anyio.fail_after(5):
+            await slow_attachment.wait_sent(pipeline.committed_seq)
+        assert slow.seqs[-1] == pipeline.committed_seq
+        assert slow_attachment.statistics().caught_up == stats.caught_up
+        tg.cancel_scope.cancel()
+
+
+async def test_an_event_of_an_older_epoch_is_dropped() -> None:
+    pipeline = await _pipeline(MemorySessionStore())
+    pipeline.new_epoch()
+    chunk = TextChunk(message_id="m", content=TextContentBlock(text="late"))
+    assert await pipeline.publish(chunk, epoch=0, turn_id="t") is None
+    assert (await pipeline.publish(chunk, epoch=1, turn_id="t")) is not None
+    stats = pipeline.statistics()
+    assert (stats.stale_dropped, stats.committed_seq, stats.epoch) == (1, 1, 1)
+
+
+async def test_a_gone_client_stops_its_attachment_and_releases_waiters() -> None:
+    pipeline = await _pipeline(MemorySessionStore())
+    client = Collector()
+    attachment = Attachment(pipeline, client, cursor=0)
+    pipeline.attach(attachment)
+    client.gone = True
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attachment.run)
+        await pipeline.publish(
+            TextChunk(message_id="m", content=TextContentBlock(text="x")), epoch=0, turn_id="t"
+        )
+        with anyio.fail_after(5):
+            await attachment.wait_sent(pipeline.committed_seq)
+    assert attachment.closed and client.seqs == []
 
 
 async def test_observe_events_never_wait_for_the_store() -> None:
-    """An observe event is queued at once even while every commit is blocked; beyond the
+    """An observe event is held at once even while every commit is blocked; beyond the
     bound it is dropped and counted, never waited for."""
     store = GatedStore(MemorySessionStore())
     store.gate = anyio.Event()
-    forwarded: list[Envelope] = []
-
-    async def forward(envelope: Envelope) -> None:
-        forwarded.append(envelope)
-
-    sink = DurableSink(store, forward)  # type: ignore[arg-type]
-    bus = EventBus("s")
-    bus.attach(sink)
+    pipeline = await _pipeline(store)  # type: ignore[arg-type]
+    client = Collector(extended=True)
+    pipeline.attach(Attachment(pipeline, client, cursor=0))
     with anyio.fail_after(1):
         for index in range(MAX_HELD_OBSERVE + 5):
-            await bus.publish(ModelCallStarted(call_id=str(index), model="m"), epoch=0, turn_id="t")
-    assert sink.dropped == 5
-    assert forwarded == [] and store.appended == 0
+            await pipeline.publish(
+                ModelCallStarted(call_id=str(index), model="m"), epoch=0, turn_id="t"
+            )
+    assert pipeline.statistics().observe_dropped == 5
+    assert client.seqs == [] and store.appended == 0
+
+
+async def test_the_event_extension_is_advertised_in_agent_capabilities_meta() -> None:
+    async with serve() as h:
+        response = h.conn.initialize_response
+        assert response is not None
+        wire = response.to_wire()["agentCapabilities"]
+        assert wire["_meta"]["accord"]["events"] == {
+            "method": "_accord/event",
+            "layers": ["render", "state", "observe"],
+        }
+        assert wire["loadSession"] is True  # the derived capabilities are all still there
+
+
+async def test_observe_events_reach_an_opted_in_client_on_the_wire_after_commit() -> None:
+    engine = scripted(
+        [
+            Emit(ModelCallStarted(call_id="c1", model="m")),
+            Emit(ModelCallEnded(call_id="c1", input_tokens=3, output_tokens=1)),
+        ]
+    )
+    store = MemorySessionStore()
+    async with serve(engine, store=store, extended=True) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        observed = [p for p in h.client.ext_events() if p["layer"] == "observe"]
+        stored = [e for e in await store.read_events(session_id) if e.layer == "observe"]
+        assert [p["kind"] for p in observed] == ["model_call_started", "model_call_ended"]
+        assert [p["seq"] for p in observed] == [e.seq for e in stored]

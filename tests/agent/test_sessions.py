@@ -11,9 +11,8 @@ import pytest
 from _agent_support import CWD, FULL, TIMEOUT, Harness, fold, message_texts, scripted, serve
 
 from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
-from accord.agent._delivery import stored_event
 from accord.errors import AuthRequired, RequestError
-from accord.events import Envelope, ToolCallEnded, ToolCallStarted, event_from_json
+from accord.events import ToolCallEnded, ToolCallStarted, event_from_json, stamp
 from accord.schema import (
     CloseSessionRequest,
     DeleteSessionRequest,
@@ -245,7 +244,7 @@ async def test_loading_a_live_session_bumps_the_epoch_and_drops_late_events(
         assert "late" not in texts
         kinds = [event_from_json(e.payload) for e in await store.read_events(session_id)]
         assert not any(getattr(e, "content", None) == "late" for e in kinds)
-        assert h.runtime._sessions.live[session_id].bus.statistics().stale_dropped >= 1
+        assert h.runtime._sessions.live[session_id].pipeline.statistics().stale_dropped >= 1
         await h.prompt(session_id)
         assert message_texts(h.client.updates(session_id))[-1] == ("agent_message_chunk", "after")
 
@@ -255,15 +254,10 @@ async def test_load_ends_tool_calls_a_crash_left_unfinished(store: SessionStore)
         session_id = await h.new_session()
     # What a process that died mid-tool leaves behind: a started call, never ended.
     started = ToolCallStarted(tool_call_id="t1", title="Build", status="in_progress")
-    envelope = Envelope(
-        session_id=session_id,
-        session_seq=1,
-        session_epoch=0,
-        turn_id="turn-1",
-        agent_id="root",
-        event=started,
+    envelope = stamp(
+        started, session_id=session_id, seq=1, epoch=0, turn_id="turn-1", agent_id="root"
     )
-    await store.append_events([stored_event(envelope)])
+    await store.append_events([envelope])
     async with serve(store=store) as h:
         await _load(h, session_id)
         t1 = [u for u in h.client.updates(session_id) if u.get("toolCallId") == "t1"]

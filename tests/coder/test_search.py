@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,31 @@ def test_large_files_are_not_searched(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert list_directory(Roots.of(str(tmp_path)), "empty") == "empty is empty"
+
+
+def test_links_inside_the_workspace_are_searched_and_links_out_are_not(tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    (project / "src").mkdir(parents=True)
+    outside.mkdir()
+    (project / "src" / "real.py").write_text("needle = 1\n")
+    (outside / "secret.py").write_text("needle = 'secret'\n")
+    (project / "alias.py").symlink_to(project / "src" / "real.py")
+    (project / "escape.py").symlink_to(outside / "secret.py")
+    (project / "src" / "up").symlink_to(project, target_is_directory=True)  # a loop
+    found = grep(Roots.of(str(project)), "needle")
+    assert found.splitlines() == [
+        "alias.py:1: needle = 1",
+        "src/real.py:1: needle = 1",
+        "[skipped 1 link(s) leading out of the workspace]",
+    ]
+    # The outside directory as an additional root: the link now stays inside the workspace.
+    both = grep(Roots.of(str(project), [str(outside)]), "needle")
+    assert "escape.py:1: needle = 'secret'" in both
+    assert "skipped" not in both
+
+
+def test_a_search_stops_when_asked(tree: Path) -> None:
+    stop = threading.Event()
+    stop.set()
+    found = grep(Roots.of(str(tree)), "TODO", stop=stop)
+    assert found.splitlines() == ["no matches for 'TODO'", "[cancelled; results are partial]"]

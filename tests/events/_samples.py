@@ -28,6 +28,7 @@ from accord.events import (
     TurnError,
     UsageReported,
     UserMessageChunk,
+    stamp,
 )
 from accord.schema import (
     Annotations,
@@ -179,12 +180,5 @@ def sample_events() -> list[Event]:
 
 
 def envelope(event: Event, seq: int = 1, *, agent_id: str = ROOT_AGENT_ID) -> Envelope:
-    """Wrap ``event`` in an envelope of session ``s-1``, epoch 0."""
-    return Envelope(
-        session_id="s-1",
-        session_seq=seq,
-        session_epoch=0,
-        turn_id="t-1",
-        agent_id=agent_id,
-        event=event,
-    )
+    """Stamp ``event`` into an envelope of session ``s-1``, epoch 0."""
+    return stamp(event, session_id="s-1", seq=seq, epoch=0, turn_id="t-1", agent_id=agent_id)

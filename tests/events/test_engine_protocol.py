@@ -20,8 +20,7 @@ from accord.agent._engine import (
 from accord.events import (
     ROOT_AGENT_ID,
     Event,
-    EventBus,
-    StandardSink,
+    SessionUpdateMapper,
     StateSnapshot,
     SubAgentEvent,
     SubAgentStarted,
@@ -35,13 +34,13 @@ from accord.events import (
     TurnCompleted,
     UserMessageChunk,
     new_id,
+    stamp,
 )
 from accord.schema import (
     AvailableCommand,
     ContentBlock,
     PermissionOption,
     SessionMode,
-    SessionNotification,
     TextContentBlock,
     ToolCallUpdate,
 )
@@ -117,17 +116,14 @@ class MiniRuntime:
     """The least the agent runtime does around a turn (enough to prove the protocol)."""
 
     def __init__(self, answer: str = "yes") -> None:
-        self.bus = EventBus("s-1")
+        self.seq = 0
+        self.mapper = SessionUpdateMapper()
         self.updates: list[dict[str, Any]] = []
         self.stored: list[Event] = []
         self.asked: list[tuple[str, str]] = []
         self.tools = ToolCallTracker()
         self.answer = answer
-        self.bus.attach(StandardSink(self._send))
         self.cancel = anyio.Event()
-
-    async def _send(self, notification: SessionNotification) -> None:
-        self.updates.append(notification.update.to_wire())
 
     async def _ask(
         self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
@@ -139,10 +135,13 @@ class MiniRuntime:
     async def _publish(self, event: Event, turn_id: str, agent_id: str = ROOT_AGENT_ID) -> None:
         if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
             self.tools.apply(event)
-        envelope = await self.bus.publish(
-            event, epoch=self.bus.epoch, turn_id=turn_id, agent_id=agent_id
+        self.seq += 1
+        envelope = stamp(
+            event, session_id="s-1", seq=self.seq, epoch=0, turn_id=turn_id, agent_id=agent_id
         )
-        assert envelope is not None
+        update = self.mapper.update_wire(envelope) if agent_id == ROOT_AGENT_ID else None
+        if update is not None:
+            self.updates.append(update)
         self.stored.append(event)
 
     async def prompt(self, session: EngineSession, text: str, mode_id: str = "code") -> str:

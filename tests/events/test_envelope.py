@@ -1,21 +1,23 @@
-"""Envelopes and their JSON form: lossless for every event kind, strict on bad input."""
+"""Envelopes: stamped once, the store's record, lossless for every kind, strict on bad input."""
 
 from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
 
 import orjson
 import pytest
 
 from accord.events import (
-    ENVELOPE_FORMAT,
-    Envelope,
     Event,
     TextChunk,
-    envelope_from_json,
-    envelope_to_json,
+    envelope_from_stored,
     event_from_json,
     event_to_json,
+    stamp,
 )
 from accord.schema import TextContentBlock
+from accord.store import StoredEvent
 
 from ._samples import envelope, sample_events
 
@@ -36,57 +38,67 @@ def test_event_round_trip(event: Event) -> None:
 
 
 @pytest.mark.parametrize("event", SAMPLES, ids=_id)
-def test_envelope_round_trip(event: Event) -> None:
-    original = Envelope(
+def test_a_stamped_envelope_is_the_stores_record_and_reads_back_equal(event: Event) -> None:
+    original = stamp(
+        event,
         session_id="sess",
-        session_seq=42,
-        session_epoch=3,
+        seq=42,
+        epoch=3,
         turn_id=None if event.layer == "observe" else "turn-1",
         agent_id="sub-7",
-        event=event,
     )
-    data = envelope_to_json(original)
-    back = envelope_from_json(data)
+    assert isinstance(original, StoredEvent)
+    assert (original.kind, original.layer) == (event.kind, event.layer)
+    assert original.payload == event_to_json(event)
+    plain = StoredEvent(
+        session_id=original.session_id,
+        seq=original.seq,
+        epoch=original.epoch,
+        turn_id=original.turn_id,
+        agent_id=original.agent_id,
+        kind=original.kind,
+        layer=original.layer,
+        payload=original.payload,
+        created_at=original.created_at,
+    )
+    back = envelope_from_stored(plain)
     assert back == original
-    assert back.layer == event.layer
-    assert envelope_to_json(back) == data
+    assert back.data is None and original.data == orjson.loads(original.payload)
 
 
-def test_json_layout_is_documented_one() -> None:
+def test_payload_layout_is_the_documented_one() -> None:
     env = envelope(TextChunk(message_id="m", content=TextContentBlock(text="hi")), seq=5)
-    assert orjson.loads(envelope_to_json(env)) == {
-        "format": ENVELOPE_FORMAT,
-        "sessionId": "s-1",
-        "seq": 5,
-        "epoch": 0,
-        "turnId": "t-1",
-        "agentId": "root",
-        "event": {
-            "kind": "text_chunk",
-            "message_id": "m",
-            "content": {"type": "text", "text": "hi"},
-        },
+    assert (env.session_id, env.seq, env.epoch, env.turn_id, env.agent_id) == (
+        "s-1",
+        5,
+        0,
+        "t-1",
+        "root",
+    )
+    assert orjson.loads(env.payload) == {
+        "kind": "text_chunk",
+        "message_id": "m",
+        "content": {"type": "text", "text": "hi"},
     }
 
 
 def test_envelope_has_no_default_seq_or_epoch() -> None:
     event = TextChunk(message_id="m", content=TextContentBlock(text="hi"))
     with pytest.raises(TypeError):
-        Envelope(session_id="s", turn_id=None, agent_id="root", event=event)  # type: ignore[call-arg]
+        stamp(event, session_id="s", turn_id=None, agent_id="root")  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(("seq", "epoch"), [(0, 0), (-1, 0), (1, -1)])
 def test_envelope_refuses_impossible_positions(seq: int, epoch: int) -> None:
     event = TextChunk(message_id="m", content=TextContentBlock(text="hi"))
-    with pytest.raises(ValueError, match="session_seq must be"):
-        Envelope(
-            session_id="s",
-            session_seq=seq,
-            session_epoch=epoch,
-            turn_id=None,
-            agent_id="root",
-            event=event,
-        )
+    with pytest.raises(ValueError, match="seq must be"):
+        stamp(event, session_id="s", seq=seq, epoch=epoch, turn_id=None, agent_id="root")
+
+
+def test_an_envelope_whose_kind_disagrees_with_its_event_is_refused() -> None:
+    env = envelope(TextChunk(message_id="m", content=TextContentBlock(text="hi")))
+    with pytest.raises(ValueError, match="kind"):
+        dataclasses.replace(env, kind="thinking_chunk")
 
 
 def test_layer_comes_from_the_event() -> None:
@@ -94,32 +106,27 @@ def test_layer_comes_from_the_event() -> None:
         assert envelope(event).layer == event.layer
 
 
-def _good() -> dict[str, object]:
-    env = envelope(TextChunk(message_id="m", content=TextContentBlock(text="hi")))
-    return orjson.loads(envelope_to_json(env))
-
-
 @pytest.mark.parametrize(
-    "change",
+    "payload",
     [
-        {"format": 2},
-        {"seq": "1"},
-        {"seq": True},
-        {"epoch": None},
-        {"seq": 0},
-        {"sessionId": 5},
-        {"turnId": 7},
-        {"agentId": None},
-        {"event": {"kind": "no_such_kind"}},
-        {"event": {"kind": "text_chunk", "message_id": "m"}},
+        b"[]",
+        b"not json",
+        b'"text"',
+        orjson.dumps({"kind": "no_such_kind"}),
+        orjson.dumps({"kind": "text_chunk", "message_id": "m"}),
     ],
 )
-def test_bad_envelopes_are_refused(change: dict[str, object]) -> None:
+def test_bad_payloads_are_refused(payload: bytes) -> None:
+    stored = StoredEvent(
+        session_id="s",
+        seq=1,
+        epoch=0,
+        turn_id=None,
+        agent_id="root",
+        kind="text_chunk",
+        layer="render",
+        payload=payload,
+        created_at=datetime.now(UTC),
+    )
     with pytest.raises(ValueError):  # noqa: PT011 - any ValueError subclass is the contract
-        envelope_from_json(orjson.dumps({**_good(), **change}))
-
-
-@pytest.mark.parametrize("data", [b"[]", b"not json", b'"text"'])
-def test_non_objects_are_refused(data: bytes) -> None:
-    with pytest.raises(ValueError):  # noqa: PT011
-        envelope_from_json(data)
+        envelope_from_stored(stored)

@@ -1,22 +1,22 @@
-"""The same events reach a client as equal sequences over the in-memory and stdio transports."""
+"""The same events reach a client through the delivery pipeline as equal sequences over the
+in-memory and stdio transports."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 import pytest
 
+from accord.agent import Attachment, ClientChannel, DeliveryPipeline
 from accord.events import (
     EXT_EVENT_METHOD,
     Event,
-    EventBus,
-    ExtendedSink,
     PlanUpdated,
-    StandardSink,
     SubAgentStarted,
     TextChunk,
     ThinkingChunk,
@@ -27,7 +27,8 @@ from accord.events import (
     UsageReported,
 )
 from accord.jsonrpc import Connection
-from accord.schema import DiffToolCallContent, PlanEntry, SessionNotification, TextContentBlock
+from accord.schema import DiffToolCallContent, PlanEntry, TextContentBlock
+from accord.store import MemorySessionStore, SessionRecord
 from accord.transports import Transport, memory_transport_pair, stdio_transport
 from accord.transports._fd import FdReceiveStream, FdSendStream
 from accord.transports._stream import StreamTransport
@@ -95,18 +96,23 @@ async def _run(pair: Any, extended: bool) -> list[tuple[str, Any]]:
         pair as (agent_transport, client_transport),
         Connection(client_transport, on_notification=on_notification),
         Connection(agent_transport) as agent,
+        anyio.create_task_group() as tg,
     ):
-
-        async def send_update(notification: SessionNotification) -> None:
-            await agent.notify("session/update", notification.to_wire())
-
-        bus = EventBus("s-1")
-        sink = ExtendedSink(send_update, agent.notify) if extended else StandardSink(send_update)
-        bus.attach(sink)
+        store = MemorySessionStore()
+        now = datetime.now(UTC)
+        await store.create_session(
+            SessionRecord(session_id="s-1", cwd="/", created_at=now, updated_at=now)
+        )
+        pipeline = DeliveryPipeline("s-1", store, epoch=0, next_seq=1)
+        channel = ClientChannel(agent.notify, extended=extended, boolean_options=False)
+        attachment = Attachment(pipeline, channel, cursor=0)
+        pipeline.attach(attachment)
+        tg.start_soon(attachment.run)
         with anyio.fail_after(10):
             for event in _script():
-                await bus.publish(event, epoch=0, turn_id="t-1")
+                await pipeline.publish(event, epoch=0, turn_id="t-1")
             await done.wait()
+        tg.cancel_scope.cancel()
     return received
 
 
@@ -118,4 +124,5 @@ async def test_memory_and_stdio_deliver_equal_sequences(extended: bool) -> None:
     updates = [m for m, _ in over_memory if m == "session/update"]
     assert len(updates) == 1 + 300 + 3 + 1 + 1  # thought, text, tool x3, plan, usage
     if extended:
-        assert [m for m, _ in over_memory].count(EXT_EVENT_METHOD) == len(_script()) - 1
+        # every event, the observe layer (the sub-agent's start) included
+        assert [m for m, _ in over_memory].count(EXT_EVENT_METHOD) == len(_script())

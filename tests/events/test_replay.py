@@ -83,7 +83,7 @@ def test_observe_events_are_dropped_and_seq_still_increases() -> None:
     ]
     replay = compact_for_replay(_chain(events))
     assert [env.event.kind for env in replay] == ["text_chunk", "turn_completed"]
-    assert [env.session_seq for env in replay] == [1, 4]
+    assert [env.seq for env in replay] == [1, 4]
     first = replay[0].event
     assert isinstance(first, TextChunk)
     assert first.content == TextContentBlock(text="xy")

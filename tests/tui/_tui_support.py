@@ -20,10 +20,7 @@ from accord.agent import AgentRuntime, EngineCapabilities
 from accord.client import AgentSpec
 from accord.roles import Agent
 from accord.schema import (
-    AgentCapabilities,
     CancelNotification,
-    InitializeRequest,
-    InitializeResponse,
     NewSessionRequest,
     NewSessionResponse,
     PermissionOption,
@@ -108,11 +105,8 @@ class RawAgent(Agent):
         self.answers: list[Any] = []
         self.cancelled = anyio.Event()
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=request.protocol_version,
-            agent_capabilities=AgentCapabilities(prompt_capabilities=self._caps),
-        )
+    def prompt_capabilities(self) -> PromptCapabilities:
+        return self._caps
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         return NewSessionResponse(session_id=self.session_id)

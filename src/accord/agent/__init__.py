@@ -66,6 +66,15 @@ from ._lifecycle import SessionTrigger as SessionTrigger
 from ._lifecycle import transition_diagram as session_transition_diagram
 from ._permissions import DEFAULT_PERMISSION_OPTIONS as DEFAULT_PERMISSION_OPTIONS
 from ._permissions import permission_key as permission_key
+from ._pipeline import DEFAULT_ATTACHMENT_QUEUE as DEFAULT_ATTACHMENT_QUEUE
+from ._pipeline import MAX_HELD_OBSERVE as MAX_HELD_OBSERVE
+from ._pipeline import Attachment as Attachment
+from ._pipeline import AttachmentStatistics as AttachmentStatistics
+from ._pipeline import ClientChannel as ClientChannel
+from ._pipeline import DeliveryPipeline as DeliveryPipeline
+from ._pipeline import PipelineStatistics as PipelineStatistics
+from ._pipeline import Recipient as Recipient
+from ._pipeline import Tap as Tap
 from ._runtime import AgentRuntime as AgentRuntime
 from ._runtime import RuntimeStatistics as RuntimeStatistics
 from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
@@ -73,12 +82,17 @@ from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
 __all__ = (
     "BASELINE_BLOCK_TYPES",
     "CANCEL_GRACE_SECONDS",
+    "DEFAULT_ATTACHMENT_QUEUE",
     "DEFAULT_PERMISSION_OPTIONS",
+    "MAX_HELD_OBSERVE",
     "SESSION_TRANSITIONS",
     "AgentRuntime",
+    "Attachment",
+    "AttachmentStatistics",
     "AudioPart",
     "BlobResourcePart",
     "BlockType",
+    "ClientChannel",
     "ClientElicitation",
     "ClientFiles",
     "ClientTerminal",
@@ -86,6 +100,7 @@ __all__ = (
     "ConfigValue",
     "ContentPart",
     "Controls",
+    "DeliveryPipeline",
     "Elicitation",
     "ElicitationAction",
     "ElicitationAnswer",
@@ -97,7 +112,9 @@ __all__ = (
     "PermissionDecision",
     "PermissionOutcome",
     "PermissionRequester",
+    "PipelineStatistics",
     "PromptInProgress",
+    "Recipient",
     "ResourceLinkPart",
     "RuntimeStatistics",
     "SessionContext",
@@ -105,6 +122,7 @@ __all__ = (
     "SessionNotActive",
     "SessionState",
     "SessionTrigger",
+    "Tap",
     "Terminal",
     "TerminalHost",
     "TextFileReader",

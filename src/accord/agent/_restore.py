@@ -38,33 +38,17 @@ from ..events import (
     ToolCallStarted,
     ToolCallTracker,
     compact_for_replay,
-    event_from_json,
+    envelope_from_stored,
 )
 from ..schema import AvailableCommand
-from ..store import SessionRecord, SessionStore, StoredEvent, iter_events
+from ..store import SessionRecord, SessionStore, iter_events
 from ._controls import Controls
 from ._engine import EngineCapabilities
 from ._permissions import PermissionMemory
 
-__all__ = ("RestoredState", "envelope_from_stored", "replay")
+__all__ = ("RestoredState", "replay")
 
 _COMMANDS: TypeAdapter[list[AvailableCommand]] = TypeAdapter(list[AvailableCommand])
-
-
-def envelope_from_stored(stored: StoredEvent) -> Envelope:
-    """Rebuild the envelope a stored event was made from.
-
-    Raises:
-        ValueError: the payload is not a valid event.
-    """
-    return Envelope(
-        session_id=stored.session_id,
-        session_seq=stored.seq,
-        session_epoch=stored.epoch,
-        turn_id=stored.turn_id,
-        agent_id=stored.agent_id,
-        event=event_from_json(stored.payload),
-    )
 
 
 class RestoredState:
@@ -97,7 +81,7 @@ class RestoredState:
 
     def fold(self, envelope: Envelope) -> None:
         """Apply a stored event that came after the record's ``stateSeq``."""
-        if envelope.session_seq <= self.state_seq:
+        if envelope.seq <= self.state_seq:
             return
         event = envelope.event
         match event:
@@ -125,7 +109,7 @@ class RestoredState:
                 self.engine_state = event.state
             case _:
                 return
-        self.state_seq = envelope.session_seq
+        self.state_seq = envelope.seq
 
     async def catch_up(self, store: SessionStore, session_id: str) -> None:
         """Fold the stored events after ``stateSeq`` (``session/resume`` and fork)."""

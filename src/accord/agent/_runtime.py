@@ -44,9 +44,16 @@ from typing import TYPE_CHECKING, Any, Final, final
 import anyio
 
 from ..errors import MethodNotFound
-from ..events import ConfigChanged, ModeChanged, new_id, wants_extended_events
+from ..events import (
+    ConfigChanged,
+    ModeChanged,
+    extension_capability,
+    new_id,
+    wants_extended_events,
+)
 from ..roles import Agent, serve_agent
 from ..schema import (
+    AgentCapabilities,
     CancelNotification,
     ClientCapabilities,
     CloseSessionRequest,
@@ -86,8 +93,8 @@ from ..store import (
     StoreError,
 )
 from ._content import check_prompt, prompt_capabilities
-from ._delivery import ClientChannel
 from ._engine import Engine
+from ._pipeline import ClientChannel
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
@@ -217,7 +224,7 @@ class AgentRuntime(Agent):
     def _client_channel(self) -> ClientChannel:
         if self._channel is None:
             self._channel = ClientChannel(
-                self.client,
+                self.client.connection.notify,
                 extended=self._extended,
                 boolean_options=_boolean_options(self._client_capabilities),
             )
@@ -260,6 +267,12 @@ class AgentRuntime(Agent):
         if not (caps.mcp_http or caps.mcp_sse):
             return None
         return McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse)
+
+    def agent_capabilities(self) -> AgentCapabilities:
+        """The derived capabilities, plus the ``_accord/event`` extension in ``_meta``."""
+        capabilities = super().agent_capabilities()
+        meta = {**(capabilities.meta or {}), **extension_capability()}
+        return capabilities.model_copy(update={"meta": meta})
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         """Record the client's capabilities and event opt-in, then negotiate as usual."""
@@ -347,7 +360,7 @@ class AgentRuntime(Agent):
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
         session.lifecycle.apply("prompt")
-        turn = TurnHandle(new_id(), session.bus.epoch)
+        turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
         try:
             stop = await self._run_turn(session, turn, request.prompt)
@@ -374,11 +387,11 @@ class AgentRuntime(Agent):
         try:
             async with GroupCommitWriter(
                 self._store,
-                session.durable.on_committed,
+                session.pipeline.on_committed,
                 max_pending=self._max_pending,
                 commit_window=TURN_COMMIT_WINDOW,
             ) as writer:
-                session.durable.attach_writer(writer)
+                session.pipeline.attach_writer(writer)
                 try:
                     stop = await runner.run(prompt)
                 finally:
@@ -386,9 +399,9 @@ class AgentRuntime(Agent):
                         anyio.CancelScope(shield=True),
                         anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS),
                     ):
-                        await session.durable.detach_writer()
+                        await session.pipeline.detach_writer()
         finally:
-            if turn.epoch == session.bus.epoch:
+            if turn.epoch == session.pipeline.epoch:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
                     try:
                         await session.save(self._store)
@@ -396,6 +409,8 @@ class AgentRuntime(Agent):
                         logger.warning(
                             "session %s: saving state failed: %s", session.session_id, exc
                         )
+                # The answer (or the error) comes after the turn's updates.
+                await session.settle()
         return stop
 
     async def cancel(self, notification: CancelNotification) -> None:
@@ -428,6 +443,7 @@ class AgentRuntime(Agent):
             if config_changed:
                 await session.publish(ConfigChanged(config_options=tuple(controls.options())))
             await session.save(self._store)
+            await session.settle()
         return SetSessionModeResponse()
 
     async def set_session_config_option(
@@ -456,6 +472,7 @@ class AgentRuntime(Agent):
             if mode_changed and controls.mode_id is not None:
                 await session.publish(ModeChanged(mode_id=controls.mode_id))
             await session.save(self._store)
+            await session.settle()
         return SetSessionConfigOptionResponse(
             config_options=controls.options(boolean=self._boolean)
         )

@@ -1,9 +1,10 @@
 """A live session: what the runtime keeps in memory for a session a client has open.
 
-:class:`LiveSession` ties together, for one session: the engine's session object, the event
-bus (stamping ``session_seq`` and ``session_epoch``) with its :class:`DurableSink`, the
-tool-call tracker, the lifecycle (:mod:`._lifecycle`), the controls, the remembered
-permission answers, the title, the slash commands and the engine's last state snapshot.
+:class:`LiveSession` ties together, for one session: the engine's session object, its
+delivery pipeline (:mod:`._pipeline`: stamping ``seq`` and ``epoch``, storing, fanning out)
+with this connection's attachment to it, the tool-call tracker, the lifecycle
+(:mod:`._lifecycle`), the controls, the remembered permission answers, the title, the
+slash commands and the engine's last state snapshot.
 :class:`TurnHandle` is the running prompt turn, if any: its ids and the means to stop it.
 
 The session's state record (``SessionRecord.state``) is :meth:`LiveSession.state_json`::
@@ -11,7 +12,7 @@ The session's state record (``SessionRecord.state``) is :meth:`LiveSession.state
     {"format": 1, "mode": "ask", "config": {"model": "fast"}, "permissions": {...},
      "commands": [...] | null, "engine": <last StateSnapshot.state>, "stateSeq": 41}
 
-``stateSeq`` is the last ``session_seq`` whose effect the record includes; events after it
+``stateSeq`` is the last ``seq`` whose effect the record includes; events after it
 (a crash between an event's commit and the record's update) are folded in again when the
 session is restored (:mod:`._restore`).
 
@@ -25,14 +26,14 @@ from typing import Any, Final
 import anyio
 from pydantic import JsonValue
 
-from ..events import ROOT_AGENT_ID, Envelope, Event, EventBus, ToolCallTracker
+from ..events import ROOT_AGENT_ID, Envelope, Event, ToolCallTracker
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
 from ._controls import Controls
-from ._delivery import DurableSink
 from ._engine import EngineSession
 from ._lifecycle import SessionLifecycle
 from ._permissions import PermissionMemory
+from ._pipeline import Attachment, DeliveryPipeline
 
 __all__ = ("STATE_FORMAT", "LiveSession", "TurnHandle")
 
@@ -115,16 +116,16 @@ class LiveSession:
 
     __slots__ = (
         "additional_directories",
-        "bus",
+        "attachment",
         "commands",
         "controls",
         "cwd",
-        "durable",
         "engine",
         "engine_state",
         "lifecycle",
         "mcp_servers",
         "permissions",
+        "pipeline",
         "session_id",
         "title",
         "tracker",
@@ -139,8 +140,7 @@ class LiveSession:
         additional_directories: tuple[str, ...],
         mcp_servers: tuple[McpServer, ...],
         engine: EngineSession,
-        bus: EventBus,
-        durable: DurableSink,
+        pipeline: DeliveryPipeline,
         controls: Controls,
         permissions: PermissionMemory,
         title: str | None,
@@ -153,8 +153,9 @@ class LiveSession:
         self.additional_directories = additional_directories
         self.mcp_servers = mcp_servers
         self.engine = engine
-        self.bus = bus
-        self.durable = durable
+        self.pipeline = pipeline
+        #: This connection's attachment to the pipeline (``None`` until attached).
+        self.attachment: Attachment | None = None
         self.controls = controls
         self.permissions = permissions
         self.title = title
@@ -173,13 +174,14 @@ class LiveSession:
         agent_id: str = ROOT_AGENT_ID,
         epoch: int | None = None,
     ) -> Envelope | None:
-        """Publish ``event`` on the session's bus (current epoch unless given).
+        """Publish ``event`` through the session's pipeline (current epoch unless given).
 
         Returns ``None`` when the event belongs to an older epoch (and was dropped).
         """
-        return await self.bus.publish(
+        pipeline = self.pipeline
+        return await pipeline.publish(
             event,
-            epoch=self.bus.epoch if epoch is None else epoch,
+            epoch=pipeline.epoch if epoch is None else epoch,
             turn_id=turn_id,
             agent_id=agent_id,
         )
@@ -194,8 +196,13 @@ class LiveSession:
 
     @property
     def last_seq(self) -> int:
-        """The ``session_seq`` of the last event published."""
-        return self.bus.statistics().next_seq - 1
+        """The ``seq`` of the last event published."""
+        return self.pipeline.last_seq
+
+    async def settle(self) -> None:
+        """Wait until every event published so far is committed and sent to this client
+        (what a response or a request to the client must come after)."""
+        await self.pipeline.settle(self.attachment)
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""
@@ -212,5 +219,5 @@ class LiveSession:
 
     async def save(self, store: SessionStore) -> None:
         """Persist title and state, once every event published so far is committed."""
-        await self.durable.flush()
+        await self.pipeline.flush()
         await store.update_session(self.session_id, title=self.title, state=self.state_json())

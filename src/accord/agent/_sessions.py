@@ -44,7 +44,7 @@ import anyio
 from pydantic import TypeAdapter
 
 from ..errors import InvalidParams
-from ..events import Envelope, EventBus, ToolCallEnded, ToolCallTracker, new_id
+from ..events import ToolCallEnded, ToolCallTracker, new_id
 from ..schema import (
     AvailableCommandsUpdateSessionUpdate,
     ListSessionsRequest,
@@ -56,9 +56,9 @@ from ..schema import (
 from ..store import SessionRecord, SessionStore
 from ._client_services import client_services
 from ._controls import Controls
-from ._delivery import ClientChannel, DurableSink
 from ._engine import Engine, EngineCapabilities, SessionContext
 from ._errors import session_not_found
+from ._pipeline import Attachment, ClientChannel, DeliveryPipeline, Tap
 from ._restore import RestoredState, replay
 from ._session import LiveSession
 from ._turn import CLEANUP_TIMEOUT_SECONDS
@@ -123,6 +123,7 @@ class SessionTable:
         channel: Returns how to send to the client.
         page_size: ``session/list`` page size (the store caps it).
         turn_grace: Seconds a cancelled turn gets before its engine step is cancelled.
+        taps: Called with every committed envelope of every session (the activity log).
     """
 
     def __init__(
@@ -134,6 +135,7 @@ class SessionTable:
         channel: Callable[[], ClientChannel],
         page_size: int,
         turn_grace: float,
+        taps: Sequence[Tap] = (),
     ) -> None:
         """Create an empty table; see the class docstring for the arguments."""
         self._engine = engine
@@ -143,6 +145,7 @@ class SessionTable:
         self._channel = channel
         self._page_size = page_size
         self._turn_grace = turn_grace
+        self._taps = tuple(taps)
         self._locks = _KeyedLocks()
         self.live: dict[str, LiveSession] = {}
 
@@ -305,6 +308,7 @@ class SessionTable:
                 session.tracker = tracker
                 await self._end_unfinished(session, tracker)
                 await session.save(self._store)
+                await session.settle()
                 await self._announce(session, record.updated_at)
             except BaseException:
                 # Nothing half-restored stays live: the client must load or resume again.
@@ -321,13 +325,17 @@ class SessionTable:
         """Stop a live session for a reload: new epoch, turn cancelled and ended, engine
         session closed. Returns the new epoch."""
         live.lifecycle.apply("reload")
-        epoch = live.bus.new_epoch()
+        epoch = live.pipeline.new_epoch()
         turn = live.turn
         if turn is not None:
             turn.cancel()
             with anyio.move_on_after(self._turn_grace + CLEANUP_TIMEOUT_SECONDS):
                 await turn.done.wait()
         await live.engine.aclose()
+        # What the old epoch committed goes out first; the replay follows it.
+        with anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
+            await live.settle()
+        self._detach(live)
         return epoch
 
     async def _end_unfinished(self, session: LiveSession, tracker: ToolCallTracker) -> None:
@@ -363,17 +371,18 @@ class SessionTable:
             )
         )
         if live is None:
-            bus = EventBus(session_id, epoch=epoch, next_seq=record.last_seq + 1)
-            durable = DurableSink(self._store, self._forward)
-            bus.attach(durable)
+            pipeline = DeliveryPipeline(
+                session_id, self._store, epoch=epoch, next_seq=record.last_seq + 1
+            )
+            for tap in self._taps:
+                pipeline.add_tap(tap)
             live = LiveSession(
                 session_id=session_id,
                 cwd=record.cwd,
                 additional_directories=record.additional_directories,
                 mcp_servers=tuple(mcp_servers),
                 engine=engine_session,
-                bus=bus,
-                durable=durable,
+                pipeline=pipeline,
                 controls=restored.controls,
                 permissions=restored.permissions,
                 title=restored.title,
@@ -381,6 +390,7 @@ class SessionTable:
                 engine_state=restored.engine_state,
             )
             self.live[session_id] = live
+            self._attach(live)
             return live
         live.cwd = record.cwd
         live.additional_directories = record.additional_directories
@@ -391,10 +401,25 @@ class SessionTable:
         live.title = restored.title
         live.commands = restored.commands
         live.engine_state = restored.engine_state
+        self._attach(live)
         return live
 
-    async def _forward(self, envelope: Envelope) -> None:
-        await self._channel().deliver(envelope)
+    def _attach(self, live: LiveSession) -> None:
+        """Attach this connection's client to ``live``: it has everything committed so far
+        (a new session has nothing, a load replayed it, a resume does not want it)."""
+        pipeline = live.pipeline
+        attachment = Attachment(pipeline, self._channel(), cursor=pipeline.committed_seq)
+        pipeline.attach(attachment)
+        live.attachment = attachment
+        self._connection().connection.start_soon(
+            attachment.run, name=f"accord session {live.session_id} sender"
+        )
+
+    def _detach(self, live: LiveSession) -> None:
+        attachment = live.attachment
+        if attachment is not None:
+            live.pipeline.detach(attachment)
+            live.attachment = None
 
     async def _announce(self, session: LiveSession, updated_at: datetime) -> None:
         channel = self._channel()
@@ -453,7 +478,7 @@ class SessionTable:
     def _forget(self, live: LiveSession) -> None:
         if live.lifecycle.state != "closed":
             live.lifecycle.state = "closed"
-        live.bus.close()
+        self._detach(live)
         if self.live.get(live.session_id) is live:
             del self.live[live.session_id]
 

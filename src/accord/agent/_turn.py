@@ -26,7 +26,7 @@
    else as -32603 with the exception's type and message in ``data``.
 
 A turn that started in an older epoch (the session was loaded or resumed meanwhile) stops at
-its next output; its events are dropped by the bus and its effects are not applied.
+its next output; its events are dropped by the pipeline and its effects are not applied.
 
 Below: :mod:`accord.events`, :mod:`accord.roles` (the connection), the engine protocol. Above:
 the runtime, which owns the writer around each turn.
@@ -168,7 +168,7 @@ class TurnRunner:
             mode_id=session.controls.mode_id,
             config_values=MappingProxyType(dict(session.controls.values)),
             elicitation=ClientElicitation(
-                self._connection, session.session_id, turn, before_ask=session.durable.flush
+                self._connection, session.session_id, turn, before_ask=session.settle
             ),
         )
         error: Exception | None = None
@@ -371,7 +371,7 @@ class TurnRunner:
             PermissionPending(tool_call_id=tool_call.tool_call_id, options=choices), agent_id
         )
         # The client must know the tool call (and everything before it) before it is asked.
-        await session.durable.flush()
+        await session.settle()
         request = RequestPermissionRequest(
             session_id=session.session_id, tool_call=shown, options=list(choices)
         )

@@ -27,7 +27,6 @@ import anyio
 from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
 from ..schema import Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
-from ._boundary import TurnBoundaryTransport
 from ._connection import AgentConnection, absolute_path
 from ._elicitation import (
     ElicitationModeName,
@@ -146,9 +145,7 @@ async def connect(
                 terminals=terminal_host is not None,
                 elicitation=hub.elicitation is not None,
             )(hub, client_info or _default_client_info())
-            marked = TurnBoundaryTransport(transport, hub.prompt_sent)
-            hub.marker_token = marked.token
-            calls = await stack.enter_async_context(ClientSideConnection(client, marked))
+            calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if in_process is not None:
                 task_group.start_soon(serve_agent, *in_process, name="in-process agent")
             await _initialize(calls, client, transport, initialize_timeout)

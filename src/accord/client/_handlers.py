@@ -51,7 +51,6 @@ from ..schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
-from ._boundary import PROMPT_ANSWERED
 
 if TYPE_CHECKING:
     from ._elicitation import ElicitationService
@@ -90,8 +89,6 @@ class Hub:
         self.elicitation: ElicitationService | None = None
         self._early: dict[str, list[SessionUpdate]] = {}
         self._early_count = 0
-        #: The token of this connection's turn markers (see :mod:`accord.client._boundary`).
-        self.marker_token: str | None = None
 
     @property
     def early_updates(self) -> int:
@@ -143,21 +140,6 @@ class Hub:
         self._early.setdefault(notification.session_id, []).append(notification.update)
         self._early_count += 1
 
-    def prompt_sent(self, session_id: str, request_id: object) -> None:
-        """A ``session/prompt`` is going out with that id."""
-        session = self.sessions.get(session_id)
-        if session is not None:
-            session._on_prompt_sent(request_id)
-
-    def on_marker(self, params: dict[str, Any]) -> None:
-        """The answer to a prompt arrived here, in notification order."""
-        if self.marker_token is None or params.get("token") != self.marker_token:
-            logger.debug("ignored a forged or stale %s", PROMPT_ANSWERED)
-            return
-        session = self.sessions.get(params.get("sessionId", ""))
-        if session is not None:
-            session._on_prompt_answered(params.get("id"))
-
     def roots(self, session_id: str) -> tuple[str, ...]:
         """The directories a session's file and terminal requests are confined to."""
         return self.session(session_id).roots
@@ -189,11 +171,8 @@ class _RuntimeClient(Client):
         return await self._hub.session(request.session_id)._on_permission(request)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        """Turn markers go to the sessions; other extension notifications are ignored."""
-        if method == PROMPT_ANSWERED:
-            self._hub.on_marker(params)
-        else:
-            logger.debug("extension notification %r ignored", method)
+        """Extension notifications are ignored (logged at debug level)."""
+        logger.debug("extension notification %r ignored", method)
 
 
 class _FsClient(_RuntimeClient):

@@ -14,6 +14,7 @@ view, the turn machinery and the permission policies.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Sequence
@@ -154,7 +155,9 @@ class ClientSession:
         turn = _Turn(None)
         self._turn = turn
         try:
-            response = await self._runtime.calls.prompt(request)
+            response = await self._runtime.calls.prompt(
+                request, on_answer=functools.partial(self._close_to_updates, turn)
+            )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
                 await self._send_cancel()
@@ -190,7 +193,9 @@ class ClientSession:
 
     async def _run_streamed_turn(self, turn: _Turn, request: PromptRequest) -> None:
         try:
-            response = await self._runtime.calls.prompt(request)
+            response = await self._runtime.calls.prompt(
+                request, on_answer=functools.partial(self._close_to_updates, turn)
+            )
         except Exception as exc:
             self._end(turn, error=exc)
         else:
@@ -242,7 +247,11 @@ class ClientSession:
         return result
 
     def _close_to_updates(self, turn: _Turn) -> None:
-        """The turn is answered: take its text and tool calls; later updates are not its."""
+        """The turn is answered: take its text and tool calls; later updates are not its.
+
+        Runs as the prompt's ``on_answer`` hook, in notification order: after the updates
+        the agent sent before its answer, before any it sent after it.
+        """
         if turn.answered:
             return
         turn.answered = True
@@ -250,15 +259,6 @@ class ClientSession:
         turn.text_parts = []
         calls = self._view.tool_calls
         turn.tool_calls = tuple(calls[i] for i in turn.tool_call_ids if i in calls)
-
-    def _on_prompt_sent(self, request_id: object) -> None:
-        if self._turn is not None:
-            self._turn.request_id = request_id
-
-    def _on_prompt_answered(self, request_id: object) -> None:
-        turn = self._turn
-        if turn is not None and turn.request_id == request_id:
-            self._close_to_updates(turn)
 
     async def wait_idle(self) -> None:
         """Wait until no turn is running."""

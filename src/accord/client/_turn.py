@@ -107,7 +107,6 @@ class _Turn:
         "answered",
         "done",
         "error",
-        "request_id",
         "result",
         "send",
         "text",
@@ -118,9 +117,8 @@ class _Turn:
 
     def __init__(self, send: MemoryObjectSendStream[TurnEvent] | None) -> None:
         self.send = send
-        #: The JSON-RPC id of the turn's ``session/prompt``, once sent.
-        self.request_id: object = None
-        #: Set where the agent's answer falls among the updates: later ones are not the turn's.
+        #: Set where the agent's answer falls among the updates (the prompt's ``on_answer``
+        #: hook): later ones are not the turn's.
         self.answered = False
         self.tool_call_ids: dict[str, None] = {}
         self.text_parts: list[str] = []

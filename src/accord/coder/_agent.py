@@ -8,7 +8,9 @@ here (:func:`build_engine`):
   are per session (constructing one costs well under a millisecond);
 * the models: one :class:`~accord.engines.pydantic_ai.ModelChoice` per configured name
   (:func:`model_choices`), so the ``model`` config option switches between them; with a
-  ``base_url`` each is pydantic-ai's OpenAI chat model at that URL;
+  ``base_url`` each is pydantic-ai's OpenAI chat model at that URL; the model objects (with
+  their HTTP clients) and the coder's tool definitions are built once per process and shared
+  by every session (:func:`shared_model`, :func:`shared_toolset`);
 * the modes: :func:`~._modes.tool_allowed` as the tool filter applied before every model
   request, :func:`~._modes.needs_approval` as the approval hook;
 * the display: the tools' behaviours and the coder's translator (terminals, diffs, plans,
@@ -19,12 +21,13 @@ This module is imported only when the first session needs a model (it loads pyda
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine
 from ._config import CoderConfig
@@ -34,41 +37,68 @@ from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
 
-__all__ = ("build_agent", "build_engine", "model_choices")
+__all__ = ("build_agent", "build_engine", "model_choices", "shared_model", "shared_toolset")
 
 
-def _openai_compatible(base_url: str, model_id: str) -> Callable[[], Model]:
-    def build() -> Model:
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
+@functools.cache
+def shared_model(base_url: str | None, model_id: str) -> Model:
+    """The model ``model_id`` (at ``base_url``, else a pydantic-ai model name), once per process.
 
-        return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url))
+    Every session of the process uses the same model object, and so the same provider and
+    HTTP client (its connection pool, its TLS context): built per session, they were about
+    nine tenths of a session's memory (``docs/benchmarks.md``). Sharing is safe: a model
+    holds no conversation state, and pydantic-ai counts the sessions that entered it, closes
+    its client when the last one leaves and opens a new one when another enters.
 
-    return build
+    Raises:
+        Exception: what pydantic-ai raises for a model it cannot build (e.g. no API key);
+            nothing is cached then, so the next session tries again.
+    """
+    if base_url is None:
+        from pydantic_ai.models import infer_model
+
+        return infer_model(model_id)
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url))
 
 
 def model_choices(config: CoderConfig) -> list[ModelChoice]:
     """One choice per configured model name (see :mod:`._config` for ``base_url``)."""
     choices: list[ModelChoice] = []
     for name in config.models:
-        model: Callable[[], Model] | str = name
         if config.base_url is not None:
-            model = _openai_compatible(config.base_url, config.served_model_id(name))
-        choices.append(ModelChoice(id=name, model=model, context_window=config.context_window))
+            build = functools.partial(shared_model, config.base_url, config.served_model_id(name))
+        else:
+            build = functools.partial(shared_model, None, name)
+        choices.append(ModelChoice(id=name, model=build, context_window=config.context_window))
     return choices
+
+
+@functools.cache
+def shared_toolset() -> FunctionToolset[CoderDeps]:
+    """Every coder tool and ``delegate``: built once per process, shared by every session.
+
+    A tool's definition (its JSON schema, its argument validator, compiled by pydantic-core)
+    is the same for every session, and building it is most of what a session costs: shared,
+    a new session costs about a tenth (see ``docs/benchmarks.md``). Per-call state lives in
+    the run context, never in the toolset.
+    """
+    tools = coder_toolset()
+    tools.add_function(delegate)
+    return tools
 
 
 def build_agent(
     system_prompt: str, mcp_toolsets: Sequence[AbstractToolset[Any]] = ()
 ) -> Agent[CoderDeps, str]:
     """The session's agent: its instructions, every coder tool and its MCP tools."""
-    tools = coder_toolset()
-    tools.add_function(delegate)
     return Agent(
         name="accord",
         deps_type=CoderDeps,
         instructions=system_prompt,
-        toolsets=[tools, *mcp_toolsets],
+        toolsets=[shared_toolset(), *mcp_toolsets],
     )
 
 

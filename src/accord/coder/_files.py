@@ -17,6 +17,7 @@ fails loudly instead of editing the wrong place.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,11 +26,23 @@ import anyio.to_thread
 from ..agent._engine import TextFileReader, TextFileWriter
 from ..errors import RequestError
 from ._paths import Roots, ToolError
+from ._reading import describe_mode, read_regular
 
-__all__ = ("MAX_READ_CHARS", "FileChange", "Workspace", "edit_file", "read_file", "write_file")
+__all__ = (
+    "MAX_READ_CHARS",
+    "MAX_READ_FILE_BYTES",
+    "FileChange",
+    "Workspace",
+    "edit_file",
+    "read_file",
+    "write_file",
+)
 
 MAX_READ_CHARS: Final = 100_000
 """Characters of a file one read returns (about 25k tokens); the model reads on with ``offset``."""
+
+MAX_READ_FILE_BYTES: Final = 16 * 1024 * 1024
+"""Files larger than this are not read from disk (the model is told to use grep or a command)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,15 +123,10 @@ class Workspace:
 
 
 def _read_disk(path: str, roots: Roots) -> str:
-    try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except FileNotFoundError:
-        raise ToolError(f"{roots.display(path)} does not exist") from None
-    except IsADirectoryError:
-        raise ToolError(f"{roots.display(path)} is a directory; use list_directory") from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {roots.display(path)}: {exc.strerror}") from exc
+    shown = roots.display(path)
+    if os.path.isdir(path):
+        raise ToolError(f"{shown} is a directory; use list_directory")
+    data = read_regular(path, limit=MAX_READ_FILE_BYTES, shown=shown)
     if b"\0" in data[:8192]:
         raise ToolError(f"{roots.display(path)} is a binary file")
     try:
@@ -127,13 +135,32 @@ def _read_disk(path: str, roots: Roots) -> str:
         raise ToolError(f"{roots.display(path)} is not UTF-8 text") from None
 
 
+_WRITE_FLAGS: Final = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_TRUNC
+    | os.O_NONBLOCK
+    | os.O_NOCTTY
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
 def _write_disk(path: str, content: str, roots: Roots) -> None:
+    """Write a regular file; never waits on a FIFO (no reader: refused), never writes a device."""
+    shown = roots.display(path)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as file:
+        if os.path.exists(path) and not os.path.isfile(path):
+            kind = describe_mode(os.stat(path).st_mode)
+            raise ToolError(f"{shown} is {kind}; only regular files are written")
+        fd = os.open(path, _WRITE_FLAGS, 0o666)
+        with open(fd, "w", encoding="utf-8", newline="", closefd=True) as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                kind = describe_mode(os.fstat(fd).st_mode)
+                raise ToolError(f"{shown} is {kind}; only regular files are written")
             file.write(content)
     except OSError as exc:
-        raise ToolError(f"cannot write {roots.display(path)}: {exc.strerror}") from exc
+        raise ToolError(f"cannot write {shown}: {exc.strerror}") from exc
 
 
 async def read_file(

@@ -20,8 +20,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
-__all__ = ("Roots", "ToolError")
+__all__ = ("MAX_PATH_CHARS", "Roots", "ToolError")
+
+MAX_PATH_CHARS: Final = 4096
+"""The longest path a tool accepts (Linux's ``PATH_MAX``); a longer one is refused unread."""
 
 
 class ToolError(Exception):
@@ -58,10 +62,17 @@ class Roots:
         """Return ``path`` as a normalized absolute path inside the roots.
 
         Raises:
-            ToolError: the path is empty, or lies (after symbolic links) outside every root.
+            ToolError: the path is empty, too long, contains a NUL, or lies (after symbolic links)
+                outside every root.
         """
         if not path or not path.strip():
             raise ToolError("the path is empty")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(
+                f"the path is {len(path):,} characters long; at most {MAX_PATH_CHARS:,}"
+            )
+        if "\0" in path:
+            raise ToolError(f"{path!r} contains a NUL character; no file has such a name")
         absolute = os.path.normpath(os.path.join(self.cwd, path))
         real = os.path.realpath(absolute)
         for root in self.all:
@@ -70,6 +81,14 @@ class Roots:
         raise ToolError(
             f"{path!r} is outside the workspace; paths must be inside {self.describe()}"
         )
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` (absolute), once its symbolic links are resolved, is inside a root.
+
+        What a search asks of every link it meets: one whose target is outside is skipped.
+        """
+        real = os.path.realpath(path)
+        return any(_inside(real, os.path.realpath(root)) for root in self.all)
 
     def display(self, path: str) -> str:
         """``path`` relative to ``cwd`` when inside it, else absolute (for compact listings)."""

@@ -11,7 +11,9 @@ together. Both ways are bounded:
   their verdict last), cut at a character boundary, with a note saying how much was dropped.
 
 A cancelled turn kills the command too: the process group gets ``SIGTERM``, then ``SIGKILL``
-after :data:`TERMINATE_GRACE_SECONDS`, shielded from the cancellation that caused it.
+after :data:`TERMINATE_GRACE_SECONDS`, shielded from the cancellation that caused it. And the
+group does not outlive the agent: while it runs it is registered with the process's watchdog
+(:mod:`._watchdog`), which ends it if the agent dies, even by ``SIGKILL``.
 
 POSIX only (process groups and signals), like the client's terminal host.
 """
@@ -27,6 +29,8 @@ from typing import Final
 
 import anyio
 from anyio.abc import Process
+
+from ._watchdog import group_watchdog
 
 __all__ = (
     "DEFAULT_TIMEOUT_SECONDS",
@@ -188,6 +192,8 @@ async def run_local(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    watchdog = group_watchdog()
+    watchdog.register(process.pid)  # its own session: the group id is its pid
     buffer = TailBuffer(output_limit)
     timed_out = False
     try:
@@ -203,6 +209,7 @@ async def run_local(
     finally:
         await _terminate(process)
         await process.aclose()
+        watchdog.unregister(process.pid)
     code = process.returncode
     return CommandResult(
         command=command,

@@ -18,6 +18,7 @@ This module imports nothing of pydantic-ai.
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 from collections.abc import Sequence
@@ -26,6 +27,9 @@ from datetime import datetime
 from typing import Final
 
 from pydantic import JsonValue
+
+from ._paths import Roots
+from ._reading import Unreadable, read_regular
 
 __all__ = (
     "MAX_PROJECT_NOTES_CHARS",
@@ -46,6 +50,8 @@ STATE_VERSION: Final = 1
 
 PROJECT_NOTES_FILE: Final = "AGENTS.md"
 """The file in the ``cwd`` whose text is added to the prompt (the agents.md convention)."""
+
+_log = logging.getLogger("accord.coder")
 
 MAX_PROJECT_NOTES_CHARS: Final = 20_000
 """Characters of the project notes included; a longer file is cut with a note."""
@@ -115,14 +121,29 @@ class CoderState:
 
 
 def read_project_notes(cwd: str) -> str | None:
-    """The text of ``AGENTS.md`` in ``cwd`` (bounded), or ``None`` if there is none."""
+    """The text of ``AGENTS.md`` in ``cwd`` (bounded), or ``None`` if there is none to use.
+
+    Only a regular file whose real path is inside ``cwd`` is read (never blocking: see
+    :mod:`._reading`): a link leading out of the project, a FIFO or a device is refused, and
+    the refusal logged, so the system prompt holds only what the project itself says.
+    """
     path = os.path.join(cwd, PROJECT_NOTES_FILE)
-    try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            text = file.read(MAX_PROJECT_NOTES_CHARS + 1)
-    except OSError:
+    if not os.path.lexists(path):
         return None
-    text = text.strip()
+    if not Roots.of(cwd).holds(path):
+        _log.warning(
+            "%s is a link to %s, outside the project: not used in the system prompt",
+            path,
+            os.path.realpath(path),
+        )
+        return None
+    limit = MAX_PROJECT_NOTES_CHARS * 4  # UTF-8: at most 4 bytes a character
+    try:
+        data = read_regular(path, limit=limit, truncate=True)
+    except Unreadable as refused:
+        _log.warning("%s: not used in the system prompt", refused.message)
+        return None
+    text = data.decode("utf-8", errors="replace").strip()
     if not text:
         return None
     if len(text) > MAX_PROJECT_NOTES_CHARS:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Final, Literal, TypeVar
 
@@ -63,6 +64,7 @@ from ._signals import PlanChanged, ResultContent, TerminalAttached
 __all__ = (
     "BEHAVIOURS",
     "MAX_TITLE_CHARS",
+    "MAX_TOOL_RETRIES",
     "RELEASE_TIMEOUT_SECONDS",
     "PlanStep",
     "coder_toolset",
@@ -73,6 +75,10 @@ _log = logging.getLogger("accord.coder")
 
 MAX_TITLE_CHARS: Final = 80
 """A tool call's title is cut to this (a command line can be long)."""
+
+MAX_TOOL_RETRIES: Final = 3
+"""Calls in a row with arguments that do not fit a tool before the turn fails (pydantic-ai's
+retry budget; each such call is answered with what was wrong, so the model can correct it)."""
 
 RELEASE_TIMEOUT_SECONDS: Final = 5.0
 """Bound on releasing a client terminal after its command (shielded from cancellation)."""
@@ -176,7 +182,11 @@ async def find_files(ctx: RunContext[CoderDeps], pattern: str, path: str = ".") 
         path: The directory to search, relative to the working directory.
     """
     roots = ctx.deps.workspace.roots
-    return await _guarded(anyio.to_thread.run_sync(_search.find_files, roots, pattern, path))
+
+    def search(stop: threading.Event) -> str:
+        return _search.find_files(roots, pattern, path, stop=stop)
+
+    return await _guarded(_stoppable(search))
 
 
 async def grep(
@@ -189,17 +199,32 @@ async def grep(
     """Search file contents with a regular expression; prints path:line: text per match.
 
     Args:
-        pattern: A Python regular expression.
+        pattern: A regular expression in RE2 syntax (like Python's re, without look-around
+            or back-references), matched against each line.
         path: A directory to search recursively, or a single file.
         include: Only search files matching this glob, e.g. "*.py".
         ignore_case: Match without regard to case.
     """
     roots = ctx.deps.workspace.roots
 
-    def search() -> str:
-        return _search.grep(roots, pattern, path, include=include, ignore_case=ignore_case)
+    def search(stop: threading.Event) -> str:
+        return _search.grep(
+            roots, pattern, path, include=include, ignore_case=ignore_case, stop=stop
+        )
 
-    return await _guarded(anyio.to_thread.run_sync(search))
+    return await _guarded(_stoppable(search))
+
+
+async def _stoppable(search: Callable[[threading.Event], str]) -> str:
+    """Run a blocking search in a worker thread; a cancelled turn stops it and does not wait.
+
+    The search checks the event between files and lines, so its thread ends soon after.
+    """
+    stop = threading.Event()
+    try:
+        return await anyio.to_thread.run_sync(search, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
 
 
 # ------------------------------------------------------------------------------- commands
@@ -220,6 +245,8 @@ async def run_command(
         timeout_seconds: Kill it after this many seconds (default 120, at most 600).
     """
     _check_mode(ctx, RUN_COMMAND)
+    if "\0" in command:
+        raise ToolFailed("the command contains a NUL character, which no shell can run")
     deps = ctx.deps
     roots = deps.workspace.roots
     workdir = await _guarded(_directory(roots, cwd or "."))
@@ -355,7 +382,9 @@ BEHAVIOURS: Final[dict[str, ToolBehaviour]] = {
 
 def read_only_toolset() -> FunctionToolset[CoderDeps]:
     """The tools that change nothing: for ``ask`` mode's model, and for sub-agents."""
-    return FunctionToolset([read_file, list_directory, find_files, grep])
+    return FunctionToolset(
+        [read_file, list_directory, find_files, grep], max_retries=MAX_TOOL_RETRIES
+    )
 
 
 def coder_toolset() -> FunctionToolset[CoderDeps]:
@@ -370,5 +399,6 @@ def coder_toolset() -> FunctionToolset[CoderDeps]:
             grep,
             run_command,
             update_plan,
-        ]
+        ],
+        max_retries=MAX_TOOL_RETRIES,
     )

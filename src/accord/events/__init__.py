@@ -1,22 +1,20 @@
 """The canonical event chain: what happens in a session, in one typed stream.
 
 An engine (or the runtime) produces *events*: frozen dataclasses with a ``kind`` literal, in
-one closed union :data:`Event`. The runtime publishes each through a per-session
-:class:`EventBus`, which stamps it into an :class:`Envelope` (session, ``session_seq``,
-``session_epoch``, turn, agent) and fans it out:
+one closed union :data:`Event`. The agent runtime's delivery pipeline stamps each into an
+:class:`Envelope` (:func:`stamp`: session, ``seq``, ``epoch``, turn, agent, and the JSON
+payload, serialized once), which *is* the store's record of it
+(:class:`~accord.store.StoredEvent`), stores it and then fans it out to the clients.
 
-* render and state envelopes go, in order and awaited, to each client's :class:`Sink`
-  (:class:`StandardSink` for plain ``session/update``; :class:`ExtendedSink` for clients that
-  opted in, which also get ``_accord/event`` notifications);
-* every envelope is offered to lossy :class:`ObserverChannel` s that never block a turn.
-
-Around that: :class:`SessionUpdateMapper` / :func:`to_session_update` (the exhaustive mapping to
-ACP), :func:`compact_for_replay` (a short chain for ``session/load``), :class:`ToolCallTracker`
+Around that: :class:`SessionUpdateMapper` / :func:`to_session_update` (the one exhaustive
+mapping to ACP; :meth:`SessionUpdateMapper.update_wire` is what the runtime sends),
+:func:`compact_for_replay` (a short chain for ``session/load``), :class:`ToolCallTracker`
 (the tool-call lifecycle table), :func:`to_activity` (a privacy-safe record for dashboards),
-and the store's JSON codec (:func:`envelope_to_json`, :func:`event_to_json`).
+the ``_accord/event`` extension (:func:`ext_event_params`) and the payload codec
+(:func:`event_to_json`, :func:`event_from_json`, :func:`envelope_from_stored`).
 
-Below: :mod:`accord.schema` (payload types) and :mod:`accord.errors`. Above: the session store
-(persists envelopes) and the agent runtime (drives engines and owns the buses).
+Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. Above: the
+agent runtime (drives engines, owns the pipelines) and the engines.
 """
 
 from ._activity import ACTIVITY_SCHEMA_VERSION as ACTIVITY_SCHEMA_VERSION
@@ -25,18 +23,13 @@ from ._activity import ActivityRecord as ActivityRecord
 from ._activity import activity_to_json as activity_to_json
 from ._activity import correlation_id as correlation_id
 from ._activity import to_activity as to_activity
-from ._bus import BusStatistics as BusStatistics
-from ._bus import EventBus as EventBus
-from ._channels import DEFAULT_OBSERVER_BUFFER as DEFAULT_OBSERVER_BUFFER
-from ._channels import ObserverChannel as ObserverChannel
-from ._channels import ObserverStatistics as ObserverStatistics
-from ._envelope import ENVELOPE_FORMAT as ENVELOPE_FORMAT
 from ._envelope import Envelope as Envelope
 from ._envelope import SubAgentEvent as SubAgentEvent
-from ._envelope import envelope_from_json as envelope_from_json
-from ._envelope import envelope_to_json as envelope_to_json
+from ._envelope import envelope_from_stored as envelope_from_stored
 from ._envelope import event_from_json as event_from_json
 from ._envelope import event_to_json as event_to_json
+from ._envelope import restamp as restamp
+from ._envelope import stamp as stamp
 from ._events import ROOT_AGENT_ID as ROOT_AGENT_ID
 from ._events import BudgetResource as BudgetResource
 from ._events import BudgetWarning as BudgetWarning
@@ -65,18 +58,16 @@ from ._events import TurnError as TurnError
 from ._events import UsageReported as UsageReported
 from ._events import UserMessageChunk as UserMessageChunk
 from ._events import new_id as new_id
+from ._extension import EXT_EVENT_METHOD as EXT_EVENT_METHOD
+from ._extension import EXTENSION_META_KEY as EXTENSION_META_KEY
+from ._extension import ext_event_params as ext_event_params
+from ._extension import extension_capability as extension_capability
+from ._extension import wants_extended_events as wants_extended_events
+from ._mapping import CHUNK_UPDATE_TAGS as CHUNK_UPDATE_TAGS
 from ._mapping import SessionUpdateMapper as SessionUpdateMapper
+from ._mapping import chunk_update as chunk_update
 from ._mapping import to_session_update as to_session_update
 from ._replay import compact_for_replay as compact_for_replay
-from ._sinks import EXT_EVENT_METHOD as EXT_EVENT_METHOD
-from ._sinks import EXTENSION_META_KEY as EXTENSION_META_KEY
-from ._sinks import ExtendedSink as ExtendedSink
-from ._sinks import SendExtNotification as SendExtNotification
-from ._sinks import SendUpdate as SendUpdate
-from ._sinks import Sink as Sink
-from ._sinks import StandardSink as StandardSink
-from ._sinks import ext_event_params as ext_event_params
-from ._sinks import wants_extended_events as wants_extended_events
 from ._tool_state import TRANSITIONS as TRANSITIONS
 from ._tool_state import ToolCallEvent as ToolCallEvent
 from ._tool_state import ToolCallState as ToolCallState
@@ -87,8 +78,7 @@ from ._tool_state import transition_diagram as transition_diagram
 
 __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
-    "DEFAULT_OBSERVER_BUFFER",
-    "ENVELOPE_FORMAT",
+    "CHUNK_UPDATE_TAGS",
     "EXTENSION_META_KEY",
     "EXT_EVENT_METHOD",
     "LABEL_LIMIT_BYTES",
@@ -97,28 +87,19 @@ __all__ = (
     "ActivityRecord",
     "BudgetResource",
     "BudgetWarning",
-    "BusStatistics",
     "CommandsChanged",
     "ConfigChanged",
     "Envelope",
     "Event",
-    "EventBus",
     "EventKind",
-    "ExtendedSink",
     "Layer",
     "MessagesCompacted",
     "ModeChanged",
     "ModelCallEnded",
     "ModelCallStarted",
-    "ObserverChannel",
-    "ObserverStatistics",
     "PermissionPending",
     "PlanUpdated",
-    "SendExtNotification",
-    "SendUpdate",
     "SessionUpdateMapper",
-    "Sink",
-    "StandardSink",
     "StateSnapshot",
     "SubAgentEvent",
     "SubAgentStarted",
@@ -138,14 +119,17 @@ __all__ = (
     "UsageReported",
     "UserMessageChunk",
     "activity_to_json",
+    "chunk_update",
     "compact_for_replay",
     "correlation_id",
-    "envelope_from_json",
-    "envelope_to_json",
+    "envelope_from_stored",
     "event_from_json",
     "event_to_json",
     "ext_event_params",
+    "extension_capability",
     "new_id",
+    "restamp",
+    "stamp",
     "to_activity",
     "to_session_update",
     "tool_call_trigger",

@@ -19,7 +19,8 @@ event kinds (``match`` + ``assert_never``). The rules, each pinned by a test:
 
 ``schema_version`` (:data:`ACTIVITY_SCHEMA_VERSION`) changes whenever a field changes meaning.
 
-This module sits on envelopes and events; the runtime feeds observer channels into it.
+This module sits on envelopes and events; the agent runtime's activity log
+(``AgentRuntime(activity=...)``, ``accord serve --activity FILE``) writes it as NDJSON.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ class ActivityRecord:
     Attributes:
         schema_version: :data:`ACTIVITY_SCHEMA_VERSION`.
         session: Correlation id of the session.
-        seq: The envelope's ``session_seq``.
-        epoch: The envelope's ``session_epoch``.
+        seq: The envelope's ``seq``.
+        epoch: The envelope's ``epoch``.
         turn: Correlation id of the turn (``None`` outside a turn).
         agent: Correlation id of the producing agent.
         layer: ``render``, ``state`` or ``observe``.
@@ -229,11 +230,11 @@ def to_activity(envelope: Envelope) -> ActivityRecord:
     event = envelope.event
     header = ActivityRecord(
         session=correlation_id("accord/session", envelope.session_id),
-        seq=envelope.session_seq,
-        epoch=envelope.session_epoch,
+        seq=envelope.seq,
+        epoch=envelope.epoch,
         turn=_ref("turn", envelope.turn_id),
         agent=correlation_id("accord/agent", envelope.agent_id),
-        layer=envelope.layer,
+        layer=event.layer,
         kind=event.kind,
     )
     return _facts(header, event)

@@ -1,91 +1,146 @@
-"""Envelopes (an event plus where and when in the session it happened) and their JSON form.
+"""Envelopes: an event stamped with its place in the session, in the form the store keeps.
 
-An :class:`Envelope` is built only when the runtime publishes an event: that is when the
-session's sequence number and epoch are known, so neither has a default. The JSON codec is the
-store's format: lossless for every event kind (a test round-trips each one).
+An :class:`Envelope` is built once, when the runtime stamps an event (:func:`stamp`): that is
+when the session's sequence number and epoch are known, so neither has a default. It *is* the
+store's record (:class:`~accord.store.StoredEvent`: session, ``seq``, ``epoch``, turn, agent,
+kind, layer, the JSON ``payload``, the time) with the decoded ``event`` beside it, so the one
+stamped object is appended to the store, handed back by the group-commit writer once durable,
+and fanned out to the clients without being copied or re-encoded.
 
-JSON layout (``ENVELOPE_FORMAT`` = 1)::
+The payload is the event's JSON object (``event_to_json``); ``data`` keeps that object before
+it became bytes, so the ``session/update`` of a chunk reuses the content's wire form instead
+of dumping the content model a second time. Layout::
 
-    {"format": 1, "sessionId": "...", "seq": 7, "epoch": 0, "turnId": "...", "agentId": "root",
-     "event": {"kind": "text_chunk", "message_id": "...", "content": {"type": "text", ...}}}
+    {"kind": "text_chunk", "message_id": "...", "content": {"type": "text", "text": "..."}}
 
 Event fields keep their Python names; schema payloads inside them are in wire form
-(``to_wire()``), so a stored event reads like the ACP it came from.
+(``to_wire()``), so a stored event reads like the ACP it came from. The codec is lossless for
+every event kind (a test round-trips each one).
 
-This module sits on the event classes and :mod:`accord.schema`; the store and the sinks above
-it move envelopes around without looking inside events.
+This module sits on the event classes, :mod:`accord.schema` and the store's record type; the
+agent runtime stamps envelopes, the mapping and the replay read them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Annotated, Any, Final, TypeVar, final
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, final
 
 import orjson
-from pydantic import Field, JsonValue, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from ..schema import WireModel
-from ._events import Event, Layer
+from ..store import StoredEvent
+from ._events import Event
 
 __all__ = (
-    "ENVELOPE_FORMAT",
     "Envelope",
     "SubAgentEvent",
-    "envelope_from_json",
-    "envelope_to_json",
+    "envelope_from_stored",
     "event_from_json",
     "event_to_json",
+    "restamp",
+    "stamp",
 )
-
-_T = TypeVar("_T")
-
-ENVELOPE_FORMAT: Final = 1
-"""Version of the envelope JSON layout; bump it (and keep a reader) if the layout changes."""
 
 _EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="kind")])
 
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Envelope:
-    """One published event with its place in the session.
+class Envelope(StoredEvent):
+    """One stamped event: the store's record of it plus the event itself.
 
-    Attributes:
-        session_id: The ACP session id.
-        session_seq: Position in the session's chain; strictly increasing per session (across
-            epochs), starting at 1. There is no default: only the publisher assigns it.
-        session_epoch: Bumped on every load or resume; an event of an older epoch is never
-            delivered into a newer one.
-        turn_id: The prompt turn (UUID v7) the event belongs to; ``None`` outside any turn
-            (e.g. a mode change while the session is idle).
-        agent_id: Who produced it: :data:`ROOT_AGENT_ID` or a sub-agent's id.
-        event: The event itself.
+    Attributes (beyond :class:`~accord.store.StoredEvent`'s ``session_id``, ``seq``,
+    ``epoch``, ``turn_id``, ``agent_id``, ``kind``, ``layer``, ``payload``, ``created_at``):
+        event: The event itself (``payload`` is its JSON).
+        data: The JSON object ``payload`` encodes, when the envelope was stamped in this
+            process (``None`` when it was read back from a store); not compared.
+
+    ``seq`` is the position in the session's chain: strictly increasing per session (across
+    epochs), starting at 1; ``epoch`` is bumped on every load or resume, and an event of an
+    older epoch is never delivered into a newer one; ``turn_id`` is ``None`` outside a turn.
     """
 
-    session_id: str
-    session_seq: int
-    session_epoch: int
-    turn_id: str | None
-    agent_id: str
     event: Event
+    data: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        """Refuse positions that cannot occur: ``session_seq`` < 1 or ``session_epoch`` < 0.
+        """Refuse positions that cannot occur: ``seq`` < 1 or ``epoch`` < 0.
 
         Raises:
-            ValueError: a position is out of range.
+            ValueError: a position is out of range, ``created_at`` is naive, or ``kind``
+                is not the event's.
         """
-        if self.session_seq < 1 or self.session_epoch < 0:
-            raise ValueError(
-                f"session_seq must be >= 1 and session_epoch >= 0, "
-                f"got {self.session_seq} and {self.session_epoch}"
-            )
+        if self.seq < 1 or self.epoch < 0:
+            raise ValueError(f"seq must be >= 1 and epoch >= 0, got {self.seq} and {self.epoch}")
+        if self.created_at.tzinfo is None:
+            raise ValueError(f"created_at must be timezone-aware, got {self.created_at!r}")
+        if self.kind != self.event.kind:
+            raise ValueError(f"kind {self.kind!r} is not the event's ({self.event.kind!r})")
 
-    @property
-    def layer(self) -> Layer:
-        """The event's layer (fixed by its class, so it cannot disagree with the event)."""
-        return self.event.layer
+
+def stamp(
+    event: Event,
+    *,
+    session_id: str,
+    seq: int,
+    epoch: int,
+    turn_id: str | None,
+    agent_id: str,
+    created_at: datetime | None = None,
+) -> Envelope:
+    """Stamp ``event`` into its envelope, serializing it once (payload and ``data``).
+
+    Raises:
+        ValueError: ``seq`` < 1 or ``epoch`` < 0.
+    """
+    data = _event_dict(event)
+    return Envelope(
+        session_id=session_id,
+        seq=seq,
+        epoch=epoch,
+        turn_id=turn_id,
+        agent_id=agent_id,
+        kind=event.kind,
+        layer=event.layer,
+        payload=orjson.dumps(data),
+        created_at=created_at if created_at is not None else datetime.now(UTC),
+        event=event,
+        data=data,
+    )
+
+
+def restamp(envelope: Envelope, event: Event) -> Envelope:
+    """The same header around another event (replay compaction merges events)."""
+    data = _event_dict(event)
+    return dataclasses.replace(
+        envelope, event=event, kind=event.kind, payload=orjson.dumps(data), data=data
+    )
+
+
+def envelope_from_stored(stored: StoredEvent) -> Envelope:
+    """Rebuild the envelope a stored event was made from (itself, if it is one).
+
+    Raises:
+        ValueError: the payload is not a valid event.
+    """
+    if isinstance(stored, Envelope):
+        return stored
+    return Envelope(
+        session_id=stored.session_id,
+        seq=stored.seq,
+        epoch=stored.epoch,
+        turn_id=stored.turn_id,
+        agent_id=stored.agent_id,
+        kind=stored.kind,
+        layer=stored.layer,
+        payload=stored.payload,
+        created_at=stored.created_at,
+        event=event_from_json(stored.payload),
+    )
 
 
 @final
@@ -135,50 +190,3 @@ def event_from_json(data: bytes | str) -> Event:
             ``ValueError``).
     """
     return _EVENT_ADAPTER.validate_python(orjson.loads(data))
-
-
-def envelope_to_json(envelope: Envelope) -> bytes:
-    """Serialize an envelope to JSON bytes (the layout in the module docstring)."""
-    return orjson.dumps(
-        {
-            "format": ENVELOPE_FORMAT,
-            "sessionId": envelope.session_id,
-            "seq": envelope.session_seq,
-            "epoch": envelope.session_epoch,
-            "turnId": envelope.turn_id,
-            "agentId": envelope.agent_id,
-            "event": _event_dict(envelope.event),
-        }
-    )
-
-
-def envelope_from_json(data: bytes | str) -> Envelope:
-    """Parse what :func:`envelope_to_json` wrote.
-
-    Raises:
-        ValueError: not JSON, an unknown format, a missing or mistyped header field, or an
-            invalid event.
-    """
-    raw: JsonValue = orjson.loads(data)
-    if not isinstance(raw, dict):
-        raise ValueError("an envelope must be a JSON object")
-    if raw.get("format") != ENVELOPE_FORMAT:
-        raise ValueError(f"unknown envelope format {raw.get('format')!r}")
-    turn_id = raw.get("turnId")
-    if turn_id is not None and not isinstance(turn_id, str):
-        raise ValueError("turnId must be a string or null")
-    return Envelope(
-        session_id=_field(raw, "sessionId", str),
-        session_seq=_field(raw, "seq", int),
-        session_epoch=_field(raw, "epoch", int),
-        turn_id=turn_id,
-        agent_id=_field(raw, "agentId", str),
-        event=_EVENT_ADAPTER.validate_python(raw.get("event")),
-    )
-
-
-def _field(raw: dict[str, JsonValue], name: str, kind: type[_T]) -> _T:
-    value = raw.get(name)
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise ValueError(f"{name} must be a {kind.__name__}")
-    return value

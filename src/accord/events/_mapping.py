@@ -11,19 +11,25 @@ A hook returns ``None`` when ACP has no update for the event:
 * ``TurnCompleted`` ends the ``session/prompt`` response instead;
 * ``PermissionPending`` is shown through ``session/request_permission`` itself;
 * ``StateSnapshot`` and the observe layer are for the store and observers only;
-* ``BudgetWarning`` has no stable update (``SessionUpdateMapper(notices=True)`` sends the
-  unstable ``notice`` for it).
+* ``BudgetWarning`` has no stable update (clients that opt in to ``_accord/event`` see it
+  there).
 
 Message ids are not invented here: chunk events carry their ``message_id`` and it becomes the
 update's ``messageId`` as is. The mapping is therefore pure, and a replay from the store shows
 the same ids as the live stream did.
+
+:meth:`SessionUpdateMapper.update_wire` is the one entry point the runtime sends from: the
+``update`` object of an envelope's ``session/update`` in wire form. Chunks (the bulk of a
+streamed turn) are defined once, as wire dicts (:func:`chunk_update`), reusing the content's
+wire form the envelope already holds; their model hooks parse that same dict, so the two
+forms cannot drift. A subclass that overrides a chunk hook is honoured by ``update_wire``.
 
 This module sits on the event classes and :mod:`accord.schema`; the sinks use it.
 """
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 from ..schema import (
     AgentMessageChunkSessionUpdate,
@@ -31,7 +37,6 @@ from ..schema import (
     AvailableCommandsUpdateSessionUpdate,
     ConfigOptionUpdateSessionUpdate,
     CurrentModeUpdateSessionUpdate,
-    NoticeSessionUpdate,
     PlanSessionUpdate,
     SessionInfoUpdateSessionUpdate,
     SessionUpdate,
@@ -40,6 +45,7 @@ from ..schema import (
     UsageUpdateSessionUpdate,
     UserMessageChunkSessionUpdate,
 )
+from ._envelope import Envelope
 from ._events import (
     BudgetWarning,
     CommandsChanged,
@@ -66,27 +72,54 @@ from ._events import (
     UserMessageChunk,
 )
 
-__all__ = ("SessionUpdateMapper", "to_session_update")
+__all__ = ("CHUNK_UPDATE_TAGS", "SessionUpdateMapper", "chunk_update", "to_session_update")
 
-_BUDGET_TITLES = {
-    "tokens": "Token budget",
-    "cost": "Cost budget",
-    "model_requests": "Model request budget",
-    "time": "Time budget",
+#: ``sessionUpdate`` tag of each chunk event kind.
+CHUNK_UPDATE_TAGS: Final[dict[str, str]] = {
+    "user_message_chunk": "user_message_chunk",
+    "text_chunk": "agent_message_chunk",
+    "thinking_chunk": "agent_thought_chunk",
+}
+
+_CHUNK_HOOKS: Final = {
+    "user_message_chunk": "user_message_chunk",
+    "text_chunk": "text_chunk",
+    "thinking_chunk": "thinking_chunk",
 }
 
 
+def chunk_update(kind: str, content: dict[str, Any], message_id: str) -> dict[str, Any]:
+    """The wire ``update`` of a chunk event of ``kind`` (content already in wire form)."""
+    return {
+        "sessionUpdate": CHUNK_UPDATE_TAGS[kind],
+        "content": content,
+        "messageId": message_id,
+    }
+
+
 class SessionUpdateMapper:
-    """Turns events into ``SessionUpdate`` models, one overridable hook per event kind.
+    """Turns events into ``SessionUpdate`` models, one overridable hook per event kind."""
 
-    Args:
-        notices: Map :class:`BudgetWarning` to the unstable ``notice`` update (off by
-            default: clients that only know the stable schema may reject it).
-    """
+    def __init__(self) -> None:
+        """Create a mapper (notes which chunk hooks a subclass overrides)."""
+        cls = type(self)
+        #: Chunk kinds whose hook is the standard one (mapped straight to wire dicts).
+        self._plain_chunks = frozenset(
+            kind
+            for kind, hook in _CHUNK_HOOKS.items()
+            if getattr(cls, hook) is getattr(SessionUpdateMapper, hook)
+        )
 
-    def __init__(self, *, notices: bool = False) -> None:
-        """Create a mapper; see the class docstring for ``notices``."""
-        self.notices = notices
+    def update_wire(self, envelope: Envelope) -> dict[str, Any] | None:
+        """The ``update`` of ``envelope``'s ``session/update`` in wire form, or ``None``."""
+        event = envelope.event
+        if event.kind in self._plain_chunks:
+            assert isinstance(event, UserMessageChunk | TextChunk | ThinkingChunk)
+            data = envelope.data
+            content = data["content"] if data is not None else event.content.to_wire()
+            return chunk_update(event.kind, content, event.message_id)
+        update = self.map(event)
+        return None if update is None else update.to_wire()
 
     def map(self, event: Event) -> SessionUpdate | None:
         """Return the update for ``event``, or ``None`` when ACP has none."""
@@ -141,16 +174,16 @@ class SessionUpdateMapper:
     # ------------------------------------------------------------------ render layer
 
     def user_message_chunk(self, event: UserMessageChunk) -> SessionUpdate | None:
-        """``user_message_chunk`` with the chunk's ``messageId``."""
-        return UserMessageChunkSessionUpdate(content=event.content, message_id=event.message_id)
+        """``user_message_chunk`` with the chunk's ``messageId`` (:func:`chunk_update`)."""
+        return UserMessageChunkSessionUpdate.model_validate(_chunk_wire(event))
 
     def text_chunk(self, event: TextChunk) -> SessionUpdate | None:
-        """``agent_message_chunk`` with the chunk's ``messageId``."""
-        return AgentMessageChunkSessionUpdate(content=event.content, message_id=event.message_id)
+        """``agent_message_chunk`` with the chunk's ``messageId`` (:func:`chunk_update`)."""
+        return AgentMessageChunkSessionUpdate.model_validate(_chunk_wire(event))
 
     def thinking_chunk(self, event: ThinkingChunk) -> SessionUpdate | None:
-        """``agent_thought_chunk`` with the chunk's ``messageId``."""
-        return AgentThoughtChunkSessionUpdate(content=event.content, message_id=event.message_id)
+        """``agent_thought_chunk`` with the chunk's ``messageId`` (:func:`chunk_update`)."""
+        return AgentThoughtChunkSessionUpdate.model_validate(_chunk_wire(event))
 
     def tool_call_started(self, event: ToolCallStarted) -> SessionUpdate | None:
         """``tool_call``: the full call; empty collections and absent raw input left out."""
@@ -207,13 +240,8 @@ class SessionUpdateMapper:
         return None
 
     def budget_warning(self, event: BudgetWarning) -> SessionUpdate | None:
-        """Nothing by default; with ``notices=True`` an unstable ``notice`` (warning)."""
-        if not self.notices:
-            return None
-        percent = round(100 * event.used / event.limit) if event.limit else 100
-        return NoticeSessionUpdate(
-            severity="warning", title=f"{_BUDGET_TITLES[event.resource]} {percent}% used"
-        )
+        """Nothing: no stable update says it (``_accord/event`` clients see the event)."""
+        return None
 
     def mode_changed(self, event: ModeChanged) -> SessionUpdate | None:
         """``current_mode_update``."""
@@ -272,6 +300,10 @@ class SessionUpdateMapper:
     def sub_agent_stopped(self, event: SubAgentStopped) -> SessionUpdate | None:
         """Nothing: standard clients see the delegating tool call instead."""
         return None
+
+
+def _chunk_wire(event: UserMessageChunk | TextChunk | ThinkingChunk) -> dict[str, Any]:
+    return chunk_update(event.kind, event.content.to_wire(), event.message_id)
 
 
 _DEFAULT_MAPPER = SessionUpdateMapper()

@@ -11,7 +11,7 @@ the message, not the deltas. :func:`compact_for_replay` is a pure function over 
   calls commute and a later field replaces an earlier one (ACP's merge rule), so the client ends
   in the same state. A :class:`ToolCallEnded` is kept as is and closes its call for folding.
 
-A merged envelope keeps the header (``session_seq``, ...) of the first envelope it absorbed,
+A merged envelope keeps the header (``seq``, ...) of the first envelope it absorbed,
 so sequence numbers in the result still increase. Everything else is kept in order.
 
 This module sits on envelopes and events; the agent runtime calls it on ``session/load``.
@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from ..schema import TextContentBlock
-from ._envelope import Envelope
+from ._envelope import Envelope, restamp
 from ._events import (
     Event,
     TextChunk,
@@ -100,7 +100,7 @@ def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
         if text_head is not None and len(pieces) > 1:
             index, chunk = text_head
             merged = dataclasses.replace(chunk, content=TextContentBlock(text="".join(pieces)))
-            out[index] = dataclasses.replace(out[index], event=merged)
+            out[index] = restamp(out[index], merged)
         text_head = None
         pieces.clear()
 
@@ -123,7 +123,7 @@ def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
             if target is not None and out[target[0]].agent_id == envelope.agent_id:
                 index, earlier = target
                 folded = _fold(earlier, event)
-                out[index] = dataclasses.replace(out[index], event=folded)
+                out[index] = restamp(out[index], folded)
                 foldable[event.tool_call_id] = (index, folded)
                 continue
         elif not isinstance(event, ToolCallStarted | ToolCallEnded):

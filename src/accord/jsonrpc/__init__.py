@@ -7,6 +7,7 @@ the typed ACP roles (``accord.roles``), which turn methods into typed calls.
 """
 
 from ._connection import CANCEL_REQUEST_METHOD as CANCEL_REQUEST_METHOD
+from ._connection import AnswerHook as AnswerHook
 from ._connection import Connection as Connection
 from ._connection import ConnectionStatistics as ConnectionStatistics
 from ._connection import NotificationHandler as NotificationHandler
@@ -27,6 +28,7 @@ from ._errors import validation_error_data as validation_error_data
 
 __all__ = (
     "CANCEL_REQUEST_METHOD",
+    "AnswerHook",
     "Connection",
     "ConnectionStatistics",
     "Endpoint",

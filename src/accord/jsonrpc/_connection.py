@@ -6,7 +6,9 @@ by ``max_concurrent_requests``), hands notifications to one worker in the order 
 piling up memory), and correlates responses with the calls waiting for them. A response, and
 a request from the peer, is handed over only after every notification received before it has
 been handled, so a caller never sees a ``session/prompt`` result before the updates the agent
-sent ahead of it.
+sent ahead of it. A request may also name an ``on_answer`` hook, run in notification order
+when its answer arrives: after the notifications received before the answer, before any
+received after it (where a client closes a prompt turn to further updates).
 
 All background work lives in one task group owned by ``async with Connection(...)``. Below it
 sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "CANCEL_REQUEST_METHOD",
+    "AnswerHook",
     "Connection",
     "ConnectionStatistics",
     "NotificationHandler",
@@ -83,6 +86,19 @@ NotificationHandler = Callable[[str, Any], Awaitable[None]]
 
 NotificationRoute = Callable[[Any], Awaitable[None]]
 """Handles a notification's parsed params (see ``Connection.add_notification_route``)."""
+
+AnswerHook = Callable[[], None]
+"""Runs in notification order when the answer to a request arrives (see ``Connection.request``)."""
+
+
+class _AnswerMarker(str):
+    """The type of the queue entry that runs an ``AnswerHook``: no wire method is this object."""
+
+    __slots__ = ()
+
+
+#: Queued in place of a notification's method: the entry's params is the hook to run.
+_ANSWER = _AnswerMarker("(answer hook)")
 
 _Notification = tuple[str, Any]  # (method, params), as queued for the notification worker
 
@@ -135,13 +151,14 @@ class ConnectionStatistics:
 
 
 class _Waiter:
-    __slots__ = ("barrier", "error", "event", "result")
+    __slots__ = ("barrier", "error", "event", "on_answer", "result")
 
-    def __init__(self) -> None:
+    def __init__(self, on_answer: AnswerHook | None) -> None:
         self.event = anyio.Event()
         self.result: Any = None
         self.error: BaseException | None = None
         self.barrier = 0
+        self.on_answer = on_answer
 
 
 class Connection:
@@ -281,6 +298,22 @@ class Connection:
             closed=self.closed,
         )
 
+    def start_soon(
+        self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``func(*args)`` in a task of the connection's task group.
+
+        The task lives as long as the connection: it is cancelled when the connection closes
+        (what the agent runtime's per-client delivery senders need). An exception it raises
+        ends the connection, so catch what you expect.
+
+        Raises:
+            RuntimeError: the connection is not running (outside ``async with``).
+        """
+        if self._task_group is None:
+            raise RuntimeError("the connection is not running")
+        self._task_group.start_soon(func, *args, name=name)
+
     def add_notification_route(
         self, method: str, parse: Callable[[Any], Any], handler: NotificationRoute
     ) -> None:
@@ -294,10 +327,21 @@ class Connection:
 
     # ----------------------------------------------------------------- outgoing
 
-    async def request(self, method: str, params: Any = None) -> Any:
+    async def request(
+        self, method: str, params: Any = None, *, on_answer: AnswerHook | None = None
+    ) -> Any:
         """Send a request and wait for its result.
 
         Cancelling the caller sends ``$/cancel_request`` to the peer.
+
+        Args:
+            method: the method name.
+            params: its params (a JSON value).
+            on_answer: called when the answer (result or error) arrives, in notification
+                order: after the handlers of every notification received before the answer,
+                before any received after it, and before this call returns. It is not called
+                when the connection ends first or the call is cancelled; an exception it
+                raises is logged.
 
         Raises:
             RequestError: the peer answered with an error (a subclass per code).
@@ -306,7 +350,7 @@ class Connection:
         if self._close_reason is not None:
             raise self._closed_error()
         request_id, message = self._endpoint.build_request(method, params)
-        waiter = _Waiter()
+        waiter = _Waiter(on_answer)
         self._waiters[request_id] = waiter
         try:
             await self._send(message)
@@ -422,6 +466,9 @@ class Connection:
             if waiter is not None:
                 waiter.result = event.result
                 waiter.error = event.error
+                if waiter.on_answer is not None:
+                    self._received_notifications += 1
+                    self._unsent.append((_ANSWER, waiter.on_answer))
                 waiter.barrier = self._received_notifications
                 waiter.event.set()
         elif isinstance(event, RequestReceived):
@@ -537,7 +584,10 @@ class Connection:
                     try:
                         route = routes.get(method)
                         if route is None:
-                            await on_notification(method, params)
+                            if method is _ANSWER:
+                                params()
+                            else:
+                                await on_notification(method, params)
                         else:
                             try:
                                 value = route[0]({} if params is None else params)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import SchemaValidator
 
 from ..errors import InvalidParams, LocalProtocolError, MethodNotFound, RemoteProtocolError
-from ..jsonrpc import Connection, ConnectionStatistics, validation_error_data
+from ..jsonrpc import AnswerHook, Connection, ConnectionStatistics, validation_error_data
 from ..schema import WireModel
 from ..schema.methods import MethodSpec
 from ._capabilities import is_advertised, required_capability
@@ -102,9 +102,11 @@ class RoleConnection:
                 f"the peer did not advertise {'.'.join(path)}, so {spec.method} may not be sent"
             )
 
-    async def _call(self, spec: MethodSpec, request: WireModel) -> Any:
+    async def _call(
+        self, spec: MethodSpec, request: WireModel, on_answer: AnswerHook | None = None
+    ) -> Any:
         self._require_advertised(spec, request)
-        result = await self._connection.request(spec.method, request.to_wire())
+        result = await self._connection.request(spec.method, request.to_wire(), on_answer=on_answer)
         assert spec.result_type is not None
         try:
             return spec.result_type.model_validate({} if result is None else result)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MethodNotFound, RemoteProtocolError
+from ..jsonrpc import AnswerHook
 from ..schema import (
     ClientCapabilities,
     Implementation,
@@ -99,8 +100,14 @@ class ClientSideConnection(RoleConnection, AgentCalls):
         self.agent_info: Implementation | None = None
         self.initialize_response: InitializeResponse | None = None
 
-    async def initialize(self, request: InitializeRequest | None = None) -> InitializeResponse:
+    async def initialize(
+        self, request: InitializeRequest | None = None, *, on_answer: AnswerHook | None = None
+    ) -> InitializeResponse:
         """Send ``initialize`` (by default with the client's derived capabilities).
+
+        Args:
+            request: the request; by default the client's derived capabilities and info.
+            on_answer: run in notification order as the answer arrives.
 
         Raises:
             RemoteProtocolError: the agent answered a protocol version accord cannot speak.
@@ -111,7 +118,9 @@ class ClientSideConnection(RoleConnection, AgentCalls):
                 client_capabilities=self._client.client_capabilities(),
                 client_info=self._client.client_info,
             )
-        response: InitializeResponse = await self._call(AGENT_METHODS["initialize"], request)
+        response: InitializeResponse = await self._call(
+            AGENT_METHODS["initialize"], request, on_answer
+        )
         if response.protocol_version not in SUPPORTED_PROTOCOL_VERSIONS:
             raise RemoteProtocolError(
                 f"the agent speaks ACP version {response.protocol_version}; accord supports "

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MethodNotFound
+from ..jsonrpc import AnswerHook
 from ..schema.methods import AGENT_METHODS, CLIENT_METHODS, MethodSpec
 
 if TYPE_CHECKING:  # annotations only: the models are defined when first used
@@ -384,44 +385,67 @@ class ClientHandlers:
 class AgentCalls:
     """Typed calls to the agent (generated); ``_call`` / ``_notify`` do the sending."""
 
-    async def _call(self, spec: MethodSpec, request: Any) -> Any:
+    async def _call(
+        self, spec: MethodSpec, request: Any, on_answer: AnswerHook | None = None
+    ) -> Any:
         raise NotImplementedError
 
     async def _notify(self, spec: MethodSpec, notification: Any) -> None:
         raise NotImplementedError
 
-    async def archive_session(self, request: ArchiveSessionRequest) -> ArchiveSessionResponse:
+    async def archive_session(
+        self, request: ArchiveSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> ArchiveSessionResponse:
         """Send ``session/archive`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_ARCHIVE_SESSION, request)
+        return await self._call(_AGENT_ARCHIVE_SESSION, request, on_answer)
 
-    async def auth_status(self, request: AuthStatusRequest) -> AuthStatusResponse:
+    async def auth_status(
+        self, request: AuthStatusRequest, *, on_answer: AnswerHook | None = None
+    ) -> AuthStatusResponse:
         """Send ``auth/status`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_AUTH_STATUS, request)
+        return await self._call(_AGENT_AUTH_STATUS, request, on_answer)
 
-    async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
+    async def authenticate(
+        self, request: AuthenticateRequest, *, on_answer: AnswerHook | None = None
+    ) -> AuthenticateResponse:
         """Send ``authenticate`` and return the typed result.
 
         Request parameters for the authenticate method.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_AUTHENTICATE, request)
+        return await self._call(_AGENT_AUTHENTICATE, request, on_answer)
 
     async def cancel(self, notification: CancelNotification) -> None:
         """Send the ``session/cancel`` notification.
@@ -430,104 +454,167 @@ class AgentCalls:
         """
         await self._notify(_AGENT_CANCEL, notification)
 
-    async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
+    async def close_session(
+        self, request: CloseSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> CloseSessionResponse:
         """Send ``session/close`` and return the typed result.
 
         Request parameters for closing an active session.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_CLOSE_SESSION, request)
+        return await self._call(_AGENT_CLOSE_SESSION, request, on_answer)
 
-    async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
+    async def delete_session(
+        self, request: DeleteSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> DeleteSessionResponse:
         """Send ``session/delete`` and return the typed result.
 
         Request parameters for deleting an existing session from `session/list`.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_DELETE_SESSION, request)
+        return await self._call(_AGENT_DELETE_SESSION, request, on_answer)
 
-    async def disable_provider(self, request: DisableProviderRequest) -> DisableProviderResponse:
+    async def disable_provider(
+        self, request: DisableProviderRequest, *, on_answer: AnswerHook | None = None
+    ) -> DisableProviderResponse:
         """Send ``providers/disable`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_DISABLE_PROVIDER, request)
+        return await self._call(_AGENT_DISABLE_PROVIDER, request, on_answer)
 
-    async def fork_session(self, request: ForkSessionRequest) -> ForkSessionResponse:
+    async def fork_session(
+        self, request: ForkSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> ForkSessionResponse:
         """Send ``session/fork`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_FORK_SESSION, request)
+        return await self._call(_AGENT_FORK_SESSION, request, on_answer)
 
-    async def initialize(self, request: InitializeRequest) -> InitializeResponse:
+    async def initialize(
+        self, request: InitializeRequest, *, on_answer: AnswerHook | None = None
+    ) -> InitializeResponse:
         """Send ``initialize`` and return the typed result.
 
         Request parameters for the initialize method.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_INITIALIZE, request)
+        return await self._call(_AGENT_INITIALIZE, request, on_answer)
 
-    async def list_providers(self, request: ListProvidersRequest) -> ListProvidersResponse:
+    async def list_providers(
+        self, request: ListProvidersRequest, *, on_answer: AnswerHook | None = None
+    ) -> ListProvidersResponse:
         """Send ``providers/list`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_LIST_PROVIDERS, request)
+        return await self._call(_AGENT_LIST_PROVIDERS, request, on_answer)
 
-    async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
+    async def list_sessions(
+        self, request: ListSessionsRequest, *, on_answer: AnswerHook | None = None
+    ) -> ListSessionsResponse:
         """Send ``session/list`` and return the typed result.
 
         Request parameters for listing existing sessions.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_LIST_SESSIONS, request)
+        return await self._call(_AGENT_LIST_SESSIONS, request, on_answer)
 
-    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+    async def load_session(
+        self, request: LoadSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> LoadSessionResponse:
         """Send ``session/load`` and return the typed result.
 
         Request parameters for loading an existing session.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_LOAD_SESSION, request)
+        return await self._call(_AGENT_LOAD_SESSION, request, on_answer)
 
-    async def logout(self, request: LogoutRequest) -> LogoutResponse:
+    async def logout(
+        self, request: LogoutRequest, *, on_answer: AnswerHook | None = None
+    ) -> LogoutResponse:
         """Send ``logout`` and return the typed result.
 
         Request parameters for the logout method.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_LOGOUT, request)
+        return await self._call(_AGENT_LOGOUT, request, on_answer)
 
     async def mcp_notification(self, notification: MessageMcpNotification) -> None:
         """Send the ``mcp/message`` notification.
@@ -536,112 +623,175 @@ class AgentCalls:
         """
         await self._notify(_AGENT_MCP_NOTIFICATION, notification)
 
-    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+    async def new_session(
+        self, request: NewSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> NewSessionResponse:
         """Send ``session/new`` and return the typed result.
 
         Request parameters for creating a new session.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_NEW_SESSION, request)
+        return await self._call(_AGENT_NEW_SESSION, request, on_answer)
 
-    async def prompt(self, request: PromptRequest) -> PromptResponse:
+    async def prompt(
+        self, request: PromptRequest, *, on_answer: AnswerHook | None = None
+    ) -> PromptResponse:
         """Send ``session/prompt`` and return the typed result.
 
         Request parameters for sending a user prompt to the agent.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_PROMPT, request)
+        return await self._call(_AGENT_PROMPT, request, on_answer)
 
-    async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
+    async def resume_session(
+        self, request: ResumeSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> ResumeSessionResponse:
         """Send ``session/resume`` and return the typed result.
 
         Request parameters for resuming an existing session.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_RESUME_SESSION, request)
+        return await self._call(_AGENT_RESUME_SESSION, request, on_answer)
 
-    async def session_status(self, request: SessionStatusRequest) -> SessionStatusResponse:
+    async def session_status(
+        self, request: SessionStatusRequest, *, on_answer: AnswerHook | None = None
+    ) -> SessionStatusResponse:
         """Send ``session/status`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_SESSION_STATUS, request)
+        return await self._call(_AGENT_SESSION_STATUS, request, on_answer)
 
-    async def set_provider(self, request: SetProviderRequest) -> SetProviderResponse:
+    async def set_provider(
+        self, request: SetProviderRequest, *, on_answer: AnswerHook | None = None
+    ) -> SetProviderResponse:
         """Send ``providers/set`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_SET_PROVIDER, request)
+        return await self._call(_AGENT_SET_PROVIDER, request, on_answer)
 
     async def set_session_config_option(
-        self, request: SetSessionConfigOptionRequest
+        self, request: SetSessionConfigOptionRequest, *, on_answer: AnswerHook | None = None
     ) -> SetSessionConfigOptionResponse:
         """Send ``session/set_config_option`` and return the typed result.
 
         Request parameters for setting a session configuration option.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_SET_SESSION_CONFIG_OPTION, request)
+        return await self._call(_AGENT_SET_SESSION_CONFIG_OPTION, request, on_answer)
 
-    async def set_session_mode(self, request: SetSessionModeRequest) -> SetSessionModeResponse:
+    async def set_session_mode(
+        self, request: SetSessionModeRequest, *, on_answer: AnswerHook | None = None
+    ) -> SetSessionModeResponse:
         """Send ``session/set_mode`` and return the typed result.
 
         Request parameters for setting a session mode.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_SET_SESSION_MODE, request)
+        return await self._call(_AGENT_SET_SESSION_MODE, request, on_answer)
 
-    async def set_session_title(self, request: SetSessionTitleRequest) -> SetSessionTitleResponse:
+    async def set_session_title(
+        self, request: SetSessionTitleRequest, *, on_answer: AnswerHook | None = None
+    ) -> SetSessionTitleResponse:
         """Send ``session/set_title`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_SET_SESSION_TITLE, request)
+        return await self._call(_AGENT_SET_SESSION_TITLE, request, on_answer)
 
-    async def unarchive_session(self, request: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
+    async def unarchive_session(
+        self, request: UnarchiveSessionRequest, *, on_answer: AnswerHook | None = None
+    ) -> UnarchiveSessionResponse:
         """Send ``session/unarchive`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_AGENT_UNARCHIVE_SESSION, request)
+        return await self._call(_AGENT_UNARCHIVE_SESSION, request, on_answer)
 
 
 class ClientCalls:
     """Typed calls to the client (generated); ``_call`` / ``_notify`` do the sending."""
 
-    async def _call(self, spec: MethodSpec, request: Any) -> Any:
+    async def _call(
+        self, spec: MethodSpec, request: Any, on_answer: AnswerHook | None = None
+    ) -> Any:
         raise NotImplementedError
 
     async def _notify(self, spec: MethodSpec, notification: Any) -> None:
@@ -662,85 +812,130 @@ class ClientCalls:
         await self._notify(_CLIENT_COMPLETE_ELICITATION, notification)
 
     async def create_elicitation(
-        self, request: CreateElicitationRequest
+        self, request: CreateElicitationRequest, *, on_answer: AnswerHook | None = None
     ) -> CreateElicitationResponse:
         """Send ``elicitation/create`` and return the typed result.
 
         Request from the agent to elicit structured user input.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_CREATE_ELICITATION, request)
+        return await self._call(_CLIENT_CREATE_ELICITATION, request, on_answer)
 
-    async def create_terminal(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
+    async def create_terminal(
+        self, request: CreateTerminalRequest, *, on_answer: AnswerHook | None = None
+    ) -> CreateTerminalResponse:
         """Send ``terminal/create`` and return the typed result.
 
         Request to create a new terminal and execute a command.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_CREATE_TERMINAL, request)
+        return await self._call(_CLIENT_CREATE_TERMINAL, request, on_answer)
 
-    async def kill_terminal(self, request: KillTerminalRequest) -> KillTerminalResponse:
+    async def kill_terminal(
+        self, request: KillTerminalRequest, *, on_answer: AnswerHook | None = None
+    ) -> KillTerminalResponse:
         """Send ``terminal/kill`` and return the typed result.
 
         Request to kill a terminal without releasing it.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_KILL_TERMINAL, request)
+        return await self._call(_CLIENT_KILL_TERMINAL, request, on_answer)
 
-    async def mcp_message(self, request: MessageMcpRequest) -> MessageMcpResponse:
+    async def mcp_message(
+        self, request: MessageMcpRequest, *, on_answer: AnswerHook | None = None
+    ) -> MessageMcpResponse:
         """Send ``mcp/message`` and return the typed result.
 
         **UNSTABLE**
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_MCP_MESSAGE, request)
+        return await self._call(_CLIENT_MCP_MESSAGE, request, on_answer)
 
-    async def read_text_file(self, request: ReadTextFileRequest) -> ReadTextFileResponse:
+    async def read_text_file(
+        self, request: ReadTextFileRequest, *, on_answer: AnswerHook | None = None
+    ) -> ReadTextFileResponse:
         """Send ``fs/read_text_file`` and return the typed result.
 
         Request to read content from a text file.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_READ_TEXT_FILE, request)
+        return await self._call(_CLIENT_READ_TEXT_FILE, request, on_answer)
 
-    async def release_terminal(self, request: ReleaseTerminalRequest) -> ReleaseTerminalResponse:
+    async def release_terminal(
+        self, request: ReleaseTerminalRequest, *, on_answer: AnswerHook | None = None
+    ) -> ReleaseTerminalResponse:
         """Send ``terminal/release`` and return the typed result.
 
         Request to release a terminal and free its resources.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_RELEASE_TERMINAL, request)
+        return await self._call(_CLIENT_RELEASE_TERMINAL, request, on_answer)
 
     async def request_permission(
-        self, request: RequestPermissionRequest
+        self, request: RequestPermissionRequest, *, on_answer: AnswerHook | None = None
     ) -> RequestPermissionResponse:
         """Send ``session/request_permission`` and return the typed result.
 
         Request for user permission to execute a tool call.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_REQUEST_PERMISSION, request)
+        return await self._call(_CLIENT_REQUEST_PERMISSION, request, on_answer)
 
     async def session_update(self, notification: SessionNotification) -> None:
         """Send the ``session/update`` notification.
@@ -749,40 +944,59 @@ class ClientCalls:
         """
         await self._notify(_CLIENT_SESSION_UPDATE, notification)
 
-    async def terminal_output(self, request: TerminalOutputRequest) -> TerminalOutputResponse:
+    async def terminal_output(
+        self, request: TerminalOutputRequest, *, on_answer: AnswerHook | None = None
+    ) -> TerminalOutputResponse:
         """Send ``terminal/output`` and return the typed result.
 
         Request to get the current output and status of a terminal.
+
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
 
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_TERMINAL_OUTPUT, request)
+        return await self._call(_CLIENT_TERMINAL_OUTPUT, request, on_answer)
 
     async def wait_for_terminal_exit(
-        self, request: WaitForTerminalExitRequest
+        self, request: WaitForTerminalExitRequest, *, on_answer: AnswerHook | None = None
     ) -> WaitForTerminalExitResponse:
         """Send ``terminal/wait_for_exit`` and return the typed result.
 
         Request to wait for a terminal command to exit.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_WAIT_FOR_TERMINAL_EXIT, request)
+        return await self._call(_CLIENT_WAIT_FOR_TERMINAL_EXIT, request, on_answer)
 
-    async def write_text_file(self, request: WriteTextFileRequest) -> WriteTextFileResponse:
+    async def write_text_file(
+        self, request: WriteTextFileRequest, *, on_answer: AnswerHook | None = None
+    ) -> WriteTextFileResponse:
         """Send ``fs/write_text_file`` and return the typed result.
 
         Request to write content to a text file.
 
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
         Raises:
             LocalProtocolError: the peer did not advertise this method.
             RequestError: the peer answered with an error.
         """
-        return await self._call(_CLIENT_WRITE_TEXT_FILE, request)
+        return await self._call(_CLIENT_WRITE_TEXT_FILE, request, on_answer)
 
 
 AGENT_REQUEST_HANDLERS: dict[str, Callable[[AgentHandlers, Any], Awaitable[Any]]] = {

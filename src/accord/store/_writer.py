@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Final, Literal, Self
+from typing import Final, Generic, Literal, Self, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -27,8 +27,12 @@ from ._records import StoredEvent
 #: ``append`` yields to other tasks at least once per this many events.
 APPEND_YIELD_EVERY = 64
 
+#: The records a writer carries: :class:`StoredEvent` or a subclass of it (the agent
+#: runtime appends its stamped envelopes, and gets the same objects back once committed).
+EventT = TypeVar("EventT", bound=StoredEvent)
+
 #: Called with each committed batch, in order, one batch at a time.
-OnCommitted = Callable[[Sequence[StoredEvent]], Awaitable[None]]
+OnCommitted = Callable[[Sequence[EventT]], Awaitable[None]]
 
 #: Default bound on events appended but not yet committed and delivered. At the ~150-byte
 #: deltas of a streamed reply this is about 0.6 MB, and as one transaction it commits in a few
@@ -55,12 +59,16 @@ class WriterStatistics:
     committed_batches: int
 
 
-async def _deliver_nowhere(batch: Sequence[StoredEvent]) -> None:
+async def _deliver_nowhere(batch: Sequence[object]) -> None:
     """The default ``on_committed``: nothing to deliver."""
 
 
-class GroupCommitWriter:
+class GroupCommitWriter(Generic[EventT]):
     """Commits appended events to a store in batches, then hands each batch on.
+
+    ``on_committed`` gets the very objects that were appended (a writer of a
+    :class:`StoredEvent` subclass hands that subclass back), so a caller keeps no parallel
+    record of what is in flight.
 
     Use it as an async context manager; it runs its commit task in a task group of its own::
 
@@ -89,7 +97,7 @@ class GroupCommitWriter:
     def __init__(
         self,
         store: SessionStore,
-        on_committed: OnCommitted | None = None,
+        on_committed: OnCommitted[EventT] | None = None,
         *,
         max_pending: int = DEFAULT_MAX_PENDING,
         commit_window: float = 0.0,
@@ -116,11 +124,11 @@ class GroupCommitWriter:
         self._commit_window = commit_window
         self._hurry: anyio.Event | None = None
         self._store = store
-        self._on_committed = on_committed or _deliver_nowhere
+        self._on_committed: OnCommitted[EventT] = on_committed or _deliver_nowhere
         self._max_pending = max_pending
         self._state: _State = "new"
         self._error: BaseException | None = None
-        self._pending: list[StoredEvent] = []
+        self._pending: list[EventT] = []
         self._in_flight = 0
         self._appended = 0
         self._delivered = 0
@@ -151,7 +159,7 @@ class GroupCommitWriter:
         self._progress.set()
         self._progress = anyio.Event()
 
-    async def append(self, event: StoredEvent) -> None:
+    async def append(self, event: EventT) -> None:
         """Buffer one event for the next commit; waits while ``max_pending`` are buffered.
 
         Returning means buffered, not committed: ``on_committed`` reports the commit, and

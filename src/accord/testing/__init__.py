@@ -6,6 +6,9 @@ Importable without pytest:
   runnable as ``python -m accord.testing.fake_openai``), so real model-provider code runs offline;
 * ``ScriptedEngine``: an engine that plays a script per prompt (text, thoughts, tool calls with
   permission questions, plans, usage, pauses), for testing the agent runtime and clients;
+* ``HostileModel``, ``HostileWorkspace``, ``hostile_calls``: a hostile model (tool calls with
+  path escapes, special files, backtracking patterns, NULs, invalid arguments...) and a project
+  full of traps, for testing coding agents (the coder's tests use them);
 * ``check_transport``: the conformance suite every transport pair must pass, and
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
@@ -23,6 +26,12 @@ from ._fake_openai_script import ScriptedToolCall as ScriptedToolCall
 from ._fake_openai_script import ScriptedUsage as ScriptedUsage
 from ._fake_openai_script import dump_script as dump_script
 from ._fake_openai_script import load_script as load_script
+from ._hostile_model import BACKTRACKING_PATTERN as BACKTRACKING_PATTERN
+from ._hostile_model import HostileAnswer as HostileAnswer
+from ._hostile_model import HostileCall as HostileCall
+from ._hostile_model import HostileModel as HostileModel
+from ._hostile_model import HostileWorkspace as HostileWorkspace
+from ._hostile_model import hostile_calls as hostile_calls
 from ._scripted_engine import ChangeCommands as ChangeCommands
 from ._scripted_engine import ChangeMode as ChangeMode
 from ._scripted_engine import Emit as Emit
@@ -46,6 +55,7 @@ from ._transport_check import check_transport as check_transport
 from ._transport_check import pipe_transport_pair as pipe_transport_pair
 
 __all__ = (
+    "BACKTRACKING_PATTERN",
     "MAX_DELAY",
     "MAX_HANG",
     "ChangeCommands",
@@ -53,6 +63,10 @@ __all__ = (
     "Emit",
     "Fail",
     "FakeOpenAIServer",
+    "HostileAnswer",
+    "HostileCall",
+    "HostileModel",
+    "HostileWorkspace",
     "MakeTransportPair",
     "Outcome",
     "Pause",
@@ -78,6 +92,7 @@ __all__ = (
     "WaitForCancel",
     "check_transport",
     "dump_script",
+    "hostile_calls",
     "load_script",
     "pipe_transport_pair",
 )

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import anyio
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from ..client import (
@@ -38,6 +39,9 @@ from ..client import (
     AskCallback,
     Cancel,
     ClientSession,
+    ElicitationCallback,
+    ElicitationContext,
+    ElicitationDecision,
     PermissionContext,
     PermissionDecision,
     TerminalHost,
@@ -55,6 +59,7 @@ from ..errors import (
 )
 from ..schema import AvailableCommand, TerminalOutputRequest
 from ..transports import SubprocessTransport
+from ._elicitation import ElicitationScreen
 from ._footer import StatusFooter
 from ._mentions import AttachmentRefused, FileIndex, prompt_blocks
 from ._pane import SessionPane
@@ -69,6 +74,8 @@ AgentFactory = Callable[[], Awaitable[AgentSpec]]
 """Builds the agent to connect to (a command line, or an in-process agent)."""
 AgentCloser = Callable[[AgentSpec], Awaitable[None]]
 """Releases what the factory built, once the connection is closed."""
+
+_Answer = TypeVar("_Answer")
 
 #: The window title (while a question waits it says so).
 CHAT_TITLE = "accord chat"
@@ -227,6 +234,7 @@ class ChatApp(App[int]):
                     fs=True,
                     terminals=self._terminals,
                     permission_policy=AskCallback(self._ask_permission),
+                    elicitation_policy=ElicitationCallback(self._ask_elicitation),
                     update_listener=self._session_updated,
                 ) as connection,
             ):
@@ -397,15 +405,24 @@ class ChatApp(App[int]):
     # ------------------------------------------------------------------ permission questions
 
     async def _ask_permission(self, context: PermissionContext) -> PermissionDecision:
-        answered = anyio.Event()
-        decision: list[PermissionDecision] = [Cancel()]
-
-        def done(answer: PermissionDecision | None) -> None:
-            decision[0] = answer if answer is not None else Cancel()
-            answered.set()
-
         pane = self._panes.get(context.session_id)
         screen = PermissionScreen(context, cwd=pane.session.cwd if pane else self.cwd)
+        decision: PermissionDecision = await self._ask(screen, Cancel())
+        return decision
+
+    async def _ask_elicitation(self, context: ElicitationContext) -> ElicitationDecision:
+        return await self._ask(ElicitationScreen(context), Cancel())
+
+    async def _ask(self, screen: ModalScreen[_Answer], unanswered: _Answer) -> _Answer:
+        """Show a question's modal until it is answered (rings, retitles while it waits)."""
+        answered = anyio.Event()
+        answer: list[_Answer] = [unanswered]
+
+        def done(result: _Answer | None) -> None:
+            if result is not None:
+                answer[0] = result
+            answered.set()
+
         self.questions_waiting += 1
         self._announce_question()
         try:
@@ -415,8 +432,8 @@ class ChatApp(App[int]):
             self.questions_waiting -= 1
             self._announce_question()
             if not answered.is_set() and screen.is_attached:
-                screen.dismiss(Cancel())
-        return decision[0]
+                screen.dismiss(unanswered)
+        return answer[0]
 
     def _announce_question(self) -> None:
         waiting = self.questions_waiting

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias, cast
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -101,10 +102,11 @@ class SessionPicker(ModalScreen[PickedSession | None]):
                 title = info.title or "(untitled)"
                 if info.session_id in self._open_ids:
                     title = f"● {title}"
+                # Rich Text built from a plain string: literal (no markup), and measured.
                 table.add_row(
-                    plain_line(title),
-                    plain_line(info.cwd),
-                    plain_line(info.updated_at or "-"),
+                    Text(plain_line(title).plain),
+                    Text(plain_line(info.cwd).plain),
+                    Text(plain_line(info.updated_at or "-").plain),
                     key=info.session_id,
                 )
             yield table

@@ -1,0 +1,630 @@
+"""The delivery pipeline: stamp, store durably, fan out to every attachment of the session.
+
+One straight line per session (:class:`DeliveryPipeline`)::
+
+    publish(event) -> stamp (seq, epoch, turn, agent; payload serialized once)
+                   -> durable append (the turn's GroupCommitWriter, or one transaction)
+                   -> on commit: every tap, then every Attachment's bounded queue
+                   -> each Attachment's sender task -> its client
+
+* **Stamp.** :meth:`DeliveryPipeline.publish` gives the event the next ``seq`` and the
+  current epoch (an event of an older epoch, a late event of a turn that began before a
+  load, is dropped and counted) and builds its :class:`~accord.events.Envelope`, which is
+  also the store's record: nothing is copied or encoded again further down.
+* **Durable append.** Render and state events are appended in ``seq`` order, one at a time
+  (an ordering lock): through the running turn's writer (group commit, many events per
+  transaction while a turn streams) or, outside a turn, in a transaction of their own.
+  Observe events never block their publisher: they are held (bounded; beyond
+  :data:`MAX_HELD_OBSERVE` dropped and counted) and stored just before the next ordered
+  event, which keeps ``seq`` order in the store; a turn always ends with one or a flush.
+* **Fan out, after the commit only.** The writer hands back the committed envelopes
+  themselves; the pipeline calls every *tap* (synchronous observers such as the activity
+  log) and offers each envelope to every :class:`Attachment`. Offering never waits.
+
+An :class:`Attachment` is one client's view of the session: a bounded queue, a ``cursor``
+(the last ``seq`` it has sent, or passed over as not for its client) and a sender task
+(:meth:`Attachment.run`). A slow client does not hold the turn back: when its queue is full
+the attachment drops the queue and is *behind*; its sender then reads the committed events
+after its cursor from the store, in batches, and rejoins the live queue once it has caught
+up. :meth:`Attachment.wait_sent` is how the runtime keeps "a response after its updates":
+``session/prompt``, ``session/load``, a mode change and a permission request wait until
+their own client's attachment has sent everything committed before them. Several
+attachments per session are allowed (each with its own queue and cursor); a cursor also says
+where a client that comes back would resume.
+
+:class:`ClientChannel` is the connection side of one client: it renders an envelope with the
+one mapping (:meth:`~accord.events.SessionUpdateMapper.update_wire`, which also hides
+``boolean`` config options from clients that did not advertise them), adds ``_accord/event``
+for clients that opted in (all three layers, the observe layer included), and has a "gone"
+flag: once the connection is closed, sends are skipped silently (the store still gets
+everything).
+
+Below: :mod:`accord.events`, :mod:`accord.store`, :mod:`accord.roles`. Above: the runtime
+(:mod:`._session` holds one pipeline per live session).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, final
+
+import anyio
+
+from ..errors import TransportError
+from ..events import (
+    EXT_EVENT_METHOD,
+    ROOT_AGENT_ID,
+    ConfigChanged,
+    Envelope,
+    Event,
+    SessionUpdateMapper,
+    envelope_from_stored,
+    ext_event_params,
+    stamp,
+)
+from ..schema import BooleanSessionConfigOption, SessionUpdate
+from ..store import GroupCommitWriter, SessionStore, WriterClosed, iter_events
+
+__all__ = (
+    "DEFAULT_ATTACHMENT_QUEUE",
+    "MAX_HELD_OBSERVE",
+    "Attachment",
+    "AttachmentStatistics",
+    "ClientChannel",
+    "DeliveryPipeline",
+    "Notify",
+    "PipelineStatistics",
+    "Recipient",
+    "Tap",
+)
+
+logger = logging.getLogger("accord.agent")
+
+#: Observe envelopes waiting for the next ordered envelope before they are dropped. Telemetry
+#: comes a few per model call; a thousand covers a long tool loop without a render event.
+MAX_HELD_OBSERVE: Final = 1000
+
+#: Committed envelopes an attachment may hold unsent before it falls behind (and catches up
+#: from the store instead). Twice the writer's default bound on uncommitted events.
+DEFAULT_ATTACHMENT_QUEUE: Final = 8192
+
+_GONE: Final = (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+Tap = Callable[[Envelope], None]
+"""A synchronous observer of every committed envelope (it must not block or raise)."""
+
+
+# ---------------------------------------------------------------------- the client side
+
+
+class Recipient(Protocol):
+    """Where an :class:`Attachment` sends: one client (:class:`ClientChannel` over ACP)."""
+
+    @property
+    def gone(self) -> bool:
+        """Whether the client is gone (the attachment then stops)."""
+        ...
+
+    def wants(self, envelope: Envelope) -> bool:
+        """Whether the client gets anything for ``envelope`` (else it is passed over)."""
+        ...
+
+    async def deliver(self, envelope: Envelope) -> None:
+        """Send ``envelope`` to the client; a gone client is not an error."""
+        ...
+
+
+class _ClientMapper(SessionUpdateMapper):
+    """The standard mapping, minus ``boolean`` options for clients that cannot take them."""
+
+    def __init__(self, *, boolean_options: bool) -> None:
+        super().__init__()
+        self.boolean_options = boolean_options
+
+    def config_changed(self, event: ConfigChanged) -> SessionUpdate | None:
+        """``config_option_update``, without ``boolean`` options unless advertised."""
+        if self.boolean_options:
+            return super().config_changed(event)
+        kept = tuple(
+            o for o in event.config_options if not isinstance(o, BooleanSessionConfigOption)
+        )
+        return super().config_changed(ConfigChanged(config_options=kept))
+
+
+Notify = Callable[[str, Any], Awaitable[None]]
+"""Sends one JSON-RPC notification ``(method, params)`` (``accord.jsonrpc.Connection.notify``)."""
+
+
+class ClientChannel:
+    """Sends one client what it should see of the runtime's sessions (a :class:`Recipient`).
+
+    Args:
+        notify: Sends a notification to the client (its connection's ``notify``).
+        extended: The client opted in to ``_accord/event`` notifications.
+        boolean_options: The client advertised ``session.configOptions.boolean``.
+    """
+
+    def __init__(self, notify: Notify, *, extended: bool, boolean_options: bool) -> None:
+        """Create the channel; see the class docstring for the arguments."""
+        self._notify = notify
+        self.extended = extended
+        self.boolean_options = boolean_options
+        self.gone = False
+        self.mapper: SessionUpdateMapper = _ClientMapper(boolean_options=boolean_options)
+
+    def wants(self, envelope: Envelope) -> bool:
+        """Whether this client gets anything for ``envelope`` (observe: only if extended)."""
+        return self.extended or envelope.layer != "observe"
+
+    def _mark_gone(self, error: BaseException) -> None:
+        if not self.gone:
+            logger.info("the client is gone; events are stored but no longer sent: %s", error)
+        self.gone = True
+
+    async def deliver(self, envelope: Envelope) -> None:
+        """Send ``envelope`` as this client sees it (nothing once the client is gone)."""
+        if self.gone:
+            return
+        try:
+            if self.extended:
+                await self._deliver_extended(envelope)
+            elif envelope.agent_id == ROOT_AGENT_ID and envelope.layer != "observe":
+                update = self.mapper.update_wire(envelope)
+                if update is not None:
+                    await self._notify(
+                        "session/update", {"sessionId": envelope.session_id, "update": update}
+                    )
+        except _GONE as exc:
+            self._mark_gone(exc)
+
+    async def _deliver_extended(self, envelope: Envelope) -> None:
+        update = None if envelope.layer == "observe" else self.mapper.update_wire(envelope)
+        root = envelope.agent_id == ROOT_AGENT_ID
+        await self._notify(EXT_EVENT_METHOD, ext_event_params(envelope, None if root else update))
+        if root and update is not None:
+            await self._notify(
+                "session/update", {"sessionId": envelope.session_id, "update": update}
+            )
+
+    async def send(self, session_id: str, update: SessionUpdate) -> None:
+        """Send one ``session/update`` that is not an event (activation announcements)."""
+        if self.gone:
+            return
+        try:
+            await self._notify(
+                "session/update", {"sessionId": session_id, "update": update.to_wire()}
+            )
+        except _GONE as exc:
+            self._mark_gone(exc)
+
+
+# ---------------------------------------------------------------------- attachments
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AttachmentStatistics:
+    """Counts of one attachment.
+
+    Attributes:
+        cursor: The last ``seq`` sent (or passed over as not for this client).
+        queued: Committed envelopes waiting in the queue.
+        sent: Envelopes sent.
+        fell_behind: Times the queue overflowed (the sender then read from the store).
+        caught_up: Envelopes sent from the store while catching up.
+    """
+
+    cursor: int
+    queued: int
+    sent: int
+    fell_behind: int
+    caught_up: int
+
+
+class Attachment:
+    """One client attached to one session's pipeline (see the module docstring).
+
+    Run :meth:`run` in a task for as long as the attachment lives; :meth:`close` ends it.
+
+    Args:
+        pipeline: The session's pipeline (the store to catch up from, the committed seq).
+        channel: Where to send (the client's :class:`ClientChannel`).
+        cursor: The last ``seq`` the client already has (0: everything after is new).
+        max_queue: Envelopes queued before the attachment falls behind.
+    """
+
+    __slots__ = (
+        "_caught_up",
+        "_fell_behind",
+        "_max_queue",
+        "_pipeline",
+        "_progress",
+        "_queue",
+        "_sent",
+        "_wake",
+        "behind",
+        "channel",
+        "closed",
+        "cursor",
+    )
+
+    def __init__(
+        self,
+        pipeline: DeliveryPipeline,
+        channel: Recipient,
+        *,
+        cursor: int,
+        max_queue: int = DEFAULT_ATTACHMENT_QUEUE,
+    ) -> None:
+        """Create the attachment; see the class docstring for the arguments."""
+        if max_queue < 1:
+            raise ValueError(f"max_queue must be at least 1, got {max_queue}")
+        self._pipeline = pipeline
+        self.channel = channel
+        self.cursor = cursor
+        self._max_queue = max_queue
+        self._queue: deque[Envelope] = deque()
+        self.behind = False
+        self.closed = False
+        self._wake: anyio.Event | None = None
+        self._progress: anyio.Event | None = None
+        self._sent = 0
+        self._fell_behind = 0
+        self._caught_up = 0
+
+    def statistics(self) -> AttachmentStatistics:
+        """Return the attachment's counts."""
+        return AttachmentStatistics(
+            cursor=self.cursor,
+            queued=len(self._queue),
+            sent=self._sent,
+            fell_behind=self._fell_behind,
+            caught_up=self._caught_up,
+        )
+
+    def offer(self, envelope: Envelope) -> None:
+        """Queue a committed envelope; never waits (a full queue makes the attachment
+        fall behind, and its sender reads from the store instead)."""
+        if self.closed or self.behind or envelope.seq <= self.cursor:
+            pass
+        elif len(self._queue) >= self._max_queue:
+            self.behind = True
+            self._fell_behind += 1
+            self._queue.clear()
+        else:
+            self._queue.append(envelope)
+        self._poke()
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+            self._wake = None
+
+    def _advance(self, seq: int) -> None:
+        self.cursor = seq
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+    def close(self) -> None:
+        """Stop sending; :meth:`run` returns, :meth:`wait_sent` callers go on."""
+        self.closed = True
+        self._queue.clear()
+        self._poke()
+        if self._progress is not None:
+            self._progress.set()
+            self._progress = None
+
+    async def wait_sent(self, seq: int) -> None:
+        """Wait until everything up to ``seq`` was sent (or the attachment or client is gone)."""
+        while self.cursor < seq and not self.closed and not self.channel.gone:
+            self._progress = self._progress or anyio.Event()
+            await self._progress.wait()
+
+    async def run(self) -> None:
+        """The sender: send queued envelopes in order, catch up from the store when behind."""
+        channel = self.channel
+        queue = self._queue
+        try:
+            while not self.closed:
+                if channel.gone:
+                    self.close()
+                    break
+                if queue:
+                    envelope = queue.popleft()
+                    if envelope.seq > self.cursor:
+                        if channel.wants(envelope):
+                            await channel.deliver(envelope)
+                            self._sent += 1
+                        self._advance(envelope.seq)
+                    continue
+                if self.behind:
+                    await self._catch_up()
+                    continue
+                self._wake = anyio.Event()
+                await self._wake.wait()
+        except Exception:
+            logger.exception("session %s: an attachment's sender failed", self._pipeline.session_id)
+            self.close()
+
+    async def _catch_up(self) -> None:
+        """Send the committed envelopes after the cursor from the store, then rejoin."""
+        pipeline, channel = self._pipeline, self.channel
+        async for batch in iter_events(pipeline.store, pipeline.session_id, after_seq=self.cursor):
+            for stored in batch:
+                if self.closed:
+                    return
+                if stored.seq <= self.cursor:
+                    continue
+                envelope = envelope_from_stored(stored)
+                if channel.wants(envelope):
+                    await channel.deliver(envelope)
+                    self._sent += 1
+                    self._caught_up += 1
+                self._advance(stored.seq)
+        if self.cursor >= pipeline.committed_seq:
+            # No await between this check and the switch: every later commit is queued.
+            self.behind = False
+            self._queue.clear()
+
+
+# ---------------------------------------------------------------------- the pipeline
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PipelineStatistics:
+    """Counts of one session's pipeline.
+
+    Attributes:
+        epoch: The current epoch.
+        next_seq: The ``seq`` the next envelope gets.
+        committed_seq: The last ``seq`` committed and fanned out.
+        published: Envelopes stamped.
+        stale_dropped: Events refused because they belonged to an older epoch.
+        observe_dropped: Observe envelopes dropped because too many were held.
+        attachments: Attached clients.
+    """
+
+    epoch: int
+    next_seq: int
+    committed_seq: int
+    published: int
+    stale_dropped: int
+    observe_dropped: int
+    attachments: int
+
+
+class DeliveryPipeline:
+    """Stamps, stores and fans out the events of one session (see the module docstring).
+
+    Args:
+        session_id: The session.
+        store: Where its events are stored.
+        epoch: The epoch to start in.
+        next_seq: The first ``seq`` to assign (the stored last seq plus one).
+    """
+
+    __slots__ = (
+        "_attachments",
+        "_busy",
+        "_epoch",
+        "_held",
+        "_idle",
+        "_next_seq",
+        "_ordered",
+        "_published",
+        "_stale",
+        "_taps",
+        "_writer",
+        "committed_seq",
+        "observe_dropped",
+        "session_id",
+        "store",
+    )
+
+    def __init__(self, session_id: str, store: SessionStore, *, epoch: int, next_seq: int) -> None:
+        """Create the pipeline; see the class docstring for the arguments."""
+        if next_seq < 1:
+            raise ValueError("seq starts at 1")
+        self.session_id = session_id
+        self.store = store
+        self._epoch = epoch
+        self._next_seq = next_seq
+        #: The last ``seq`` committed and fanned out.
+        self.committed_seq = next_seq - 1
+        self._published = 0
+        self._stale = 0
+        self._writer: GroupCommitWriter[Envelope] | None = None
+        self._held: list[Envelope] = []
+        self._attachments: tuple[Attachment, ...] = ()
+        self._taps: tuple[Tap, ...] = ()
+        self._ordered: anyio.Lock | None = None
+        # detach_writer() must not switch modes in the middle of a store, so it waits for
+        # _busy to clear (a flag and an event: a lock would cost its acquire on every event
+        # of a streaming turn, on top of the ordering lock).
+        self._busy = False
+        self._idle: anyio.Event | None = None
+        #: Observe envelopes dropped because too many were waiting.
+        self.observe_dropped = 0
+
+    # ------------------------------------------------------------------ epochs and seqs
+
+    @property
+    def epoch(self) -> int:
+        """The current epoch."""
+        return self._epoch
+
+    def new_epoch(self) -> int:
+        """Start a new epoch (on load or resume) and return it; older epochs are refused."""
+        self._epoch += 1
+        return self._epoch
+
+    @property
+    def last_seq(self) -> int:
+        """The ``seq`` of the last envelope stamped."""
+        return self._next_seq - 1
+
+    def statistics(self) -> PipelineStatistics:
+        """Return the pipeline's counts."""
+        return PipelineStatistics(
+            epoch=self._epoch,
+            next_seq=self._next_seq,
+            committed_seq=self.committed_seq,
+            published=self._published,
+            stale_dropped=self._stale,
+            observe_dropped=self.observe_dropped,
+            attachments=len(self._attachments),
+        )
+
+    # ------------------------------------------------------------------ consumers
+
+    @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The attached clients."""
+        return self._attachments
+
+    def attach(self, attachment: Attachment) -> None:
+        """Offer every later committed envelope to ``attachment`` too."""
+        self._attachments = (*self._attachments, attachment)
+
+    def detach(self, attachment: Attachment) -> None:
+        """Stop offering envelopes to ``attachment`` and close it."""
+        self._attachments = tuple(a for a in self._attachments if a is not attachment)
+        attachment.close()
+
+    def add_tap(self, tap: Tap) -> None:
+        """Call ``tap`` with every later committed envelope, before the attachments."""
+        self._taps = (*self._taps, tap)
+
+    # ------------------------------------------------------------------ publish
+
+    async def publish(
+        self, event: Event, *, epoch: int, turn_id: str | None, agent_id: str = ROOT_AGENT_ID
+    ) -> Envelope | None:
+        """Stamp ``event``, store it, and fan it out once committed.
+
+        Returns the envelope, or ``None`` when ``epoch`` is not the current one (dropped).
+        Render and state events return once appended (committed, outside a turn); observe
+        events never wait.
+        """
+        if event.layer == "observe":
+            envelope = self._stamp(event, epoch, turn_id, agent_id)
+            if envelope is not None:
+                if len(self._held) >= MAX_HELD_OBSERVE:
+                    self.observe_dropped += 1
+                else:
+                    self._held.append(envelope)
+            return envelope
+        if self._ordered is None:
+            # fast_acquire: an uncontended publish does not yield to the event loop (that
+            # would cost one loop iteration per event of a streaming turn).
+            self._ordered = anyio.Lock(fast_acquire=True)
+        async with self._ordered:
+            envelope = self._stamp(event, epoch, turn_id, agent_id)
+            if envelope is None:
+                return None
+            batch = [*self._held, envelope] if self._held else [envelope]
+            self._held = []
+            self._busy = True
+            try:
+                await self._store_batch(batch)
+            finally:
+                self._busy = False
+                if self._idle is not None:
+                    self._idle.set()
+                    self._idle = None
+            return envelope
+
+    def _stamp(
+        self, event: Event, epoch: int, turn_id: str | None, agent_id: str
+    ) -> Envelope | None:
+        if epoch != self._epoch:
+            self._stale += 1
+            return None
+        envelope = stamp(
+            event,
+            session_id=self.session_id,
+            seq=self._next_seq,
+            epoch=epoch,
+            turn_id=turn_id,
+            agent_id=agent_id,
+        )
+        self._next_seq += 1
+        self._published += 1
+        return envelope
+
+    async def _store_batch(self, batch: list[Envelope]) -> None:
+        writer = self._writer
+        if writer is None:
+            await self.store.append_events(batch)
+            await self.on_committed(batch)
+            return
+        for envelope in batch:
+            await writer.append(envelope)
+
+    async def on_committed(self, batch: Sequence[Envelope]) -> None:
+        """Fan out a committed batch, in order: taps first, then every attachment's queue.
+
+        The writer's callback; it never waits on a client.
+        """
+        self.committed_seq = batch[-1].seq
+        taps, attachments = self._taps, self._attachments
+        for envelope in batch:
+            for tap in taps:
+                tap(envelope)
+            for attachment in attachments:
+                attachment.offer(envelope)
+
+    # ------------------------------------------------------------------ the turn's writer
+
+    @property
+    def writer(self) -> GroupCommitWriter[Envelope] | None:
+        """The running turn's writer, while one is attached."""
+        return self._writer
+
+    def attach_writer(self, writer: GroupCommitWriter[Envelope]) -> None:
+        """Route later envelopes through ``writer`` (a turn began)."""
+        self._writer = writer
+
+    async def detach_writer(self) -> None:
+        """Store held observe envelopes, wait until the writer committed everything, and go
+        back to one transaction per envelope. A failed writer is left as it is (its error
+        surfaces from its own ``async with``)."""
+        writer = self._writer
+        try:
+            while writer is not None:
+                if self._busy:
+                    self._idle = self._idle or anyio.Event()
+                    await self._idle.wait()
+                    continue
+                if self._held:
+                    held, self._held = self._held, []
+                    self._busy = True
+                    try:
+                        await self._store_batch(held)
+                    finally:
+                        self._busy = False
+                    continue
+                if writer.statistics().pending:
+                    await writer.flush()
+                    continue
+                break  # idle and flushed: no await from here until the switch
+        except WriterClosed:
+            pass
+        finally:
+            self._writer = None
+
+    async def flush(self) -> None:
+        """Wait until every envelope stored so far has been committed and fanned out."""
+        if self._writer is not None:
+            await self._writer.flush()
+
+    async def settle(self, attachment: Attachment | None) -> None:
+        """:meth:`flush`, then wait until ``attachment`` has sent everything committed."""
+        await self.flush()
+        if attachment is not None:
+            await attachment.wait_sent(self.committed_seq)

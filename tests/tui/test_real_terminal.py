@@ -1,0 +1,121 @@
+"""``accord chat`` in a real terminal (tmux): start it on the built-in agent, type, read back.
+
+The built-in coding agent runs in the ``accord chat`` process with the model pointed at the
+fake OpenAI server of :mod:`accord.testing` on loopback (in this test process), so everything
+between the keyboard and the model's HTTP API is the real thing: the terminal, Textual's
+driver, the client runtime, the agent runtime, pydantic-ai's OpenAI provider.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from accord.testing import FakeOpenAIServer, ScriptedReply
+
+pytestmark = pytest.mark.subprocess
+
+TMUX = shutil.which("tmux")
+#: The chat starts a Python process that loads Textual and pydantic-ai: generous on busy CI.
+SCREEN_TIMEOUT = 60.0
+
+
+class Tmux:
+    """A tmux server of the test's own (its own socket), with one window."""
+
+    def __init__(self, tmux: str) -> None:
+        self.tmux = tmux
+        self.socket = f"accord-test-{uuid.uuid4().hex[:8]}"
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(
+            [self.tmux, "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "chat")
+
+    def wait_for(self, text: str) -> str:
+        deadline = time.monotonic() + SCREEN_TIMEOUT
+        while True:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared; the screen:\n{screen}")
+            time.sleep(0.1)
+
+    def running(self) -> bool:
+        """Whether the window is still there (it closes when the program in it exits)."""
+        done = subprocess.run(
+            [self.tmux, "-L", self.socket, "has-session", "-t", "chat"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        return done.returncode == 0
+
+    def close(self) -> None:
+        subprocess.run(
+            [self.tmux, "-L", self.socket, "kill-server"], capture_output=True, check=False
+        )
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_chat_in_tmux_streams_the_fake_models_reply(tmp_path: Path) -> None:
+    assert TMUX is not None
+    script = [ScriptedReply(text=["Hello from ", "the **fake** model."])]
+    tmux = Tmux(TMUX)
+    with FakeOpenAIServer(script) as server:
+        env = {
+            "OPENAI_API_KEY": "test",
+            "ACCORD_MODEL": "",
+            "ACCORD_BASE_URL": "",
+            "PYTHONPATH": os.pathsep.join(sys.path),
+            "TERM": "xterm-256color",
+        }
+        command = [
+            "env",
+            *(f"{k}={v}" for k, v in env.items()),
+            sys.executable,
+            "-m",
+            "accord.cli",
+            "chat",
+            "--model",
+            "openai:fake-model",
+            "--base-url",
+            server.base_url,
+            "--store",
+            str(tmp_path / "sessions.sqlite3"),
+            "--cwd",
+            str(tmp_path),
+        ]
+        try:
+            tmux("new-session", "-d", "-s", "chat", "-x", "100", "-y", "30", *command)
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "-l", "say hello")
+            tmux("send-keys", "-t", "chat", "Enter")
+            screen = tmux.wait_for("Hello from the fake model.")
+            assert "say hello" in screen
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "C-q")
+            deadline = time.monotonic() + SCREEN_TIMEOUT
+            while tmux.running():
+                assert time.monotonic() < deadline, "accord chat did not quit on Ctrl-Q"
+                time.sleep(0.1)
+        finally:
+            tmux.close()
+    (request,) = server.requests
+    assert "say hello" in str(request.body)

@@ -1,0 +1,83 @@
+"""Agents that do surprising things: blank chunks, updates outside a turn, null fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _tui_support import SIZE, RawAgent, chat_app, text_of, until
+from textual.widgets import TabbedContent
+
+from accord.schema import (
+    AgentMessageChunkSessionUpdate,
+    ImageContentBlock,
+    PlanEntry,
+    PlanSessionUpdate,
+    SessionInfoUpdateSessionUpdate,
+    TextContentBlock,
+    ToolCallUpdateSessionUpdate,
+    UsageUpdateSessionUpdate,
+)
+from accord.tui._conversation import AgentMessage
+from accord.tui._tool_card import ToolCard
+
+pytestmark = pytest.mark.anyio
+
+
+def chunk(text: str) -> AgentMessageChunkSessionUpdate:
+    return AgentMessageChunkSessionUpdate(content=TextContentBlock(text=text))
+
+
+async def test_blank_chunks_null_fields_and_updates_outside_a_turn(tmp_path: Path) -> None:
+    agent = RawAgent(
+        [
+            [
+                chunk(""),
+                chunk("   "),
+                AgentMessageChunkSessionUpdate(
+                    content=ImageContentBlock(data="", mime_type="image/png")
+                ),
+                chunk("real text"),
+                # an update for a tool call never started, with every optional field null
+                ToolCallUpdateSessionUpdate.model_validate(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": "ghost",
+                        "title": None,
+                        "kind": None,
+                        "status": None,
+                        "content": None,
+                        "locations": None,
+                    }
+                ),
+                PlanSessionUpdate(
+                    entries=[PlanEntry(content="one", priority="low", status="pending")]
+                ),
+                PlanSessionUpdate(entries=[]),
+            ]
+        ]
+    )
+    app = chat_app(agent, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        pane = app.active_pane
+        assert pane is not None
+        # before any prompt: a title, usage and a chunk the agent sends on its own
+        await agent.send(SessionInfoUpdateSessionUpdate(title="Renamed [u]session[/u]"))
+        await agent.send(UsageUpdateSessionUpdate(used=12_300, size=200_000))
+        await agent.send(chunk("hello before asked"))
+        await until(pilot, lambda: pane.query(AgentMessage))
+        await until(pilot, lambda: "12.3k/200k (6%)" in text_of(app.query_one("#footer")))
+        tabs = app.query_one(TabbedContent)
+        await until(pilot, lambda: str(tabs.get_tab("session-1").label) == "Renamed [u]session[/u]")
+
+        await pilot.press(*"go", "enter")
+        await until(pilot, lambda: app.last_stop_reason)
+        await until(pilot, lambda: not pane.conversation.pending and pane.query(ToolCard))
+        replies = [w.source for w in pane.query(AgentMessage)]
+        assert replies == ["hello before asked", "   real text"]
+        ghost = pane.query_one(ToolCard)
+        assert ghost.state.status == "pending" and "ghost" in text_of(
+            ghost.query_one("_CardHeader")
+        )
+        assert pane.plan.entries == () and not pane.plan.display
