@@ -20,6 +20,7 @@ Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above:
 :mod:`accord.engines` (adapters), the coding agent and the CLI.
 """
 
+from ._activity_log import ActivityLog as ActivityLog
 from ._client_services import ClientFiles as ClientFiles
 from ._client_services import ClientTerminal as ClientTerminal
 from ._client_services import ClientTerminals as ClientTerminals
@@ -86,6 +87,7 @@ __all__ = (
     "DEFAULT_PERMISSION_OPTIONS",
     "MAX_HELD_OBSERVE",
     "SESSION_TRANSITIONS",
+    "ActivityLog",
     "AgentRuntime",
     "Attachment",
     "AttachmentStatistics",

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
@@ -92,6 +93,7 @@ from ..store import (
     SqliteSessionStore,
     StoreError,
 )
+from ._activity_log import ActivityLog
 from ._content import check_prompt, prompt_capabilities
 from ._engine import Engine
 from ._pipeline import ClientChannel
@@ -162,6 +164,9 @@ class AgentRuntime(Agent):
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
         max_pending_events: Events a turn may have appended but not yet committed and sent
             before it waits (backpressure from the disk and the client).
+        activity: Write the activity projection of every committed event as NDJSON: an
+            :class:`~accord.agent.ActivityLog` (shared by several runtimes, closed by its
+            owner) or a file path (opened for appending, closed by :meth:`aclose`).
     """
 
     additional_directories = True
@@ -175,8 +180,13 @@ class AgentRuntime(Agent):
         cancel_grace: float = CANCEL_GRACE_SECONDS,
         list_page_size: int = DEFAULT_PAGE_SIZE,
         max_pending_events: int = DEFAULT_MAX_PENDING,
+        activity: ActivityLog | str | os.PathLike[str] | None = None,
     ) -> None:
-        """Create the runtime; see the class docstring for the arguments."""
+        """Create the runtime; see the class docstring for the arguments.
+
+        Raises:
+            OSError: the activity file cannot be opened.
+        """
         self._engine = engine
         self._capabilities = engine.capabilities
         self._owns_store = store is None
@@ -187,6 +197,11 @@ class AgentRuntime(Agent):
         self._client_capabilities = _NO_CAPABILITIES
         self._channel: ClientChannel | None = None
         self._extended = False
+        self._owns_activity = activity is not None and not isinstance(activity, ActivityLog)
+        if activity is None or isinstance(activity, ActivityLog):
+            self._activity = activity
+        else:
+            self._activity = ActivityLog(activity)
         self._sessions = SessionTable(
             engine,
             self._store,
@@ -194,6 +209,7 @@ class AgentRuntime(Agent):
             channel=self._client_channel,
             page_size=list_page_size,
             turn_grace=cancel_grace,
+            taps=() if self._activity is None else (self._activity,),
         )
 
     # ------------------------------------------------------------------ properties
@@ -207,6 +223,11 @@ class AgentRuntime(Agent):
     def engine(self) -> Engine:
         """The engine."""
         return self._engine
+
+    @property
+    def activity(self) -> ActivityLog | None:
+        """The activity log, if the runtime writes one."""
+        return self._activity
 
     @property
     def extended_events(self) -> bool:
@@ -244,6 +265,8 @@ class AgentRuntime(Agent):
         """Close every live session (their turns are cancelled) and, if the runtime created
         it, the store."""
         await self._sessions.close_all()
+        if self._owns_activity and self._activity is not None:
+            self._activity.close()
         if self._owns_store:
             await self._store.aclose()
 

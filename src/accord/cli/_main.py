@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
     )
+    serve.add_argument(
+        "--activity", help="append a privacy-safe activity record per event (NDJSON) to FILE"
+    )
 
     run = command(
         "run",

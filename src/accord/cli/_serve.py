@@ -6,6 +6,7 @@
     accord serve --model qwen2.5-coder:7b --base-url http://localhost:11434/v1   # Ollama
     accord serve --store ~/work/sessions.sqlite3
     accord serve --store postgresql://accord@db.internal/accord   # shared by several servers
+    accord serve --activity ~/work/activity.ndjson
 
 The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to stderr, more with
 ``-v``). Sessions are kept in the SQLite store (``--store``, default
@@ -13,7 +14,10 @@ The agent speaks ACP on stdin/stdout (stdout carries nothing else; logs go to st
 PostgreSQL database several servers share (``--store postgresql://...``).
 ``--model`` / ``--base-url`` fall back to ``ACCORD_MODEL`` / ``ACCORD_BASE_URL``; API keys come
 from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged. Without a model
-the agent still starts and tells the editor how to configure one.
+the agent still starts and tells the editor how to configure one. ``--activity FILE`` appends
+one JSON line per committed event, the privacy-safe activity projection
+(:class:`~accord.agent.ActivityLog`: kinds, sizes, counts, correlation ids; never text,
+prompts, tool input or output, paths, URLs or error text).
 
 Start-up is kept short: this module imports only the runtime; pydantic-ai and the model SDKs
 load in a worker thread after ``initialize`` has been answered (see :mod:`accord.coder`).
@@ -47,6 +51,7 @@ def build_agent(
     store: str | None = None,
     environ: Mapping[str, str] | None = None,
     warn: bool = True,
+    activity: str | None = None,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
 
@@ -57,15 +62,18 @@ def build_agent(
     (default: this process's) supplies ``ACCORD_MODEL`` and friends; ``warn`` logs, once,
     what is missing (no model, or the ``coder`` extra) for an editor's log.
 
+    ``activity`` is the activity log's file (``None``: none), closed with the runtime.
+
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
+        OSError: the activity file cannot be opened.
     """
     from ..coder import CoderConfig, CoderRuntime
     from ..store import open_store
 
     env = os.environ if environ is None else environ
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
-    runtime = CoderRuntime(config, store=open_store(store), owns_store=True)
+    runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
     if warn and not config.configured:
         _log.warning("%s", config.problem())
     elif warn and coder_extra_missing():
@@ -84,9 +92,13 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         environ = builtin_environ(load())
         runtime = build_agent(
-            model=args.model, base_url=args.base_url, store=args.store, environ=environ
+            model=args.model,
+            base_url=args.base_url,
+            store=args.store,
+            environ=environ,
+            activity=getattr(args, "activity", None),
         )
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
         return ExitCode.ERROR
 

@@ -14,7 +14,7 @@ Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,15 +30,18 @@ from ..schema import (
     CloseSessionRequest,
     DeleteSessionRequest,
     ForkSessionRequest,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
+    LoadSessionResponse,
     LogoutRequest,
     McpServer,
     NewSessionRequest,
     ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionInfo,
 )
 from ..transports import Transport
@@ -46,6 +49,9 @@ from ._handlers import Hub
 from ._session import ClientSession, _Runtime
 
 __all__ = ("AgentConnection", "AgentConnectionStatistics", "absolute_path")
+
+_ReopenRequest = LoadSessionRequest | ResumeSessionRequest | ForkSessionRequest
+_ReopenResponse = LoadSessionResponse | ResumeSessionResponse | ForkSessionResponse
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,18 +242,14 @@ class AgentConnection:
                 already open on this connection.
             RequestError: the agent refused (e.g. an unknown session).
         """
-        root, extra = self._roots(cwd, additional_directories)
-        request = LoadSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
-        if extra:
-            request.additional_directories = list(extra)
-        session = self._open(session_id, root, extra)
-        try:
-            response = await self._calls.load_session(request)
-        except BaseException:
-            self._hub.forget(session_id)
-            raise
-        session._apply_setup(response.modes, response.config_options)
-        return session
+        return await self._reopen(
+            LoadSessionRequest,
+            self._calls.load_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+        )
 
     async def resume_session(
         self,
@@ -264,20 +266,14 @@ class AgentConnection:
                 is already open on this connection.
             RequestError: the agent refused.
         """
-        root, extra = self._roots(cwd, additional_directories)
-        request = ResumeSessionRequest(
-            session_id=session_id, cwd=root, mcp_servers=list(mcp_servers)
+        return await self._reopen(
+            ResumeSessionRequest,
+            self._calls.resume_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
         )
-        if extra:
-            request.additional_directories = list(extra)
-        session = self._open(session_id, root, extra)
-        try:
-            response = await self._calls.resume_session(request)
-        except BaseException:
-            self._hub.forget(session_id)
-            raise
-        session._apply_setup(response.modes, response.config_options)
-        return session
 
     async def fork_session(
         self,
@@ -293,12 +289,46 @@ class AgentConnection:
             LocalProtocolError: the agent does not offer ``session/fork``.
             RequestError: the agent refused.
         """
+        return await self._reopen(
+            ForkSessionRequest,
+            self._calls.fork_session,
+            session_id,
+            cwd,
+            additional_directories,
+            mcp_servers,
+        )
+
+    async def _reopen(
+        self,
+        request_type: type[_ReopenRequest],
+        send: Callable[[Any], Awaitable[_ReopenResponse]],
+        session_id: str,
+        cwd: str | os.PathLike[str] | None,
+        additional_directories: Sequence[str | os.PathLike[str]],
+        mcp_servers: Sequence[McpServer],
+    ) -> ClientSession:
+        """``session/load``, ``session/resume`` or ``session/fork``: one request shape.
+
+        A loaded or resumed session is registered before the request goes out, so the
+        updates the agent replays ahead of its answer fold into it (and is dropped again if
+        the agent refuses); a fork's id is the agent's to choose, so it is registered once
+        the answer names it (its earlier updates wait for it in the hub).
+        """
         root, extra = self._roots(cwd, additional_directories)
-        request = ForkSessionRequest(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
+        request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
         if extra:
             request.additional_directories = list(extra)
-        response = await self._calls.fork_session(request)
-        session = self._open(response.session_id, root, extra)
+        if request_type is ForkSessionRequest:
+            response = await send(request)
+            assert isinstance(response, ForkSessionResponse)
+            session = self._open(response.session_id, root, extra)
+        else:
+            session = self._open(session_id, root, extra)
+            try:
+                response = await send(request)
+            except BaseException:
+                self._hub.forget(session_id)
+                raise
         session._apply_setup(response.modes, response.config_options)
         return session
 

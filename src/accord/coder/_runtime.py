@@ -18,12 +18,13 @@ This module imports nothing of pydantic-ai.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
 
-from ..agent import AgentRuntime
+from ..agent import ActivityLog, AgentRuntime
 from ..errors import AuthRequired
 from ..schema import (
     AuthenticateRequest,
@@ -70,6 +71,7 @@ class CoderRuntime(AgentRuntime):
         store: Where sessions are kept (default: the SQLite store at its default path).
         owns_store: Close ``store`` in :meth:`aclose` (default: only the default store, which
             the runtime creates itself).
+        activity: Where to write the activity log (see :class:`~accord.agent.AgentRuntime`).
     """
 
     def __init__(
@@ -78,10 +80,15 @@ class CoderRuntime(AgentRuntime):
         *,
         store: SessionStore | None = None,
         owns_store: bool = False,
+        activity: ActivityLog | str | os.PathLike[str] | None = None,
     ) -> None:
-        """Build the engine and the runtime around it."""
+        """Build the engine and the runtime around it.
+
+        Raises:
+            OSError: the activity file cannot be opened.
+        """
         self._coder = CoderEngine(config)
-        super().__init__(self._coder, store=store, agent_info=agent_info())
+        super().__init__(self._coder, store=store, agent_info=agent_info(), activity=activity)
         self.auth_methods = config.auth_methods()
         self._background: TaskGroup | None = None
         self._warm = False
