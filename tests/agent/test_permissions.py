@@ -6,6 +6,7 @@ import pytest
 from _agent_support import CWD, RecordingClient, scripted, serve
 
 from accord.agent import DEFAULT_PERMISSION_OPTIONS, permission_key
+from accord.errors import RequestError
 from accord.schema import (
     ForkSessionRequest,
     LoadSessionRequest,
@@ -143,3 +144,18 @@ async def test_remembered_answers_are_persisted(store: SessionStore, method: str
         assert client.permission_requests == []
         assert [d.outcome for d in engine.decisions] == ["allow_always"]
         assert len(engine.tool_runs) == 1
+
+
+async def test_options_with_a_repeated_id_are_never_sent() -> None:
+    """An ambiguous question (two options, one id) is the engine's bug: refused before asking."""
+    options = (
+        PermissionOption(option_id="x", name="Deny", kind="reject_once"),
+        PermissionOption(option_id="x", name="Allow always", kind="allow_always"),
+    )
+    client = RecordingClient(answers=["allow_always"])
+    async with serve(scripted([_tool(options=options)]), client=client) as h:
+        session_id = await h.new_session()
+        with pytest.raises(RequestError, match="distinct option ids"):
+            await h.prompt(session_id)
+        assert client.permission_requests == []
+        assert h.engine.tool_runs == []

@@ -598,3 +598,21 @@ def test_signal_names() -> None:
 
     assert _exit_status(0).exit_code == 0
     assert _exit_status(-signal.SIGKILL).signal == "SIGKILL"
+
+
+@pytest.mark.parametrize(
+    ("command", "args"), [("ls\0 -la", []), ("ls", ["-l", "a\0b"])], ids=["command", "argument"]
+)
+async def test_a_nul_in_the_command_or_an_argument_is_refused(
+    host: TerminalHost, root: Path, command: str, args: list[str]
+) -> None:
+    request = CreateTerminalRequest(session_id="s", command=command, args=args, cwd=str(root))
+    with pytest.raises(InvalidParams, match="contains a NUL character"):
+        await host.create_terminal(request, [root])
+    assert host.statistics().terminals == 0
+
+
+async def test_a_nul_in_cwd_is_refused(host: TerminalHost, root: Path) -> None:
+    request = CreateTerminalRequest(session_id="s", command="true", cwd=f"{root}\0/x")
+    with pytest.raises(InvalidParams, match="NUL"):
+        await host.create_terminal(request, [root])

@@ -358,7 +358,15 @@ class TurnContext:
         see); ``options`` are the choices, each of a kind ``allow_once``, ``allow_always``,
         ``reject_once`` or ``reject_always``. Returns ``cancelled`` at once if the turn is
         already cancelled, and ``cancelled`` if the turn is cancelled while waiting.
+
+        Raises:
+            ValueError: two options share an ``option_id`` (the answer would be ambiguous;
+                clients refuse such a request).
         """
+        ids = [option.option_id for option in options]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"permission options must have distinct option ids: {repeated}")
         if self.cancelled:
             return PermissionDecision(outcome="cancelled")
         return await self._request_permission(self.agent_id, tool_call, options)

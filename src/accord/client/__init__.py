@@ -46,6 +46,7 @@ from ._events import TurnFinished as TurnFinished
 from ._events import UsageUpdated as UsageUpdated
 from ._events import UserMessageDelta as UserMessageDelta
 from ._fs import FileSystemHost as FileSystemHost
+from ._handlers import MAX_EARLY_UPDATE_BYTES as MAX_EARLY_UPDATE_BYTES
 from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
 from ._handlers import UpdateListener as UpdateListener
 from ._permissions import AllowAll as AllowAll
@@ -77,6 +78,7 @@ from ._view import SessionView as SessionView
 __all__ = (
     "INITIALIZE_TIMEOUT",
     "MAX_EARLY_UPDATES",
+    "MAX_EARLY_UPDATE_BYTES",
     "TURN_EVENT_BUFFER",
     "Accept",
     "AcceptDefaults",

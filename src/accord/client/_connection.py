@@ -64,6 +64,10 @@ class AgentConnectionStatistics:
         pending_permissions: permission requests the policy is deciding.
         early_updates: updates held for sessions not known yet.
         connection: the JSON-RPC connection's queues.
+        early_update_bytes: the size (as JSON) of those updates; bounded by
+            ``MAX_EARLY_UPDATE_BYTES``.
+        dropped_early_updates: updates for unknown sessions dropped because that buffer was
+            full (each drop is logged as a warning, once per session).
     """
 
     sessions: int
@@ -71,6 +75,8 @@ class AgentConnectionStatistics:
     pending_permissions: int
     early_updates: int
     connection: ConnectionStatistics
+    early_update_bytes: int = 0
+    dropped_early_updates: int = 0
 
 
 class AgentConnection:
@@ -157,6 +163,8 @@ class AgentConnection:
             pending_permissions=sum(len(s._pending_permissions) for s in sessions),
             early_updates=self._hub.early_updates,
             connection=self._calls.statistics(),
+            early_update_bytes=self._hub.early_update_bytes,
+            dropped_early_updates=self._hub.dropped_early_updates,
         )
 
     # ------------------------------------------------------------------ authentication

@@ -7,6 +7,9 @@ path is confined to the session's roots (its ``cwd`` plus any additional directo
 * it is resolved with symlinks followed, and the result must lie inside one of the (resolved)
   roots, so ``..`` traversal and symlinks that leave the roots are refused, while symlinks that
   stay inside are followed;
+* resolution and use happen on directory descriptors (:mod:`accord.client._confined`), never
+  on path strings, so an agent that swaps a directory for a symlink meanwhile (a
+  rename-exchange race) cannot make a read or a write, or its temporary file, land outside;
 * refusals are :class:`~accord.errors.InvalidParams` naming the path; a file that does not exist is
   :class:`~accord.errors.ResourceNotFound` with ``data = {"uri": "file://..."}``.
 
@@ -45,6 +48,8 @@ from accord.schema import (
     WriteTextFileResponse,
 )
 
+from ._confined import MAX_SYMLINKS, Confined, confined
+
 __all__ = ("MAX_READ_BYTES", "FileSystemHost", "OpenBuffer", "resolve_within")
 
 #: Largest text one ``fs/read_text_file`` answer may carry. The answer travels in one JSON-RPC
@@ -58,12 +63,9 @@ MAX_READ_BYTES = 16 * 1024 * 1024
 #: held in memory just to be skipped.
 _SKIP_CHUNK_BYTES = 256 * 1024
 
-# Open the final component without following a symlink: the path handed to open() is already
-# resolved, so a symlink there means someone swapped it in after the check.
+# The temporary file is created by name in a directory we hold: never through a symlink.
 _O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
-# A FIFO or device must not block the open; regular files ignore the flag.
-_O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 
 OpenBuffer: TypeAlias = Callable[[Path], str | None]
 """A hook from the embedding editor: the unsaved text of the buffer open for a path, or None.
@@ -145,18 +147,27 @@ class FileSystemHost:
         line = 1 if request.line is None else request.line
         if line < 1:
             raise InvalidParams(f"line is 1-based, got {line}", {"path": path, "line": line})
-        real = await anyio.to_thread.run_sync(resolve_within, path, roots)
         limit = request.limit
-        if self._open_buffer is not None:
-            text = self._open_buffer(real)
-            if text is not None:
-                content = _slice_lines(text, line, limit)
-                if len(content.encode("utf-8", "replace")) > self._max_read_bytes:
-                    raise _too_large(path, self._max_read_bytes)
-                return ReadTextFileResponse(content=content)
+        try:
+            found = await anyio.to_thread.run_sync(_open_for_reading, path, roots)
+        except OSError as exc:
+            raise _os_error(exc, path, "read") from exc
+        try:
+            if self._open_buffer is not None:
+                text = self._open_buffer(Path(found.real))
+                if text is not None:
+                    content = _slice_lines(text, line, limit)
+                    if len(content.encode("utf-8", "replace")) > self._max_read_bytes:
+                        raise _too_large(path, self._max_read_bytes)
+                    return ReadTextFileResponse(content=content)
+            fd = found.take_fd()
+        finally:
+            found.close()
+        if fd is None:
+            raise ResourceNotFound(f"file not found: {path!r}", {"uri": Path(path).as_uri()})
         try:
             data = await anyio.to_thread.run_sync(
-                _read_lines, real, path, line, limit, self._max_read_bytes
+                _read_lines, fd, path, line, limit, self._max_read_bytes
             )
         except OSError as exc:
             raise _os_error(exc, path, "read") from exc
@@ -232,7 +243,7 @@ def _os_error(exc: OSError, path: str, action: str) -> RequestError:
         return InvalidParams(f"cannot {action} {path!r}: permission denied", data)
     if exc.errno == errno.ELOOP:
         return InvalidParams(
-            f"cannot {action} {path!r}: a symlink loop, or a symlink appeared after the check",
+            f"cannot {action} {path!r}: a symlink loop (more than {MAX_SYMLINKS} symlinks)",
             data,
         )
     return InternalError(f"cannot {action} {path!r}: {exc.strerror or exc}", data)
@@ -257,9 +268,17 @@ def _slice_lines(text: str, line: int, limit: int | None) -> str:
     return text[start:end]
 
 
-def _read_lines(real: Path, path: str, line: int, limit: int | None, max_bytes: int) -> bytes:
-    """Worker thread: the bytes of lines ``line``.. (at most ``limit``) of a regular file."""
-    fd = os.open(real, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
+def _open_for_reading(path: str, roots: Sequence[str | os.PathLike[str]]) -> Confined:
+    """Worker thread: resolve and open ``path`` inside the roots (see ``_confined``)."""
+    return confined(path, roots, final="open")
+
+
+def _read_lines(fd: int, path: str, line: int, limit: int | None, max_bytes: int) -> bytes:
+    """Worker thread: the bytes of lines ``line``.. (at most ``limit``) of the file ``fd``.
+
+    Takes ownership of ``fd``. Only a regular file is read: a FIFO, a device or a directory
+    is refused before any read (the open did not block: ``O_NONBLOCK``).
+    """
     try:
         _check_regular_file(os.fstat(fd).st_mode, path)
         file = os.fdopen(fd, "rb")
@@ -306,31 +325,33 @@ def _skip_lines(file: BinaryIO, count: int) -> bool:
 
 def _atomic_write(path: str, roots: Sequence[str | os.PathLike[str]], data: bytes) -> None:
     """Worker thread: replace (or create) ``path`` with ``data`` so readers never see a mix."""
-    real = resolve_within(path, roots)
-    parent = real.parent
-    os.makedirs(parent, exist_ok=True)
+    # Every step below is relative to the parent's descriptor: a directory on the way that
+    # is swapped for a symlink meanwhile cannot move the file, or its temporary, elsewhere.
+    found = confined(path, roots, final="stat", create_parents=True)
     try:
-        existing: os.stat_result | None = os.stat(real)
-    except FileNotFoundError:
-        existing = None
-    if existing is not None:
-        _check_regular_file(existing.st_mode, path)
-    temporary = parent / f".{real.name}.{secrets.token_hex(6)}.accord-tmp"
-    # A new file gets 0o666 minus the umask, like any file the user's tools create.
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            if existing is not None:
-                _copy_ownership(file.fileno(), existing)
-            os.fsync(file.fileno())
-        os.replace(temporary, real)
-    except BaseException:
+        parent, name, existing = found.parent_fd, found.name, found.existing
+        if existing is not None:
+            _check_regular_file(existing.st_mode, path)
+        temporary = f".{name[:180]}.{secrets.token_hex(6)}.accord-tmp"
+        # A new file gets 0o666 minus the umask, like any file the user's tools create.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+        fd = os.open(temporary, flags, 0o666, dir_fd=parent)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data)
+                file.flush()
+                if existing is not None:
+                    _copy_ownership(file.fileno(), existing)
+                os.fsync(file.fileno())
+            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=parent)
+            raise
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _fsync_directory(parent)
+            os.fsync(parent)  # make the rename durable
+    finally:
+        found.close()
 
 
 def _copy_ownership(fd: int, existing: os.stat_result) -> None:
@@ -341,16 +362,3 @@ def _copy_ownership(fd: int, existing: os.stat_result) -> None:
         # Only a privileged process may give a file away; the content matters more.
         with contextlib.suppress(OSError):
             os.fchown(fd, existing.st_uid, existing.st_gid)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename durable; platforms that cannot open a directory skip it."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | _O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ._session import ClientSession
     from ._terminals import TerminalHost
 
-__all__ = ("MAX_EARLY_UPDATES", "Hub", "client_class")
+__all__ = ("MAX_EARLY_UPDATES", "MAX_EARLY_UPDATE_BYTES", "Hub", "client_class")
 
 logger = logging.getLogger("accord.client")
 
@@ -66,6 +66,10 @@ logger = logging.getLogger("accord.client")
 #: An agent typically sends a handful (its command list, a title) before answering
 #: ``session/new``; the bound keeps a confused agent from filling memory.
 MAX_EARLY_UPDATES = 1024
+
+#: Bytes (as JSON) of the updates held for sessions the client does not know yet, over all
+#: such sessions: the count alone let 1,000 updates of 1 MB each hold 1 GB.
+MAX_EARLY_UPDATE_BYTES = 8 * 1024 * 1024
 
 
 UpdateListener = Callable[[SessionNotification], None]
@@ -87,13 +91,27 @@ class Hub:
         self.terminals = terminals
         #: Answers ``elicitation/create`` (set by ``connect`` when a policy is given).
         self.elicitation: ElicitationService | None = None
-        self._early: dict[str, list[SessionUpdate]] = {}
+        self._early: dict[str, list[tuple[SessionUpdate, int]]] = {}
         self._early_count = 0
+        self._early_bytes = 0
+        #: Updates dropped per unknown session id because the early buffer was full.
+        self._early_dropped: dict[str, int] = {}
+        self._dropped_total = 0
 
     @property
     def early_updates(self) -> int:
         """Updates waiting for their session to be known."""
         return self._early_count
+
+    @property
+    def early_update_bytes(self) -> int:
+        """The size (as JSON) of the updates waiting for their session to be known."""
+        return self._early_bytes
+
+    @property
+    def dropped_early_updates(self) -> int:
+        """Updates for unknown sessions dropped so far, because their buffer was full."""
+        return self._dropped_total
 
     def session(self, session_id: str) -> ClientSession:
         """The open session with that id.
@@ -114,8 +132,17 @@ class Hub:
         early = self._early.pop(session.session_id, None)
         if early:
             self._early_count -= len(early)
-            for update in early:
+            self._early_bytes -= sum(size for _, size in early)
+            for update, _ in early:
                 session.view.apply(update)
+        dropped = self._early_dropped.pop(session.session_id, 0)
+        if dropped:
+            logger.warning(
+                "session %r: %d update(s) the agent sent before the session was known were "
+                "dropped (the buffer for unknown sessions was full); its view may lack them",
+                session.session_id,
+                dropped,
+            )
 
     def forget(self, session_id: str) -> None:
         """Stop routing to a session (it was closed)."""
@@ -129,16 +156,36 @@ class Hub:
         if session is not None:
             await session._on_update(notification.update)
             return
-        if self._early_count >= MAX_EARLY_UPDATES:
-            logger.warning(
-                "session/update for unknown session %r dropped: %d updates already wait for "
-                "sessions this client does not know",
-                notification.session_id,
-                self._early_count,
-            )
+        update = notification.update
+        size = len(update.model_dump_json(by_alias=True, exclude_unset=True))
+        if (
+            self._early_count >= MAX_EARLY_UPDATES
+            or self._early_bytes + size > MAX_EARLY_UPDATE_BYTES
+        ):
+            self._drop_early(notification.session_id, size)
             return
-        self._early.setdefault(notification.session_id, []).append(notification.update)
+        self._early.setdefault(notification.session_id, []).append((update, size))
         self._early_count += 1
+        self._early_bytes += size
+
+    def _drop_early(self, session_id: str, size: int) -> None:
+        self._dropped_total += 1
+        dropped = self._early_dropped.get(session_id, 0)
+        if not dropped and len(self._early_dropped) < MAX_EARLY_UPDATES:
+            # Once per session id (and a bounded number of ids), not once per update.
+            logger.warning(
+                "session/update for unknown session %r dropped (%d bytes): %d updates of %d "
+                "bytes already wait for sessions this client does not know (limits: %d "
+                "updates, %d bytes); later drops for this session are counted, not logged",
+                session_id,
+                size,
+                self._early_count,
+                self._early_bytes,
+                MAX_EARLY_UPDATES,
+                MAX_EARLY_UPDATE_BYTES,
+            )
+        if dropped or len(self._early_dropped) < MAX_EARLY_UPDATES:
+            self._early_dropped[session_id] = dropped + 1
 
     def roots(self, session_id: str) -> tuple[str, ...]:
         """The directories a session's file and terminal requests are confined to."""

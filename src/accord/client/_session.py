@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from ..errors import ConnectionClosed, LocalProtocolError
+from ..errors import ConnectionClosed, InvalidParams, LocalProtocolError
 from ..schema import (
     CancelledRequestPermissionOutcome,
     CancelNotification,
@@ -377,6 +377,7 @@ class ClientSession:
             await turn.emit(event)
 
     async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
+        _check_options(request)
         runtime = self._runtime
         context = PermissionContext(
             session_id=self.session_id,
@@ -462,3 +463,23 @@ def _advertised(calls: ClientSideConnection, path: tuple[str, ...]) -> bool:
     from ..roles import is_advertised
 
     return is_advertised(calls.agent_capabilities, path)
+
+
+def _check_options(request: RequestPermissionRequest) -> None:
+    """Refuse a question whose answer would be ambiguous: two options with the same id.
+
+    The user picks an option, the agent receives its id; with a repeated id an agent could
+    show "Deny" and "Allow always" under one id and read the answer as it pleases.
+    """
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for option in request.options:
+        if option.option_id in seen and option.option_id not in repeated:
+            repeated.append(option.option_id)
+        seen.add(option.option_id)
+    if repeated:
+        raise InvalidParams(
+            "permission options must have distinct ids; repeated: "
+            + ", ".join(repr(option_id) for option_id in repeated),
+            {"optionIds": repeated},
+        )

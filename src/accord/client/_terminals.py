@@ -266,7 +266,8 @@ class TerminalHost:
             roots: the session's directories, ``cwd`` first.
 
         Raises:
-            InvalidParams: ``command`` is empty or cannot be executed, ``cwd`` is refused
+            InvalidParams: ``command`` is empty, holds a NUL (as may an argument) or cannot be
+                executed, ``cwd`` is refused
                 (see :func:`~accord.client._fs.resolve_within`) or is not a directory, or an
                 ``env`` entry is malformed.
             InternalError: the operating system refused to start the process for another reason.
@@ -277,6 +278,13 @@ class TerminalHost:
             raise RuntimeError("TerminalHost is not running; use `async with TerminalHost()`")
         if not request.command:
             raise InvalidParams("command is empty", {"command": request.command})
+        for index, word in enumerate((request.command, *request.args)):
+            if "\0" in word:
+                # No program can receive it (argv strings end at NUL): refuse, do not truncate.
+                where = "command" if index == 0 else f"argument {index}"
+                raise InvalidParams(
+                    f"{where} contains a NUL character: {word!r}", {"command": request.command}
+                )
         cwd = await anyio.to_thread.run_sync(_working_directory, request.cwd, roots)
         env = _environment(os.environ if self._env is None else self._env, request.env)
         argv = self._argv(request.command, request.args)
