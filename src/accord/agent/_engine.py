@@ -62,6 +62,7 @@ from pydantic import JsonValue
 
 from ..errors import LocalProtocolError
 from ..events import ROOT_AGENT_ID, Event, SubAgentEvent
+from ..roles._trace import TraceContext, current_trace
 from ..schema import (
     AvailableCommand,
     ContentBlock,
@@ -302,6 +303,8 @@ class TurnContext:
         config_values: The config values when the turn began.
         elicitation: The runtime's side of questions to the user (``None``: none can be
             asked, as when the client advertised no elicitation mode).
+        trace: The W3C trace context the turn continues (default: the current one, which
+            the runtime sets from the prompt's ``_meta``, or to the turn's span when tracing).
     """
 
     __slots__ = (
@@ -311,6 +314,7 @@ class TurnContext:
         "agent_id",
         "config_values",
         "mode_id",
+        "trace",
         "turn_id",
     )
 
@@ -324,8 +328,12 @@ class TurnContext:
         mode_id: str | None = None,
         config_values: Mapping[str, ConfigValue] = _EMPTY,
         elicitation: Elicitation | None = None,
+        trace: TraceContext | None = None,
     ) -> None:
         """Create a turn context; see the class docstring for the arguments."""
+        #: The trace the turn continues (``None``: the client sent none and tracing is off);
+        #: pass it on to the model API (e.g. ``traceparent`` headers) so the trace goes on.
+        self.trace = trace if trace is not None else current_trace()
         self.turn_id = turn_id
         self.agent_id = agent_id
         self.mode_id = mode_id
@@ -456,6 +464,7 @@ class TurnContext:
             mode_id=self.mode_id,
             config_values=self.config_values,
             elicitation=self._elicitation,
+            trace=self.trace,
         )
 
 

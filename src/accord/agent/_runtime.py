@@ -53,6 +53,7 @@ from ..events import (
     wants_extended_events,
 )
 from ..roles import Agent, serve_agent
+from ..roles._trace import TraceContext
 from ..schema import (
     AgentCapabilities,
     CancelNotification,
@@ -99,6 +100,7 @@ from ._engine import Engine
 from ._pipeline import ClientChannel
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
+from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
 
 if TYPE_CHECKING:
@@ -164,6 +166,9 @@ class AgentRuntime(Agent):
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
         max_pending_events: Events a turn may have appended but not yet committed and sent
             before it waits (backpressure from the disk and the client).
+        tracer_provider: An OpenTelemetry tracer provider: spans for turns, model calls and
+            tool calls (:mod:`._tracing`). Without one, tracing is on only when the
+            environment configures OpenTelemetry (then with the global provider).
         activity: Write the activity projection of every committed event as NDJSON: an
             :class:`~accord.agent.ActivityLog` (shared by several runtimes, closed by its
             owner) or a file path (opened for appending, closed by :meth:`aclose`).
@@ -181,12 +186,16 @@ class AgentRuntime(Agent):
         list_page_size: int = DEFAULT_PAGE_SIZE,
         max_pending_events: int = DEFAULT_MAX_PENDING,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments.
 
         Raises:
             OSError: the activity file cannot be opened.
         """
+        self._tracing: Tracing | None = None
+        if tracer_provider is not None or tracing_configured(os.environ):
+            self._tracing = Tracing(tracer_provider)
         self._engine = engine
         self._capabilities = engine.capabilities
         self._owns_store = store is None
@@ -386,7 +395,15 @@ class AgentRuntime(Agent):
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
         try:
-            stop = await self._run_turn(session, turn, request.prompt)
+            if self._tracing is None:
+                stop = await self._run_turn(session, turn, request.prompt)
+            else:
+                with self._tracing.turn(
+                    session_id=session.session_id,
+                    turn_id=turn.turn_id,
+                    parent=TraceContext.from_meta(request.meta),
+                ):
+                    stop = await self._run_turn(session, turn, request.prompt)
         finally:
             if session.turn is turn:
                 session.turn = None

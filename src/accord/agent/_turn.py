@@ -83,6 +83,7 @@ from ._elicitation import ClientElicitation
 from ._engine import PermissionDecision, TurnContext, TurnOutput
 from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
 from ._session import LiveSession, TurnHandle
+from ._tracing import observe_event
 
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
@@ -242,6 +243,7 @@ class TurnRunner:
         return False
 
     async def _publish(self, event: Event, agent_id: str = ROOT_AGENT_ID) -> object | None:
+        observe_event(event, agent_id)
         return await self._session.publish(
             event, turn_id=self._turn.turn_id, agent_id=agent_id, epoch=self._turn.epoch
         )

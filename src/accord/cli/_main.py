@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--activity", help="append a privacy-safe activity record per event (NDJSON) to FILE"
     )
+    serve.add_argument(
+        "--configure",
+        action="store_true",
+        help="choose the provider, model and API key interactively, save them, and exit",
+    )
 
     run = command(
         "run",

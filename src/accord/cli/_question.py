@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 from collections import Counter
+from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -34,7 +35,7 @@ from ..client import (
 )
 from ._display import Display, option_keys, tool_label
 
-__all__ = ("RefuseWithNotice", "TerminalQuestion", "question_for")
+__all__ = ("RefuseWithNotice", "TerminalQuestion", "question_for", "terminal_asker")
 
 _KEY_WORDS = {"y": "[y]es", "a": "[a]lways", "n": "[n]o", "N": "[N]ever"}
 
@@ -119,6 +120,22 @@ class TerminalQuestion:
                 return Select(ids[answer[0]])
             offered = ", ".join(ids)
             self._display.line(style.yellow(f"Please answer one of: {offered}"))
+
+
+def terminal_asker(display: Display) -> Callable[[str], Awaitable[str]]:
+    """An ``ask(question) -> typed line`` on the terminal, through ``display`` (for the
+    agent's questions and its sign-in offer: :mod:`._elicit`, :mod:`._signin`)."""
+
+    async def ask(question: str) -> str:
+        display.ask(question)
+        answer: str | None = None
+        try:
+            answer = await _read_line()
+        finally:
+            display.answered(line_ended=answer is not None)
+        return (answer or "").strip()
+
+    return ask
 
 
 async def _read_line() -> str | None:

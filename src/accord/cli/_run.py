@@ -8,7 +8,10 @@ session id, the usage); ``-q`` prints only the final answer, ``--json`` every ra
 ``session/update`` as one JSON line and then one result record (see :func:`result_record`).
 
 Permission requests are answered by ``--approve-all`` / ``--deny-all``, or asked on the
-terminal when stdin is one (otherwise refused): see :mod:`._question`. Ctrl-C sends
+terminal when stdin is one (otherwise refused): see :mod:`._question`; so are the agent's
+questions (elicitation, :mod:`._elicit`: advertised only with a terminal) and, when
+``session/new`` needs authentication, the agent's terminal auth method (:mod:`._signin`).
+Ctrl-C sends
 ``session/cancel`` and waits for the agent to stop; a second Ctrl-C quits at once. The exit
 code says how it ended (see :class:`~accord.cli._main.ExitCode`).
 """
@@ -39,7 +42,7 @@ from ..client import (
     UpdateListener,
     connect,
 )
-from ..errors import AcpError, LocalProtocolError, TransportError
+from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
 from ..transports import SubprocessTransport
 from ._agent_spec import (
@@ -51,11 +54,13 @@ from ._agent_spec import (
     close_builtin_agent,
 )
 from ._display import Display, colour_wanted
+from ._elicit import TerminalElicitation
 from ._exit_codes import ExitCode
 from ._neutralise import neutralise
-from ._question import RefuseWithNotice, TerminalQuestion
+from ._question import RefuseWithNotice, TerminalQuestion, terminal_asker
 from ._report import explain_agent_error, report
 from ._settings import Settings, SettingsError, load
+from ._signin import SignedIn, can_sign_in, offer_terminal_auth
 
 __all__ = ("exit_code_for", "read_prompt", "result_record", "run_command")
 
@@ -208,6 +213,7 @@ class _Outcome:
     result: TurnResult | None = None
     session_id: str | None = None
     error: str | None = None
+    signed_in: bool = False  # the agent's terminal auth method ran: connect once more
 
 
 async def _run(
@@ -229,7 +235,9 @@ async def _run(
         spec = agent_spec(choice, args, settings, needs_model=True)
     except (AgentSpecError, ValueError) as error:
         outcome.error = str(error)
-    if spec is not None:
+    for sign_in in (True, False):  # once more after the agent's terminal auth ran
+        if spec is None:
+            break
         waiting = anyio.CancelScope()
         async with anyio.create_task_group() as background:
             if terminal:
@@ -238,11 +246,23 @@ async def _run(
                 background.start_soon(_say_waiting, waiting, display, choice, args.timeout)
             try:
                 await _connected(
-                    args, settings, choice, spec, prompt, display, output, outcome, waiting
+                    args,
+                    settings,
+                    choice,
+                    spec,
+                    prompt,
+                    display,
+                    output,
+                    outcome,
+                    waiting,
+                    sign_in=sign_in,
                 )
             finally:
                 background.cancel_scope.cancel()
                 await close_builtin_agent(spec)
+        if not outcome.signed_in:
+            break
+        outcome = _Outcome()
     if output != "json":
         display.end()
     if outcome.error is not None:
@@ -297,11 +317,15 @@ async def _connected(
     output: str,
     outcome: _Outcome,
     waiting: anyio.CancelScope,
+    *,
+    sign_in: bool,
 ) -> None:
     """Connect, open the session, run the turn; fill ``outcome`` (never raises a failure).
 
-    ``waiting`` is cancelled once the agent has answered ``initialize``.
+    ``waiting`` is cancelled once the agent has answered ``initialize``; ``sign_in``: offer
+    the agent's terminal auth method if ``session/new`` asks for authentication.
     """
+    ask = terminal_asker(display)
     policy = _policy(args, display)
     question = policy if isinstance(policy, TerminalQuestion) else None
     listener = _json_printer(sys.stdout) if output == "json" else None
@@ -312,14 +336,25 @@ async def _connected(
             fs=True,
             terminals=True,
             permission_policy=policy,
+            elicitation_policy=TerminalElicitation(ask) if sys.stdin.isatty() else None,
+            terminal_auth=can_sign_in(spec),
             update_listener=listener,
             initialize_timeout=args.timeout or None,
         ) as conn:
             waiting.cancel()
-            session = await _open_session(conn, args, choice)
+            try:
+                session = await _open_session(conn, args, choice)
+            except RequestError as error:  # -32000: sign in first, if the agent says how
+                if error.code != -32000 or not sign_in:
+                    raise
+                if not await offer_terminal_auth(conn, spec, args.cwd, ask):
+                    raise
+                raise SignedIn from None
             outcome.session_id = session.session_id
             await _set_mode(session, args.mode)
             await _turn(conn, session, prompt, display, question, output, outcome)
+    except SignedIn:
+        outcome.signed_in = True
     except _Failed as failure:
         outcome.error, outcome.code = str(failure), failure.code
     except LocalProtocolError as error:

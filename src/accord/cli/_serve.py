@@ -17,7 +17,9 @@ from the provider's own variable (``OPENAI_API_KEY``, ...) and are never logged.
 the agent still starts and tells the editor how to configure one. ``--activity FILE`` appends
 one JSON line per committed event, the privacy-safe activity projection
 (:class:`~accord.agent.ActivityLog`: kinds, sizes, counts, correlation ids; never text,
-prompts, tool input or output, paths, URLs or error text).
+prompts, tool input or output, paths, URLs or error text). ``accord serve --configure``
+asks for provider, model and key on the terminal and saves them (the key in the keyring or a
+``0600`` file); later starts without ``--model`` use them (see :mod:`._configure`).
 
 Start-up is kept short: this module imports only the runtime; pydantic-ai and the model SDKs
 load in a worker thread after ``initialize`` has been answered (see :mod:`accord.coder`).
@@ -68,10 +70,15 @@ def build_agent(
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
         OSError: the activity file cannot be opened.
     """
-    from ..coder import CoderConfig, CoderRuntime
+    from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
+    from ..coder._credentials import config_dir, load_saved
     from ..store import open_store
 
     env = os.environ if environ is None else environ
+    if not model and not env.get(MODEL_ENV):
+        saved = load_saved(config_dir(), os.environ)  # what `accord serve --configure` saved
+        if saved is not None:
+            model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
     if warn and not config.configured:
@@ -83,6 +90,10 @@ def build_agent(
 
 def serve_command(args: argparse.Namespace) -> int:
     """Run ``accord serve`` until the editor closes stdin; returns the exit code."""
+    if getattr(args, "configure", False):
+        from ._configure import configure_command
+
+        return configure_command()
     import anyio
 
     from ..transports import stdio_transport

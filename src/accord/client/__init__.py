@@ -68,6 +68,9 @@ from ._state import Message as Message
 from ._state import MessageRole as MessageRole
 from ._state import ToolCallState as ToolCallState
 from ._state import ToolCallStatusView as ToolCallStatusView
+from ._terminal_auth import TerminalAuthFailed as TerminalAuthFailed
+from ._terminal_auth import run_terminal_auth as run_terminal_auth
+from ._terminal_auth import terminal_auth_methods as terminal_auth_methods
 from ._terminals import TerminalHost as TerminalHost
 from ._turn import TURN_EVENT_BUFFER as TURN_EVENT_BUFFER
 from ._turn import SessionState as SessionState
@@ -118,6 +121,7 @@ __all__ = (
     "Select",
     "SessionState",
     "SessionView",
+    "TerminalAuthFailed",
     "TerminalHost",
     "TextDelta",
     "ThoughtDelta",
@@ -136,4 +140,6 @@ __all__ = (
     "UserMessageDelta",
     "connect",
     "render_event",
+    "run_terminal_auth",
+    "terminal_auth_methods",
 )

@@ -25,7 +25,7 @@ from typing import NoReturn, TypeAlias, cast
 import anyio
 
 from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
-from ..schema import Implementation, InitializeRequest
+from ..schema import AuthCapabilities, Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
 from ._connection import AgentConnection, absolute_path
 from ._elicitation import (
@@ -72,6 +72,7 @@ async def connect(
     permission_policy: PermissionPolicy | None = None,
     elicitation_policy: ElicitationPolicy | None = None,
     elicitation_modes: Collection[ElicitationModeName] = ("form", "url"),
+    terminal_auth: bool = False,
     client_info: Implementation | None = None,
     initialize_timeout: float | None = INITIALIZE_TIMEOUT,
     event_buffer: int = TURN_EVENT_BUFFER,
@@ -97,6 +98,9 @@ async def connect(
             when one is given (see :mod:`accord.client._elicitation`).
         elicitation_modes: the elicitation modes advertised with a policy (``form``,
             ``url``; both by default).
+        terminal_auth: advertise ``auth.terminal``: this program can run the agent's
+            terminal auth methods (:func:`~accord.client.run_terminal_auth`); only for an
+            agent given as a command line.
         client_info: sent as ``clientInfo``; default: accord and its version.
         initialize_timeout: seconds ``initialize`` may take (None: no limit).
         event_buffer: events a turn stream holds before the agent waits.
@@ -114,6 +118,10 @@ async def connect(
         raise TypeError("pass the agent's command line as a list of arguments, not a string")
     if env is not None and isinstance(agent, Agent | Transport):
         raise TypeError("env applies only to an agent given as a command line")
+    if terminal_auth and isinstance(agent, Agent | Transport):
+        raise TypeError(
+            "terminal_auth needs the agent as a command line (its auth methods extend it)"
+        )
     if elicitation_policy is not None:
         checked_modes(elicitation_modes)
     fs_host = FileSystemHost() if fs is True else (fs or None)
@@ -148,7 +156,7 @@ async def connect(
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if in_process is not None:
                 task_group.start_soon(serve_agent, *in_process, name="in-process agent")
-            await _initialize(calls, client, transport, initialize_timeout)
+            await _initialize(calls, client, transport, initialize_timeout, terminal_auth)
             runtime = _Runtime(
                 calls=calls,
                 task_group=task_group,
@@ -171,11 +179,18 @@ async def connect(
 
 
 async def _initialize(
-    calls: ClientSideConnection, client: Client, transport: Transport, within: float | None
+    calls: ClientSideConnection,
+    client: Client,
+    transport: Transport,
+    within: float | None,
+    terminal_auth: bool = False,
 ) -> None:
+    capabilities = client.client_capabilities()
+    if terminal_auth:
+        capabilities = capabilities.model_copy(update={"auth": AuthCapabilities(terminal=True)})
     request = InitializeRequest(
         protocol_version=LATEST_PROTOCOL_VERSION,
-        client_capabilities=client.client_capabilities(),
+        client_capabilities=capabilities,
         client_info=client.client_info,
     )
     try:

@@ -30,9 +30,10 @@ from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine
+from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
-from ._modes import needs_approval, tool_allowed
+from ._modes import ASK_USER, needs_approval, tool_allowed
 from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
@@ -78,7 +79,7 @@ def model_choices(config: CoderConfig) -> list[ModelChoice]:
 
 @functools.cache
 def shared_toolset() -> FunctionToolset[CoderDeps]:
-    """Every coder tool and ``delegate``: built once per process, shared by every session.
+    """Every coder tool, ``delegate`` and ``ask_user``: built once, shared by every session.
 
     A tool's definition (its JSON schema, its argument validator, compiled by pydantic-core)
     is the same for every session, and building it is most of what a session costs: shared,
@@ -87,6 +88,7 @@ def shared_toolset() -> FunctionToolset[CoderDeps]:
     """
     tools = coder_toolset()
     tools.add_function(delegate)
+    tools.add_function(ask_user, prepare=offer_ask_user)  # offered per turn (see _ask.py)
     return tools
 
 
@@ -113,7 +115,7 @@ def build_engine(
     return PydanticAIEngine(
         build_agent(system_prompt, mcp_toolsets),
         models=model_choices(config),
-        tool_behaviour=BEHAVIOURS_WITH_DELEGATE,
+        tool_behaviour={**BEHAVIOURS_WITH_DELEGATE, ASK_USER: ASK_USER_BEHAVIOUR},
         needs_approval=needs_approval,
         tool_filter=tool_allowed,
         deps=lambda _context: deps,

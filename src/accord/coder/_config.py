@@ -28,11 +28,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ..schema import AuthMethodAgent, SelectSessionConfigOption, SessionConfigSelectOption
+from ..schema import (
+    AuthMethod,
+    AuthMethodAgent,
+    SelectSessionConfigOption,
+    SessionConfigSelectOption,
+    TerminalAuthMethod,
+)
 
 __all__ = (
     "BASE_URL_ENV",
     "CONFIGURE_AUTH_METHOD_ID",
+    "CONFIGURE_FLAG",
     "CONTEXT_WINDOW_ENV",
     "MODEL_CONFIG_ID",
     "MODEL_ENV",
@@ -53,6 +60,9 @@ MODEL_CONFIG_ID: Final = "model"
 
 CONFIGURE_AUTH_METHOD_ID: Final = "configure-model"
 """The id of the auth method advertised while no model is configured."""
+
+CONFIGURE_FLAG: Final = "--configure"
+"""The argument a terminal auth method appends to the agent's command (``accord serve``)."""
 
 _OPENAI_PREFIXES: Final = ("openai:", "openai-chat:")
 
@@ -120,10 +130,29 @@ class CoderConfig:
             return None
         return f"No model is configured for the accord coding agent. {_HOW_TO}"
 
-    def auth_methods(self) -> tuple[AuthMethodAgent, ...]:
-        """What ``initialize`` advertises: how to configure a model, while none is."""
+    def auth_methods(self, *, terminal: bool = False) -> tuple[AuthMethod, ...]:
+        """What ``initialize`` advertises: how to configure a model, while none is.
+
+        With ``terminal`` (the client advertised ``auth.terminal``) it is a terminal method:
+        the client runs the agent's command again with ``--configure`` (an interactive setup
+        of provider, model and key, saved for later starts); otherwise an ``agent`` method
+        whose description says how to configure one.
+        """
         if self.configured:
             return ()
+        if terminal:
+            return (
+                TerminalAuthMethod(
+                    id=CONFIGURE_AUTH_METHOD_ID,
+                    name="Configure a model",
+                    description=(
+                        "Choose the model provider, the model and its API key in a terminal; "
+                        "they are saved for later starts (the key in your keyring, or a file "
+                        "only you can read)."
+                    ),
+                    args=[CONFIGURE_FLAG],
+                ),
+            )
         return (
             AuthMethodAgent(
                 id=CONFIGURE_AUTH_METHOD_ID, name="Configure a model", description=_HOW_TO

@@ -31,6 +31,7 @@ from ..schema import SessionMode
 
 __all__ = (
     "ASK",
+    "ASK_USER",
     "AUTO",
     "CODE",
     "DEFAULT_MODE_ID",
@@ -62,9 +63,10 @@ GREP: Final = "grep"
 RUN_COMMAND: Final = "run_command"
 UPDATE_PLAN: Final = "update_plan"
 DELEGATE: Final = "delegate"
+ASK_USER: Final = "ask_user"
 
 READ_ONLY_TOOLS: Final = frozenset(
-    {READ_FILE, LIST_DIRECTORY, FIND_FILES, GREP, UPDATE_PLAN, DELEGATE}
+    {READ_FILE, LIST_DIRECTORY, FIND_FILES, GREP, UPDATE_PLAN, DELEGATE, ASK_USER}
 )
 """Tools that change nothing outside the conversation."""
 

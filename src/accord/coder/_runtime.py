@@ -119,7 +119,13 @@ class CoderRuntime(AgentRuntime):
                 background.cancel_scope.cancel()
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        """Answer as the runtime does, then start loading the model code (once)."""
+        """Answer as the runtime does, then start loading the model code (once).
+
+        Without a model, the auth method is a terminal one when the client can run it
+        (``clientCapabilities.auth.terminal``), else an ``agent`` one with instructions.
+        """
+        terminal = request.client_capabilities.auth.terminal
+        self.auth_methods = self._coder.config.auth_methods(terminal=terminal)
         response = await super().initialize(request)
         if not self._warm and self._background is not None:
             self._warm = True

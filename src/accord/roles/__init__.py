@@ -20,6 +20,9 @@ from ._elicitation import choices_of as choices_of
 from ._elicitation import content_problems as content_problems
 from ._elicitation import default_content as default_content
 from ._elicitation import value_problem as value_problem
+from ._trace import TraceContext as TraceContext
+from ._trace import current_trace as current_trace
+from ._trace import use_trace as use_trace
 from ._version import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
 from ._version import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
 from ._version import negotiate_version as negotiate_version
@@ -33,12 +36,15 @@ __all__ = (
     "Client",
     "ClientSideConnection",
     "RoleConnection",
+    "TraceContext",
     "choices_of",
     "content_problems",
+    "current_trace",
     "default_content",
     "is_advertised",
     "negotiate_version",
     "run_agent_stdio",
     "serve_agent",
+    "use_trace",
     "value_problem",
 )

@@ -3,7 +3,9 @@
 ``RoleConnection`` sits on a JSON-RPC :class:`~accord.jsonrpc.Connection` and speaks ACP: it
 dispatches incoming methods to a role object's typed handlers through the generated tables,
 turns outgoing typed calls into wire messages, and refuses (locally) to send a request that the
-peer did not advertise. ``AgentSideConnection`` and ``ClientSideConnection`` specialise it.
+peer did not advertise. W3C trace context in an incoming request's ``_meta`` is current while
+its handler runs and is carried onto the requests it sends (:mod:`._trace`).
+``AgentSideConnection`` and ``ClientSideConnection`` specialise it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..jsonrpc import AnswerHook, Connection, ConnectionStatistics, validation_e
 from ..schema import WireModel
 from ..schema.methods import MethodSpec
 from ._capabilities import is_advertised, required_capability
+from ._trace import TraceContext, use_trace, with_trace
 
 if TYPE_CHECKING:
     from ..transports import Transport
@@ -106,7 +109,9 @@ class RoleConnection:
         self, spec: MethodSpec, request: WireModel, on_answer: AnswerHook | None = None
     ) -> Any:
         self._require_advertised(spec, request)
-        result = await self._connection.request(spec.method, request.to_wire(), on_answer=on_answer)
+        result = await self._connection.request(
+            spec.method, with_trace(request.to_wire()), on_answer=on_answer
+        )
         assert spec.result_type is not None
         try:
             return spec.result_type.model_validate({} if result is None else result)
@@ -147,8 +152,11 @@ class RoleConnection:
                 f"Method not found: {method} is not offered by this {self._local_side}",
                 {"method": method},
             )
-        request = spec.params_type.model_validate(_object_params(method, params))
-        response = await self._request_handlers[method](self._role, request)
+        fields = _object_params(method, params)
+        request = spec.params_type.model_validate(fields)
+        # The handler, and the requests it sends, continue the caller's trace (if any).
+        with use_trace(TraceContext.from_meta(fields.get("_meta"))):
+            response = await self._request_handlers[method](self._role, request)
         result_type = spec.result_type
         assert result_type is not None  # every request has a result type
         if not isinstance(response, result_type):

@@ -10,6 +10,8 @@ The run is consumed with ``agent.iter()`` and ``node.stream()`` (the cheapest wa
    session's cumulative cost in USD while every response was priced. With an unknown window
    nothing is sent: ACP needs both numbers and accord never invents one (the counts still
    reach observers on ``ModelCallEnded``);
+   The turn's W3C trace context (``TurnContext.trace``) goes to the model server as
+   ``traceparent`` / ``tracestate`` headers;
 2. tool handling goes through the translator too; approvals happen inside it (the turn's
    :class:`TurnCapability`);
 3. the run ends with a ``StateSnapshot`` of the whole history, also when it was cancelled (with
@@ -40,6 +42,7 @@ from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
+from pydantic_ai.settings import ModelSettings
 
 from ...agent import TurnContext
 from ...events import (
@@ -193,6 +196,7 @@ class TurnRun:
             deps=self._deps,
             capabilities=[self._capability],
             metadata=self._metadata,
+            model_settings=_trace_settings(self._turn),
         ) as agent_run:
             self._run = agent_run
             if self._turn.cancelled:
@@ -253,3 +257,14 @@ class TurnRun:
             cost = None if total is None else Cost(amount=float(total), currency="USD")
             events.append(UsageReported(used=context_tokens(response), size=window, cost=cost))
         return events
+
+
+def _trace_settings(turn: TurnContext) -> ModelSettings | None:
+    """Model settings that carry the turn's W3C trace context as HTTP headers, if it has one.
+
+    The model server then continues the trace (the client's, or the turn's span when the
+    runtime traces); providers that take no extra headers ignore them.
+    """
+    if turn.trace is None:
+        return None
+    return ModelSettings(extra_headers=turn.trace.to_meta())

@@ -1,0 +1,229 @@
+"""The model configuration saved by ``accord serve --configure``, and the key that goes with it.
+
+Two things are kept, apart:
+
+* the choice (provider, model name, base URL) in ``<user config dir>/accord/model.json``
+  (:data:`SETTINGS_FILE`), readable, created ``0600``;
+* the API key, never beside it in plain sight: in the user's keyring (service
+  :data:`KEYRING_SERVICE`, the provider's variable name as user name) when a real keyring
+  backend is available, otherwise in ``<user config dir>/accord/credentials.json``, a file
+  created ``0600`` in a ``0700`` directory (:data:`CREDENTIALS_FILE`).
+
+``accord serve`` reads them when neither ``--model`` nor :data:`~._config.MODEL_ENV` says
+otherwise (:func:`load_saved`); the key is put in the provider's own environment variable
+(``OPENAI_API_KEY``, ...) for this process only, unless that variable is already set. Nothing
+here logs, prints or returns a key to anything but the provider's variable.
+
+``keyring`` is imported only here, and only when a key is saved or looked up (it is part of
+the ``coder`` extra; without it the file is used).
+
+This module imports nothing of pydantic-ai.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import platformdirs
+
+__all__ = (
+    "CREDENTIALS_FILE",
+    "KEYRING_SERVICE",
+    "PROVIDERS",
+    "SETTINGS_FILE",
+    "Provider",
+    "SavedModel",
+    "config_dir",
+    "load_saved",
+    "save",
+)
+
+_log = logging.getLogger("accord.coder")
+
+KEYRING_SERVICE: Final = "accord"
+"""The keyring service name the keys are stored under."""
+
+SETTINGS_FILE: Final = "model.json"
+"""The file (in :func:`config_dir`) with the saved provider, model and base URL."""
+
+CREDENTIALS_FILE: Final = "credentials.json"
+"""The ``0600`` file (in :func:`config_dir`) with keys, when no keyring backend is available."""
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A model provider ``--configure`` offers.
+
+    Attributes:
+        id: Stored in the settings (``openai``, ``anthropic``, ``google``, ``compatible``).
+        name: Shown in the menu.
+        prefix: The pydantic-ai model name prefix (``openai:``, ...).
+        key_variable: The environment variable the provider reads its key from.
+        example_model: Offered as the default model name.
+        needs_base_url: Whether a server URL is asked (OpenAI-compatible servers).
+    """
+
+    id: str
+    name: str
+    prefix: str
+    key_variable: str
+    example_model: str
+    needs_base_url: bool = False
+
+
+PROVIDERS: Final = (
+    Provider("openai", "OpenAI", "openai:", "OPENAI_API_KEY", "gpt-5"),
+    Provider("anthropic", "Anthropic", "anthropic:", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
+    Provider("google", "Google (Gemini API)", "google-gla:", "GOOGLE_API_KEY", "gemini-2.5-pro"),
+    Provider(
+        "compatible",
+        "An OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio, a proxy)",
+        "openai:",
+        "OPENAI_API_KEY",
+        "qwen2.5-coder:7b",
+        needs_base_url=True,
+    ),
+)
+"""The providers, in menu order."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavedModel:
+    """What ``--configure`` saved.
+
+    Attributes:
+        provider: The provider's id.
+        model: The pydantic-ai model name (with its prefix).
+        base_url: The server, for OpenAI-compatible servers.
+        key_store: Where the key is: ``keyring``, ``file``, or ``none`` (no key given).
+    """
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    key_store: Literal["keyring", "file", "none"] = "none"
+
+    @property
+    def key_variable(self) -> str:
+        """The environment variable the provider reads its key from."""
+        return next((p.key_variable for p in PROVIDERS if p.id == self.provider), "OPENAI_API_KEY")
+
+
+def config_dir() -> Path:
+    """``<user config dir>/accord`` (``$XDG_CONFIG_HOME/accord`` on Linux)."""
+    return Path(platformdirs.user_config_dir("accord", appauthor=False))
+
+
+def _keyring() -> Any | None:
+    """The keyring module when a real backend is available (not the fail or null one)."""
+    if os.environ.get("ACCORD_NO_KEYRING"):
+        return None
+    try:
+        import keyring
+        from keyring.backends import fail
+    except ImportError:
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # a broken keyring configuration: use the file
+        return None
+    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 1) <= 0:
+        return None
+    return keyring
+
+
+def _write_private(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON to ``path``, readable by the user only, replaced atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2)
+        handle.write("\n")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, path)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        _log.warning("ignoring %s: %s", path, exc)
+        return None
+    return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def save(
+    provider: Provider, model: str, *, base_url: str | None, key: str | None, directory: Path
+) -> SavedModel:
+    """Save the choice and the key; return what was saved (where the key went).
+
+    Raises:
+        OSError: the configuration directory cannot be written.
+    """
+    store: Literal["keyring", "file", "none"] = "none"
+    if key:
+        keyring = _keyring()
+        stored = False
+        if keyring is not None:
+            try:
+                keyring.set_password(KEYRING_SERVICE, provider.key_variable, key)
+                stored = True
+            except Exception as exc:  # a locked or refusing keyring: fall back to the file
+                _log.warning("the keyring refused the key (%s); using a private file", exc)
+        if stored:
+            store = "keyring"
+        else:
+            path = directory / CREDENTIALS_FILE
+            keys = _read_json(path) or {}
+            keys[provider.key_variable] = key
+            _write_private(path, keys)
+            store = "file"
+    saved = SavedModel(provider.id, model, base_url, store)
+    _write_private(
+        directory / SETTINGS_FILE,
+        {"provider": provider.id, "model": model, "baseUrl": base_url, "keyStore": store},
+    )
+    return saved
+
+
+def load_saved(directory: Path, environ: MutableMapping[str, str]) -> SavedModel | None:
+    """The saved choice, with its key put in ``environ`` (unless already set); else ``None``."""
+    data = _read_json(directory / SETTINGS_FILE)
+    if data is None or not isinstance(data.get("model"), str) or not data["model"]:
+        return None
+    base_url = data.get("baseUrl")
+    store = data.get("keyStore")
+    saved = SavedModel(
+        str(data.get("provider", "")),
+        data["model"],
+        base_url if isinstance(base_url, str) and base_url else None,
+        store if store in ("keyring", "file") else "none",
+    )
+    variable = saved.key_variable
+    if environ.get(variable):
+        return saved
+    key: str | None = None
+    if saved.key_store == "keyring":
+        keyring = _keyring()
+        if keyring is not None:
+            try:
+                key = keyring.get_password(KEYRING_SERVICE, variable)
+            except Exception as exc:
+                _log.warning("the keyring could not be read: %s", exc)
+    elif saved.key_store == "file":
+        value = (_read_json(directory / CREDENTIALS_FILE) or {}).get(variable)
+        key = value if isinstance(value, str) else None
+    if key:
+        environ[variable] = key
+    elif saved.key_store != "none":
+        _log.warning("the saved key for %s was not found; run `accord serve --configure`", variable)
+    return saved
