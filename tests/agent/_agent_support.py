@@ -174,6 +174,15 @@ class RecordingClient(Client):
         """The params of every ``_accord/event`` notification."""
         return [params for method, params in self.ext if method == EXT_EVENT_METHOD]
 
+    def announcements(self, session_id: str) -> int:
+        """How many activation announcements of ``session_id`` were received."""
+        return sum(
+            1
+            for n in self.notifications
+            if n.session_id == session_id
+            and ((n.update.meta or {}).get("accord") or {}).get("announcement") is True
+        )
+
     def clear(self) -> None:
         """Forget what was received so far."""
         self.notifications.clear()
@@ -193,12 +202,19 @@ class Harness:
     sessions: list[str] = field(default_factory=list[str])
 
     async def new_session(self, cwd: str = CWD, **fields: Any) -> str:
-        """Open a session and return its id."""
+        """Open a session and return its id, once its announcements have arrived."""
         with anyio.fail_after(TIMEOUT):
             request = NewSessionRequest.model_validate({"cwd": cwd, "mcpServers": [], **fields})
             response = await self.conn.new_session(request)
+            await self.announced(response.session_id, response.meta)
         self.sessions.append(response.session_id)
         return response.session_id
+
+    async def announced(self, session_id: str, meta: dict[str, Any] | None, seen: int = 0) -> None:
+        """Wait for the announcements an activating response said follow it (``seen``: how
+        many of the session's were received before the request)."""
+        count = int(((meta or {}).get("accord") or {}).get("announcements") or 0)
+        await self.client.wait_until(lambda: self.client.announcements(session_id) >= seen + count)
 
     async def prompt(
         self, session_id: str, prompt: str | list[ContentBlock] = "hello"

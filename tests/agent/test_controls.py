@@ -329,6 +329,7 @@ async def test_commands_and_title_are_announced_when_a_session_becomes_active(
         assert first[0] == {
             "sessionUpdate": "available_commands_update",
             "availableCommands": [c.to_wire() for c in COMMANDS],
+            "_meta": {"accord": {"announcement": True}},
         }
         assert first[1]["sessionUpdate"] == "session_info_update" and first[1]["title"] is None
         await h.prompt(session_id)
@@ -341,12 +342,12 @@ async def test_commands_and_title_are_announced_when_a_session_becomes_active(
         async with serve(ScriptedEngine(capabilities=FULL), store=store) as h:
             with anyio.fail_after(TIMEOUT):
                 if method == "load":
-                    await h.conn.load_session(
+                    response = await h.conn.load_session(
                         LoadSessionRequest(session_id=session_id, cwd=CWD, mcp_servers=[])
                     )
                     target = session_id
                 elif method == "resume":
-                    await h.conn.resume_session(
+                    response = await h.conn.resume_session(
                         ResumeSessionRequest(session_id=session_id, cwd=CWD)
                     )
                     target = session_id
@@ -354,7 +355,8 @@ async def test_commands_and_title_are_announced_when_a_session_becomes_active(
                     fork = await h.conn.fork_session(
                         ForkSessionRequest(session_id=session_id, cwd=CWD)
                     )
-                    target = fork.session_id
+                    response, target = fork, fork.session_id
+            await h.announced(target, response.meta)
             updates = h.client.updates(target)
             assert updates[-2]["sessionUpdate"] == "available_commands_update", method
             assert updates[-1]["sessionUpdate"] == "session_info_update", method
@@ -372,7 +374,8 @@ async def test_commands_changed_by_the_engine_persist(store: SessionStore) -> No
             "availableCommands": [c.to_wire() for c in new],
         }
     async with serve(ScriptedEngine(capabilities=FULL), store=store) as h:
-        await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        response = await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        await h.announced(session_id, response.meta)
         announced = [
             u
             for u in h.client.updates(session_id)

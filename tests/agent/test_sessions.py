@@ -64,13 +64,19 @@ async def _load(h: Harness, session_id: str, cwd: str = CWD, **fields: Any) -> A
     request = LoadSessionRequest.model_validate(
         {"sessionId": session_id, "cwd": cwd, "mcpServers": [], **fields}
     )
+    seen = h.client.announcements(session_id)
     with anyio.fail_after(TIMEOUT):
-        return await h.conn.load_session(request)
+        response = await h.conn.load_session(request)
+    await h.announced(session_id, response.meta, seen)
+    return response
 
 
 async def _resume(h: Harness, session_id: str, cwd: str = CWD) -> Any:
+    seen = h.client.announcements(session_id)
     with anyio.fail_after(TIMEOUT):
-        return await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=cwd))
+        response = await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=cwd))
+    await h.announced(session_id, response.meta, seen)
+    return response
 
 
 def _rich_turns() -> list[list[Any]]:

@@ -45,6 +45,7 @@ from accord.schema import (
     ToolCallLocation,
     ToolCallSessionUpdate,
     UsageUpdateSessionUpdate,
+    UserMessageChunkSessionUpdate,
 )
 
 
@@ -60,6 +61,33 @@ def texts(view: SessionView) -> list[tuple[str, str | None, str]]:
 
 
 # --- messages --------------------------------------------------------------------------------
+
+
+def test_the_echo_of_a_prompt_sent_folds_into_the_local_copy() -> None:
+    view = SessionView("s")
+    image = ImageContentBlock(data="aGk=", mime_type="image/png")
+    view._add_prompt([TextContentBlock(text="Fix it"), image])
+    view.apply(user_chunk("Fix it", "u1"))
+    view.apply(UserMessageChunkSessionUpdate(content=image, message_id="u1"))
+    view.apply(chunk("Done", "a1"))
+    assert texts(view) == [("user", "u1", "Fix it"), ("agent", "a1", "Done")]
+    assert view.messages[0].content == (TextContentBlock(text="Fix it"), image)
+
+
+def test_an_echo_that_differs_from_the_prompt_is_a_message_of_its_own() -> None:
+    view = SessionView("s")
+    view._add_prompt([TextContentBlock(text="/mode ask")])
+    view.apply(user_chunk("Switch to ask mode", "u1"))
+    view._forget_echo()
+    view._add_prompt([TextContentBlock(text="again")])
+    view._forget_echo()  # the turn ended without an echo
+    view.apply(user_chunk("again", "u2"))
+    assert texts(view) == [
+        ("user", None, "/mode ask"),
+        ("user", "u1", "Switch to ask mode"),
+        ("user", None, "again"),
+        ("user", "u2", "again"),
+    ]
 
 
 def test_chunks_with_the_same_message_id_form_one_message() -> None:

@@ -364,7 +364,7 @@ async def test_an_unexpected_tool_error_fails_the_call_not_the_turn(
 async def test_model_switching_uses_the_config_option(project: Path) -> None:
     with FakeOpenAIServer([say("a"), say("b")]) as server:
         engine = engine_on(server, "openai:one", "openai:two")
-        option = engine.capabilities.config_options[0]
+        (option,) = [o for o in engine.capabilities.config_options if o.category == "model"]
         assert option.id == "model"
         async with opened(engine, str(project)) as session:
             await run_turn(session)

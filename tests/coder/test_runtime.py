@@ -56,7 +56,10 @@ async def test_a_configured_agent_advertises_its_controls(project: Path) -> None
                 assert view.current_mode_id == "code"
                 assert [m.id for m in view.available_modes] == ["ask", "code", "auto"]
                 assert [c.name for c in view.available_commands] == ["help", "mode", "clear"]
-                assert [o.id for o in view.config_options] == ["model"]
+                assert [(o.id, o.category) for o in view.config_options] == [
+                    ("mode", "mode"),
+                    ("model", "model"),
+                ]
                 result = await session.prompt("hello")
                 assert result.text == "hi"
         finally:

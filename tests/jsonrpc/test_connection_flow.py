@@ -8,13 +8,18 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from accord.jsonrpc import Connection
+from accord.errors import InvalidParams
+from accord.jsonrpc import Connection, after_reply
 from accord.transports import StreamTransport
 from accord.transports._memory import MEMORY_BUFFER_MESSAGES
 from accord.transports._stream import READ_SIZE
 
 from ._support import (
     connected,
+    notification,
+    raw_peer,
+    request,
+    send_raw,
 )
 
 pytestmark = pytest.mark.anyio
@@ -184,3 +189,61 @@ async def test_concurrent_peer_requests_are_bounded(kind: str) -> None:
             gate.set()
     assert peak == 2
     assert sorted(results) == [[n] for n in range(5)]
+
+
+# ----------------------------------------------------------------- after the reply
+
+
+async def test_work_registered_with_after_reply_follows_the_answer_on_the_wire(kind: str) -> None:
+    holder: list[Connection] = []
+
+    async def handler(method: str, params: Any) -> Any:
+        conn = holder[0]
+
+        async def announce() -> None:
+            await conn.notify("first", {"n": 1})
+            await conn.notify("second", {"n": 2})
+
+        assert after_reply(announce)
+        return {"created": params["name"]}
+
+    async with raw_peer(kind, on_request=handler) as (conn, raw):
+        holder.append(conn)
+        await send_raw(raw, request(7, "make", {"name": "s"}))
+        received = [await raw.receive() for _ in range(3)]
+    assert received == [
+        {"jsonrpc": "2.0", "id": 7, "result": {"created": "s"}},
+        notification("first", {"n": 1}),
+        notification("second", {"n": 2}),
+    ]
+
+
+async def test_after_reply_runs_after_an_error_answer_and_survives_a_failing_callback(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    holder: list[Connection] = []
+
+    async def handler(method: str, params: Any) -> Any:
+        conn = holder[0]
+
+        async def broken() -> None:
+            raise RuntimeError("boom")
+
+        async def told() -> None:
+            await conn.notify("told")
+
+        after_reply(broken)
+        after_reply(told)
+        raise InvalidParams("no")
+
+    async with raw_peer(kind, on_request=handler) as (conn, raw):
+        holder.append(conn)
+        await send_raw(raw, request(1, "make"))
+        answer = await raw.receive()
+        assert isinstance(answer, dict) and answer["error"]["code"] == -32602
+        assert await raw.receive() == notification("told")
+    assert "after-reply work for 'make' failed" in caplog.text
+
+
+def test_after_reply_outside_a_request_handler_registers_nothing() -> None:
+    assert after_reply(anyio.lowlevel.checkpoint) is False

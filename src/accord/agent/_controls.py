@@ -85,6 +85,8 @@ class Controls:
             given = (values or {}).get(option.id)
             if given is not None and _valid(option, given):
                 self.values[option.id] = given
+        if self.mode_id is not None:
+            self.set_mode(self.mode_id)  # the mode option shows the mode (it wins if they differ)
 
     # ------------------------------------------------------------------ reading
 
@@ -186,6 +188,17 @@ class Controls:
             if isinstance(option, SelectSessionConfigOption) and option.category == "mode":
                 return option
         return None
+
+    def selects_mode(self, config_id: str, value: ConfigValue) -> bool:
+        """Whether setting ``config_id`` to ``value`` is a mode switch (the ``mode`` option
+        set to one of the modes)."""
+        option = self._mode_option()
+        return (
+            option is not None
+            and option.id == config_id
+            and isinstance(value, str)
+            and any(mode.id == value for mode in self._modes)
+        )
 
     def set_mode(self, mode_id: str) -> tuple[bool, bool]:
         """Switch to ``mode_id`` (already checked); return ``(mode changed, config changed)``.

@@ -21,8 +21,10 @@ Per method (details in the modules named):
   (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
 * ``session/cancel``: asks the running turn to stop (:class:`._session.TurnHandle`);
 * ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
-  the engine's hook runs; the change is published (``current_mode_update``,
-  ``config_option_update``), stored and saved in the session's state before the response.
+  the engine's hook runs (``set_mode`` also for the ``mode``-category option); the change is
+  published (``current_mode_update``, ``config_option_update``: both when the mode changes
+  and a ``mode`` option mirrors it), stored and saved in the session's state before the
+  response.
 
 One runtime serves one client connection: the live sessions, the client's capabilities and its
 choice of extended events belong to it. To serve several connections from one process, build
@@ -326,6 +328,8 @@ class AgentRuntime(Agent):
         options = session.controls.response_options(boolean=self._boolean)
         if options is not None:
             fields["config_options"] = options
+        # The announcements that follow the response (see ._sessions), for clients that wait.
+        fields["meta"] = {"accord": {"announcements": session.announcements}}
         return fields
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
@@ -391,6 +395,7 @@ class AgentRuntime(Agent):
         """
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
+        await session.announced.wait()
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
@@ -470,6 +475,7 @@ class AgentRuntime(Agent):
             MethodNotFound: the engine offers no modes.
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_modes:
             raise MethodNotFound(
@@ -496,6 +502,7 @@ class AgentRuntime(Agent):
             InvalidParams: unknown option, or a value it cannot take (nothing changes).
         """
         session = self._sessions.active(request.session_id)
+        await session.announced.wait()
         controls = session.controls
         if not controls.offers_options:
             raise MethodNotFound(
@@ -503,7 +510,13 @@ class AgentRuntime(Agent):
             )
         value = controls.check_value(request.config_id, request.value, boolean=self._boolean)
         if value != controls.values.get(request.config_id):
-            returned = await session.engine.set_config_option(request.config_id, value)
+            if controls.selects_mode(request.config_id, value):
+                # The mode option: a mode switch, through the engine's mode hook.
+                assert isinstance(value, str)
+                await session.engine.set_mode(value)
+                returned = None
+            else:
+                returned = await session.engine.set_config_option(request.config_id, value)
             if returned is not None:
                 mode_changed = controls.adopt(returned)
             else:

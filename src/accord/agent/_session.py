@@ -116,6 +116,8 @@ class LiveSession:
 
     __slots__ = (
         "additional_directories",
+        "announced",
+        "announcements",
         "attachment",
         "commands",
         "controls",
@@ -165,6 +167,12 @@ class LiveSession:
         self.lifecycle = SessionLifecycle(session_id)
         self.tracker = ToolCallTracker()
         self.turn: TurnHandle | None = None
+        #: Set once the activation announcements (commands, title) went to the client, which
+        #: happens right after the activating response; the session's other traffic waits
+        #: for it.
+        self.announced = anyio.Event()
+        #: How many announcements follow the activating response.
+        self.announcements = 0
 
     async def publish(
         self,

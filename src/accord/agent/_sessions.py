@@ -22,9 +22,12 @@ the old epoch is cancelled, and whatever it still yields is dropped. Every activ
 the stored epoch.
 
 Activation announcements (``available_commands_update`` when commands are offered, and
-``session_info_update`` with the title) are sent before the response: the JSON-RPC connection
-delivers them to the client ahead of it, and accord's client keeps updates for a session it
-does not know yet until the response names it.
+``session_info_update`` with the title) are sent right after the response
+(:func:`accord.jsonrpc.after_reply`): editors such as Zed drop updates for a session id they
+have not seen in a response yet. Nothing else of the session reaches the client before them:
+its prompts and controls wait for :attr:`LiveSession.announced`. The response says how many
+follow (``_meta.accord.announcements``) and each carries ``_meta.accord.announcement``, so
+accord's client can wait for them.
 
 Operations on one session id are serialized (a per-id lock); different sessions proceed
 concurrently. Below: the store, the engine, :mod:`._restore`, :mod:`._session`. Above: the
@@ -45,6 +48,7 @@ from pydantic import TypeAdapter
 
 from ..errors import InvalidParams
 from ..events import ToolCallEnded, ToolCallTracker, new_id
+from ..jsonrpc import after_reply
 from ..schema import (
     AvailableCommandsUpdateSessionUpdate,
     ListSessionsRequest,
@@ -52,6 +56,7 @@ from ..schema import (
     McpServer,
     SessionInfo,
     SessionInfoUpdateSessionUpdate,
+    SessionUpdate,
 )
 from ..store import SessionRecord, SessionStore
 from ._client_services import client_services
@@ -67,6 +72,9 @@ if TYPE_CHECKING:
     from ..roles import AgentSideConnection
 
 __all__ = ("SessionTable", "check_absolute", "iso_time")
+
+_ANNOUNCEMENT: dict[str, Any] = {"accord": {"announcement": True}}
+"""``_meta`` of an activation announcement (counted by accord's client, see the module)."""
 
 _MCP_SERVERS: TypeAdapter[list[McpServer]] = TypeAdapter(list[McpServer])
 
@@ -422,19 +430,36 @@ class SessionTable:
             live.attachment = None
 
     async def _announce(self, session: LiveSession, updated_at: datetime) -> None:
-        channel = self._channel()
+        """Send the activation announcements once the response is out (module docstring)."""
         commands = session.commands
         if commands is None:
             commands = self._capabilities.commands
+        updates: list[SessionUpdate] = []
         if commands:
-            await channel.send(
-                session.session_id,
-                AvailableCommandsUpdateSessionUpdate(available_commands=list(commands)),
+            updates.append(
+                AvailableCommandsUpdateSessionUpdate(
+                    available_commands=list(commands), meta=_ANNOUNCEMENT
+                )
             )
-        await channel.send(
-            session.session_id,
-            SessionInfoUpdateSessionUpdate(title=session.title, updated_at=iso_time(updated_at)),
+        updates.append(
+            SessionInfoUpdateSessionUpdate(
+                title=session.title, updated_at=iso_time(updated_at), meta=_ANNOUNCEMENT
+            )
         )
+        announced = anyio.Event()
+        session.announced = announced
+        session.announcements = len(updates)
+        channel = self._channel()
+
+        async def send() -> None:
+            try:
+                for update in updates:
+                    await channel.send(session.session_id, update)
+            finally:
+                announced.set()
+
+        if not after_reply(send):  # not served over a connection: nothing to wait for
+            await send()
 
     # ------------------------------------------------------------------ close / delete
 

@@ -231,6 +231,7 @@ class AgentConnection:
         response = await self._calls.new_session(request)
         session = self._open(response.session_id, root, extra)
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def load_session(
@@ -338,6 +339,7 @@ class AgentConnection:
                 self._hub.forget(session_id)
                 raise
         session._apply_setup(response.modes, response.config_options)
+        await session._await_announcements(response.meta)
         return session
 
     async def list_sessions(

@@ -135,6 +135,8 @@ class Hub:
             self._early_bytes -= sum(size for _, size in early)
             for update, _ in early:
                 session.view.apply(update)
+                if update.meta:
+                    session._note_announcement(update)
         dropped = self._early_dropped.pop(session.session_id, 0)
         if dropped:
             logger.warning(

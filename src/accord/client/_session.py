@@ -19,7 +19,7 @@ import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import anyio
 
@@ -61,13 +61,18 @@ if TYPE_CHECKING:
     from ..roles import ClientSideConnection
     from ._terminals import TerminalHost
 
-__all__ = ("CANCEL_NOTICE_TIMEOUT", "ClientSession", "PromptContent")
+__all__ = ("ANNOUNCEMENT_TIMEOUT", "CANCEL_NOTICE_TIMEOUT", "ClientSession", "PromptContent")
 
 logger = logging.getLogger("accord.client")
 
 #: How long sending ``session/cancel`` for an abandoned ``prompt()`` may take; it is a courtesy
 #: sent while the caller is being cancelled, so it must not hold the caller up.
 CANCEL_NOTICE_TIMEOUT = 1.0
+
+#: How long opening a session waits for the updates its agent said follow the response
+#: (``_meta.accord.announcements``); they are sent right after it, so this is only reached
+#: when the agent breaks its word.
+ANNOUNCEMENT_TIMEOUT = 5.0
 
 PromptContent: TypeAlias = str | ContentBlock | Sequence[str | ContentBlock]
 """What a prompt may be given as: text, one content block, or a sequence of either."""
@@ -117,6 +122,9 @@ class ClientSession:
         self._pending_permissions: dict[int, anyio.CancelScope] = {}
         self._idle = anyio.Event()
         self._idle.set()
+        # Activation announcements received (updates marked ``_meta.accord.announcement``).
+        self._announced = 0
+        self._announced_waiter: tuple[int, anyio.Event] | None = None
 
     def __repr__(self) -> str:
         return f"ClientSession(session_id={self.session_id!r}, state={self._state!r})"
@@ -223,6 +231,7 @@ class ClientSession:
         close_stream: bool = True,
     ) -> TurnResult | None:
         self._close_to_updates(turn)
+        self._view._forget_echo()
         result: TurnResult | None = None
         if response is not None:
             view = self._view
@@ -350,8 +359,47 @@ class ClientSession:
 
     async def _on_update(self, update: SessionUpdate) -> None:
         event = self._fold(update)
+        if update.meta:
+            self._note_announcement(update)
         if event is not None:
             await self._emit(event)
+
+    def _note_announcement(self, update: SessionUpdate) -> None:
+        """Count an update the agent marked as an activation announcement."""
+        if _accord_meta(update.meta).get("announcement") is True:
+            self._announced += 1
+            waiter = self._announced_waiter
+            if waiter is not None and self._announced >= waiter[0]:
+                waiter[1].set()
+
+    async def _await_announcements(self, meta: dict[str, Any] | None) -> None:
+        """Wait for the updates the agent announced to follow an activating response.
+
+        An accord agent says how many in ``_meta.accord.announcements`` (its command list
+        and title, sent right after the response and marked ``_meta.accord.announcement``,
+        see :mod:`accord.agent._sessions`); other agents say nothing and nothing is awaited.
+        Bounded by :data:`ANNOUNCEMENT_TIMEOUT`.
+        """
+        count = _accord_meta(meta).get("announcements")
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            return
+        if self._announced >= count:
+            return
+        arrived = anyio.Event()
+        self._announced_waiter = (count, arrived)
+        try:
+            with anyio.move_on_after(ANNOUNCEMENT_TIMEOUT) as scope:
+                await arrived.wait()
+            if scope.cancelled_caught:
+                logger.warning(
+                    "session %s: the agent announced %d updates after opening it; "
+                    "they did not arrive within %.0f s",
+                    self.session_id,
+                    count,
+                    ANNOUNCEMENT_TIMEOUT,
+                )
+        finally:
+            self._announced_waiter = None
 
     def _fold(self, update: SessionUpdate) -> TurnEvent | None:
         """Fold an update into the view and the running turn, without waiting.
@@ -440,6 +488,12 @@ class ClientSession:
                     f"the agent did not advertise promptCapabilities for {block.type!r} content"
                 )
         return blocks
+
+
+def _accord_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``accord`` namespace of a ``_meta`` object (empty when absent or malformed)."""
+    accord: object = (meta or {}).get("accord")
+    return cast("dict[str, Any]", accord) if isinstance(accord, dict) else {}
 
 
 def _checked(

@@ -13,6 +13,11 @@ Folding rules (ACP v1):
 * the plan, the command list and the config options are replaced whole; the latest usage,
   mode, title and ``updatedAt`` win.
 
+A prompt sent by this client is shown at once (a user message without an id); when the agent
+echoes it back (``user_message_chunk`` s with a ``messageId``, block for block as sent), the
+echo is folded into that message, which takes the id: one message, not two. An echo that
+differs from what was sent is shown as a message of its own.
+
 Folding one chunk appends one string to a list; text is joined only when read. History
 replayed by ``session/load`` folds exactly like live updates.
 
@@ -52,6 +57,7 @@ from ..schema import (
     SessionUpdate,
     StopReason,
     SubagentUpdateSessionUpdate,
+    TextContentBlock,
     ToolCallSessionUpdate,
     ToolCallUpdate,
     ToolCallUpdateSessionUpdate,
@@ -91,6 +97,8 @@ class SessionView:
 
     __slots__ = (
         "_by_id",
+        "_echo",
+        "_echo_message",
         "_messages",
         "_timeline",
         "_tool_calls",
@@ -119,6 +127,9 @@ class SessionView:
         self._tool_calls: dict[str, ToolCallState] = {}
         # Messages and tool-call ids in the order they first appeared.
         self._timeline: list[Message | str] = []
+        # The prompt this client sent, and its blocks the agent has not echoed yet.
+        self._echo_message: Message | None = None
+        self._echo: list[ContentBlock] = []
         #: The agent's plan (replaced whole by each ``plan`` update).
         self.plan: tuple[PlanEntry, ...] = ()
         #: The slash commands the agent offers.
@@ -190,7 +201,7 @@ class SessionView:
             case ToolCallSessionUpdate():
                 return self._upsert_tool_call(update)
             case UserMessageChunkSessionUpdate(content=content, message_id=message_id):
-                text = self._chunk("user", content, message_id)
+                text = self._user_chunk(content, message_id)
                 return new_user_message_delta(text, content, message_id)
             case PlanSessionUpdate(entries=entries):
                 self.plan = tuple(entries)
@@ -241,6 +252,25 @@ class SessionView:
         self._messages.append(message)
         timeline.append(message)
         return message._append(content)
+
+    def _user_chunk(self, content: ContentBlock, message_id: str | None) -> str:
+        """A user chunk: the echo of the prompt sent (folded into it) or a message's part."""
+        local = self._echo_message
+        if (
+            local is not None
+            and self._echo
+            and content == self._echo[0]
+            and (message_id is None or local.message_id in (None, message_id))
+        ):
+            del self._echo[0]
+            if message_id is not None and local.message_id is None:
+                local.message_id = message_id
+                self._by_id["user", message_id] = local
+            if not self._echo:
+                self._echo_message = None
+            return content.text if isinstance(content, TextContentBlock) else ""
+        self._forget_echo()  # the agent shows something other than what was sent
+        return self._chunk("user", content, message_id)
 
     def _upsert_tool_call(self, update: ToolCallSessionUpdate) -> TurnEvent:
         known = self._tool_calls.get(update.tool_call_id)
@@ -310,6 +340,13 @@ class SessionView:
             message._append(block)
         self._messages.append(message)
         self._timeline.append(message)
+        self._echo_message = message
+        self._echo = list(blocks)
+
+    def _forget_echo(self) -> None:
+        """Stop expecting the agent to echo the last prompt (the turn is over)."""
+        self._echo_message = None
+        self._echo = []
 
     def _set_modes(self, modes: SessionModeState | None) -> None:
         if modes is not None:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Final
 
 import anyio.to_thread
 
-from ..agent._engine import Engine, EngineCapabilities, EngineSession, SessionContext
+from ..agent import Engine, EngineCapabilities, EngineSession, SessionContext
 from ..errors import AuthRequired
 from ._commands import COMMANDS
 from ._config import CoderConfig
-from ._modes import DEFAULT_MODE_ID, session_modes
+from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -71,7 +71,7 @@ class CoderEngine(Engine):
             mcp_http=True,
             modes=session_modes(),
             default_mode_id=DEFAULT_MODE_ID,
-            config_options=() if option is None else (option,),
+            config_options=(mode_option(),) if option is None else (mode_option(), option),
             commands=COMMANDS,
         )
 
@@ -82,7 +82,8 @@ class CoderEngine(Engine):
 
     @property
     def capabilities(self) -> EngineCapabilities:
-        """Modes, the model option, commands, MCP over HTTP; images unless models are local."""
+        """Modes (also as the ``mode`` option), the model option, commands, MCP over HTTP,
+        images unless models are local."""
         return self._capabilities
 
     async def prewarm(self) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ..schema import SessionMode
+from ..schema import SelectSessionConfigOption, SessionConfigSelectOption, SessionMode
 
 __all__ = (
     "ASK",
@@ -41,6 +41,7 @@ __all__ = (
     "GREP",
     "LIST_DIRECTORY",
     "MODES",
+    "MODE_CONFIG_ID",
     "MUTATING_TOOLS",
     "READ_FILE",
     "READ_ONLY_TOOLS",
@@ -48,6 +49,7 @@ __all__ = (
     "UPDATE_PLAN",
     "WRITE_FILE",
     "ModeSpec",
+    "mode_option",
     "mode_spec",
     "needs_approval",
     "session_modes",
@@ -152,6 +154,30 @@ def mode_spec(mode_id: str | None) -> ModeSpec:
 def session_modes() -> tuple[SessionMode, ...]:
     """The modes as ACP advertises them."""
     return tuple(mode.to_session_mode() for mode in MODES.values())
+
+
+MODE_CONFIG_ID: Final = "mode"
+"""The id of the config option that offers the modes (category ``mode``)."""
+
+
+def mode_option() -> SelectSessionConfigOption:
+    """The modes as a ``select`` config option of category ``mode``.
+
+    ACP's transition advice: agents send both forms, modes and a ``mode`` option, since
+    clients that see config options build their selectors from them (Zed does); the runtime
+    keeps the two in sync both ways.
+    """
+    return SelectSessionConfigOption(
+        id=MODE_CONFIG_ID,
+        name="Mode",
+        description="What the agent may do without asking",
+        category="mode",
+        current_value=DEFAULT_MODE_ID,
+        options=[
+            SessionConfigSelectOption(value=mode.id, name=mode.name, description=mode.description)
+            for mode in MODES.values()
+        ],
+    )
 
 
 def tool_allowed(tool_name: str, mode_id: str | None) -> bool:

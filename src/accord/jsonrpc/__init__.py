@@ -13,6 +13,7 @@ from ._connection import ConnectionStatistics as ConnectionStatistics
 from ._connection import NotificationHandler as NotificationHandler
 from ._connection import RequestHandler as RequestHandler
 from ._connection import WireObserver as WireObserver
+from ._connection import after_reply as after_reply
 from ._connection import set_wire_observer as set_wire_observer
 from ._core import Endpoint as Endpoint
 from ._core import Incoming as Incoming
@@ -42,6 +43,7 @@ __all__ = (
     "ResponseReceived",
     "StrayResponse",
     "WireObserver",
+    "after_reply",
     "exception_to_error",
     "is_request_id",
     "set_wire_observer",

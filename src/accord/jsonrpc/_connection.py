@@ -8,7 +8,10 @@ a request from the peer, is handed over only after every notification received b
 been handled, so a caller never sees a ``session/prompt`` result before the updates the agent
 sent ahead of it. A request may also name an ``on_answer`` hook, run in notification order
 when its answer arrives: after the notifications received before the answer, before any
-received after it (where a client closes a prompt turn to further updates).
+received after it (where a client closes a prompt turn to further updates). The other way
+round, a request handler may have work run right after its answer is written
+(:func:`after_reply`): how an agent sends a new session's first updates only once the client
+knows the session's id.
 
 All background work lives in one task group owned by ``async with Connection(...)``. Below it
 sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
@@ -58,6 +61,7 @@ __all__ = (
     "NotificationRoute",
     "RequestHandler",
     "WireObserver",
+    "after_reply",
     "set_wire_observer",
 )
 
@@ -109,6 +113,29 @@ _wire_observer: WireObserver | None = None
 _in_notification_worker: ContextVar[bool] = ContextVar(
     "accord_in_notification_worker", default=False
 )
+_reply_hooks: ContextVar[list[Callable[[], Awaitable[None]]] | None] = ContextVar(
+    "accord_reply_hooks", default=None
+)
+
+
+def after_reply(callback: Callable[[], Awaitable[None]]) -> bool:
+    """Run ``await callback()`` right after the answer to the request being handled is written.
+
+    Call it from inside a request handler (or anything it awaits). The callbacks run in the
+    order they were registered, in the handler's task, once its answer (result or error) has
+    been handed to the transport, so whatever they send reaches the peer after the answer and
+    before anything sent later by that task. They run even when the answer could not be sent
+    (the connection is gone) and must cope with that; an exception from one is logged.
+
+    Returns:
+        ``False`` when not called inside a request handler of a :class:`Connection` (nothing
+        is registered: the caller must do the work itself).
+    """
+    hooks = _reply_hooks.get()
+    if hooks is None:
+        return False
+    hooks.append(callback)
+    return True
 
 
 def set_wire_observer(observer: WireObserver | None) -> WireObserver | None:
@@ -530,6 +557,8 @@ class Connection:
                 await self._send_quietly(self._endpoint.build_error(None, error))
                 return
             reply: dict[str, Any] | None = None
+            hooks: list[Callable[[], Awaitable[None]]] = []
+            _reply_hooks.set(hooks)
             try:
                 with scope:
                     if barrier > self._handled_notifications:
@@ -553,6 +582,11 @@ class Connection:
                 except TypeError as exc:  # orjson's JSONEncodeError: the answer is not JSON
                     error = exception_to_error(exc, event.method)
                     await self._send_quietly(self._endpoint.build_error(event.id, error))
+            for hook in hooks:
+                try:
+                    await hook()
+                except Exception:
+                    logger.exception("%s: after-reply work for %r failed", self._name, event.method)
         finally:
             self._slots.release()
 

@@ -1,0 +1,166 @@
+"""What an editor receives from ``accord serve``, message by message and in order.
+
+Each test drives the real agent process over stdio (:mod:`._editor`) with the fake model on
+loopback and asserts the exact sequence of messages the editor got: the behaviours editors
+such as Zed depend on (a session's first updates only after the response that names it, the
+mode offered both as modes and as a config option, ...).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from accord.client import connect
+from accord.schema import (
+    ForkSessionRequest,
+    LoadSessionRequest,
+    NewSessionRequest,
+    ResumeSessionRequest,
+    SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
+)
+from accord.testing import FakeOpenAIServer, ScriptedReply
+
+from ._editor import TIMEOUT, describe, editor, serve_command
+
+pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The editor side runs on asyncio."""
+    return "asyncio"
+
+
+async def test_a_new_and_a_forked_session_are_announced_right_after_their_response(
+    tmp_path: Path,
+) -> None:
+    with FakeOpenAIServer([]) as server:
+        async with editor(server, tmp_path / "sessions.sqlite3") as ed:
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(
+                    NewSessionRequest(cwd=str(tmp_path), mcp_servers=[])
+                )
+            await ed.log.wait_for(start + 3)
+            new = ed.log.since(start)
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                forked = await ed.conn.fork_session(
+                    ForkSessionRequest(session_id=created.session_id, cwd=str(tmp_path))
+                )
+            await ed.log.wait_for(start + 3)
+            fork = ed.log.since(start)
+
+    for messages, session_id in ((new, created.session_id), (fork, forked.session_id)):
+        # The response first: only then does the editor know the session id.
+        assert [describe(m) for m in messages] == [
+            "result",
+            "available_commands_update",
+            "session_info_update",
+        ]
+        assert messages[0]["result"]["sessionId"] == session_id
+        assert messages[0]["result"]["_meta"] == {"accord": {"announcements": 2}}
+        for update in messages[1:]:
+            assert update["params"]["sessionId"] == session_id
+        commands = messages[1]["params"]["update"]["availableCommands"]
+        assert {c["name"] for c in commands} >= {"mode", "clear", "help"}
+
+
+def _option(options: list[dict[str, Any]], category: str) -> dict[str, Any]:
+    (option,) = [o for o in options if o.get("category") == category]
+    return option
+
+
+async def test_the_mode_is_offered_as_modes_and_as_a_mode_option_kept_in_sync(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "sessions.sqlite3"
+    cwd = str(tmp_path)
+    with FakeOpenAIServer([]) as server:
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
+            session_id = created.session_id
+            await ed.log.wait_for(len(ed.log.received) + 2)
+            opened = ed.log.received[-3]["result"]
+
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.set_session_mode(
+                    SetSessionModeRequest(session_id=session_id, mode_id="ask")
+                )
+            by_mode = ed.log.since(start)
+
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.set_session_config_option(
+                    SetSessionConfigOptionRequest(
+                        session_id=session_id, config_id="mode", value="auto"
+                    )
+                )
+            by_option = ed.log.since(start)
+        # A new agent process on the same store: the mode comes back both ways.
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                loaded = await ed.conn.load_session(
+                    LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                )
+                resumed_id = (
+                    await ed.conn.fork_session(ForkSessionRequest(session_id=session_id, cwd=cwd))
+                ).session_id
+                resumed = await ed.conn.resume_session(
+                    ResumeSessionRequest(session_id=resumed_id, cwd=cwd)
+                )
+
+    assert opened["modes"]["currentModeId"] == "code"
+    assert [m["id"] for m in opened["modes"]["availableModes"]] == ["ask", "code", "auto"]
+    mode = _option(opened["configOptions"], "mode")
+    assert mode["id"] == "mode" and mode["type"] == "select"
+    assert mode["currentValue"] == "code"
+    assert [o["value"] for o in mode["options"]] == ["ask", "code", "auto"]
+    assert _option(opened["configOptions"], "model")["currentValue"] == "openai:fake-model"
+
+    # set_mode: the mode update, then the option list showing the new mode, then the answer.
+    assert [describe(m) for m in by_mode] == [
+        "current_mode_update",
+        "config_option_update",
+        "result",
+    ]
+    assert by_mode[0]["params"]["update"]["currentModeId"] == "ask"
+    assert _option(by_mode[1]["params"]["update"]["configOptions"], "mode")["currentValue"] == "ask"
+
+    # Setting the option switches the mode: both updates, and the answer lists the option set.
+    assert [describe(m) for m in by_option] == [
+        "config_option_update",
+        "current_mode_update",
+        "result",
+    ]
+    assert by_option[1]["params"]["update"]["currentModeId"] == "auto"
+    assert _option(by_option[2]["result"]["configOptions"], "mode")["currentValue"] == "auto"
+
+    for restored in (loaded, resumed):
+        assert restored.modes is not None and restored.modes.current_mode_id == "auto"
+        assert restored.config_options is not None
+        (option,) = [o for o in restored.config_options if o.id == "mode"]
+        assert option.current_value == "auto"
+
+
+async def test_accord_s_client_shows_the_prompt_once_with_the_agent_s_message_id(
+    tmp_path: Path,
+) -> None:
+    env = {"OPENAI_API_KEY": "test", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
+    with FakeOpenAIServer([ScriptedReply(text=["Hello"])]) as server:
+        command = serve_command(server, tmp_path / "sessions.sqlite3")
+        with anyio.fail_after(TIMEOUT):
+            async with connect(command, cwd=tmp_path, env=env) as connection:
+                session = await connection.new_session(tmp_path)
+                # The announcements came right after the response; the client waited.
+                assert {c.name for c in session.view.available_commands} >= {"mode", "clear"}
+                await session.prompt("Hi there")
+    messages = [(m.role, m.text, m.message_id is not None) for m in session.view.messages]
+    assert messages == [("user", "Hi there", True), ("agent", "Hello", True)]
