@@ -23,20 +23,17 @@ from collections.abc import Mapping
 from typing import Final, Literal, TypeAlias
 
 from ..errors import LocalProtocolError
+from ..schema import ToolCallStatus
 from ._events import ToolCallEnded, ToolCallProgress, ToolCallStarted
 
 __all__ = (
     "TRANSITIONS",
     "ToolCallEvent",
-    "ToolCallState",
     "ToolCallTracker",
     "ToolCallTrigger",
     "tool_call_trigger",
     "transition_diagram",
 )
-
-ToolCallState: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
-"""The ACP ``ToolCallStatus`` values; ``None`` stands for a call not yet started."""
 
 ToolCallTrigger: TypeAlias = Literal["start", "start_running", "update", "run", "complete", "fail"]
 """What an event asks of the lifecycle (see :func:`tool_call_trigger`)."""
@@ -44,7 +41,7 @@ ToolCallTrigger: TypeAlias = Literal["start", "start_running", "update", "run", 
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallProgress | ToolCallEnded
 """The events that drive the tool-call lifecycle."""
 
-TRANSITIONS: Final[Mapping[tuple[ToolCallState | None, ToolCallTrigger], ToolCallState]] = {
+TRANSITIONS: Final[Mapping[tuple[ToolCallStatus | None, ToolCallTrigger], ToolCallStatus]] = {
     (None, "start"): "pending",
     (None, "start_running"): "in_progress",
     ("pending", "update"): "pending",
@@ -55,9 +52,10 @@ TRANSITIONS: Final[Mapping[tuple[ToolCallState | None, ToolCallTrigger], ToolCal
     ("in_progress", "complete"): "completed",
     ("in_progress", "fail"): "failed",
 }
-"""``(state, trigger) -> next state``; a pair that is absent is an illegal transition."""
+"""``(state, trigger) -> next state`` (state ``None``: a call not yet started); a pair that is
+absent is an illegal transition."""
 
-TERMINAL_STATES: Final[frozenset[ToolCallState]] = frozenset({"completed", "failed"})
+TERMINAL_STATES: Final[frozenset[ToolCallStatus]] = frozenset({"completed", "failed"})
 
 
 def tool_call_trigger(event: ToolCallEvent) -> ToolCallTrigger:
@@ -97,13 +95,13 @@ class ToolCallTracker:
 
     def __init__(self) -> None:
         """Start with no tool calls."""
-        self._states: dict[str, ToolCallState] = {}
+        self._states: dict[str, ToolCallStatus] = {}
 
-    def state(self, tool_call_id: str) -> ToolCallState | None:
+    def state(self, tool_call_id: str) -> ToolCallStatus | None:
         """Return the call's status, or ``None`` if it was never started."""
         return self._states.get(tool_call_id)
 
-    def check(self, event: ToolCallEvent) -> ToolCallState:
+    def check(self, event: ToolCallEvent) -> ToolCallStatus:
         """Return the status ``event`` would lead to, without applying it.
 
         Raises:
@@ -120,7 +118,7 @@ class ToolCallTracker:
                 f"{event.kind} ({trigger}) while {shown}"
             ) from None
 
-    def apply(self, event: ToolCallEvent) -> ToolCallState:
+    def apply(self, event: ToolCallEvent) -> ToolCallStatus:
         """Advance the call's status by ``event`` and return the new status.
 
         Raises:
