@@ -21,21 +21,19 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from ..schema import (
-    ArrayElicitationPropertySchema,
-    BooleanElicitationPropertySchema,
-    ElicitationContentValue,
-    ElicitationPropertySchema,
-    ElicitationSchema,
-    IntegerElicitationPropertySchema,
-    NumberElicitationPropertySchema,
-    StringElicitationPropertySchema,
-    StringMultiSelectItems,
-    TitledMultiSelectItems,
-)
+from .. import schema as wire
+
+if TYPE_CHECKING:
+    from ..schema import (
+        ArrayElicitationPropertySchema,
+        ElicitationContentValue,
+        ElicitationPropertySchema,
+        ElicitationSchema,
+        StringElicitationPropertySchema,
+    )
 
 __all__ = ("choices_of", "content_problems", "default_content", "value_problem")
 
@@ -53,9 +51,9 @@ def choices_of(prop: StringElicitationPropertySchema) -> list[tuple[str, str]] |
 
 def _array_choices(prop: ArrayElicitationPropertySchema) -> list[str] | None:
     items = prop.items
-    if isinstance(items, StringMultiSelectItems):
+    if isinstance(items, wire.StringMultiSelectItems):
         return list(items.enum)
-    if isinstance(items, TitledMultiSelectItems):
+    if isinstance(items, wire.TitledMultiSelectItems):
         return [option.const for option in items.any_of]
     return None
 
@@ -65,13 +63,13 @@ def default_content(schema: ElicitationSchema) -> dict[str, ElicitationContentVa
     content: dict[str, ElicitationContentValue] = {}
     for name, prop in schema.properties.items():
         match prop:
-            case ArrayElicitationPropertySchema(default=list() as chosen):
+            case wire.ArrayElicitationPropertySchema(default=list() as chosen):
                 content[name] = list(chosen)
             case (
-                StringElicitationPropertySchema(default=str() as default)
-                | BooleanElicitationPropertySchema(default=bool() as default)
-                | IntegerElicitationPropertySchema(default=int() as default)
-                | NumberElicitationPropertySchema(default=int() | float() as default)
+                wire.StringElicitationPropertySchema(default=str() as default)
+                | wire.BooleanElicitationPropertySchema(default=bool() as default)
+                | wire.IntegerElicitationPropertySchema(default=int() as default)
+                | wire.NumberElicitationPropertySchema(default=int() | float() as default)
             ):
                 content[name] = default
             case _:
@@ -103,19 +101,19 @@ def content_problems(schema: ElicitationSchema, content: Mapping[str, Any] | Non
 def value_problem(prop: ElicitationPropertySchema, value: Any) -> str | None:
     """Why ``value`` does not fit property ``prop`` (a phrase after its name), or ``None``."""
     match prop:
-        case StringElicitationPropertySchema():
+        case wire.StringElicitationPropertySchema():
             return _string_problem(prop, value)
-        case IntegerElicitationPropertySchema():
+        case wire.IntegerElicitationPropertySchema():
             if isinstance(value, bool) or not isinstance(value, int):
                 return "must be an integer"
             return _range_problem(value, prop.minimum, prop.maximum)
-        case NumberElicitationPropertySchema():
+        case wire.NumberElicitationPropertySchema():
             if isinstance(value, bool) or not isinstance(value, int | float):
                 return "must be a number"
             return _range_problem(value, prop.minimum, prop.maximum)
-        case BooleanElicitationPropertySchema():
+        case wire.BooleanElicitationPropertySchema():
             return None if isinstance(value, bool) else "must be true or false"
-        case ArrayElicitationPropertySchema():
+        case wire.ArrayElicitationPropertySchema():
             return _array_problem(prop, value)
         case _:
             return None  # a property type this version does not know: not checked
