@@ -12,8 +12,8 @@ Measured:
     long after the agent's last chunk the screen showed it.
 (c) a session of ``--events`` events (a mix of prompts, replies in chunks, thoughts, tool
     calls with updates, plans) replayed by ``session/load`` and drawn: the time from start
-    until it is all on screen, and the memory the app holds for it (tracemalloc, after a
-    collection, against the same app with an empty session).
+    until it is all on screen, and the resident memory the process grew by (after a
+    collection), against the same app opening an empty session.
 
 Run: ``python benchmarks/bench_tui.py [--deltas 5000] [--events 10000] [--starts 3]``.
 """
@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -185,22 +184,23 @@ async def large_session(events: int) -> dict[str, float]:
     updates = session_updates(events)
     results: dict[str, float] = {}
     for label, replay in (("empty", []), ("full", updates)):
-        elapsed, _, widgets = await _load_and_draw(replay, trace=False)
-        _, memory, _ = await _load_and_draw(replay, trace=True)
+        elapsed, memory, widgets = await _load_and_draw(replay)
         results[f"{label}_seconds"] = elapsed
         results[f"{label}_bytes"] = memory
         results[f"{label}_widgets"] = widgets
     return results
 
 
-async def _load_and_draw(replay: list[SessionUpdate], *, trace: bool) -> tuple[float, int, int]:
-    """Open a stored session and draw it: (seconds, bytes traced if ``trace``, widgets).
+def _rss() -> int:
+    """This process's resident memory in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-    Timing and memory are measured in separate runs: tracing slows allocation severalfold.
-    """
+
+async def _load_and_draw(replay: list[SessionUpdate]) -> tuple[float, int, int]:
+    """Open a stored session and draw it: (seconds, resident memory grown by, widgets)."""
     gc.collect()
-    if trace:
-        tracemalloc.start()
+    before = _rss()
     start = time.perf_counter()
     app = app_on(StoredSessionAgent(replay), session_id="stored")
     async with app.run_test(size=SIZE) as pilot:
@@ -211,10 +211,8 @@ async def _load_and_draw(replay: list[SessionUpdate], *, trace: bool) -> tuple[f
         await pilot.pause()
         elapsed = time.perf_counter() - start
         gc.collect()
-        memory = tracemalloc.get_traced_memory()[0] if trace else 0
+        memory = _rss() - before
         widgets = len(pane.conversation.items)
-    if trace:
-        tracemalloc.stop()
     return elapsed, memory, widgets
 
 
@@ -299,11 +297,12 @@ def main() -> None:
         f"drawn {reply['lag'] * 1000:.0f} ms after the last chunk"
     )
     session = anyio.run(large_session, args.events, backend="asyncio")
-    held = (session["full_bytes"] - session["empty_bytes"]) / 1e6
+    held = session["full_bytes"] / 1e6
     print(
         f"(c) {args.events}-event session loaded and drawn in {session['full_seconds']:.2f} s "
         f"(empty session: {session['empty_seconds']:.2f} s), {session['full_widgets']:.0f} "
-        f"widgets, {held:.1f} MB held for it (tracemalloc)"
+        f"widgets drawn, resident memory +{held:.1f} MB (empty session: "
+        f"+{session['empty_bytes'] / 1e6:.1f} MB)"
     )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

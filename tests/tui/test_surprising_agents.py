@@ -11,14 +11,17 @@ from textual.widgets import TabbedContent
 from accord.schema import (
     AgentMessageChunkSessionUpdate,
     ImageContentBlock,
+    LoadSessionRequest,
+    LoadSessionResponse,
     PlanEntry,
     PlanSessionUpdate,
     SessionInfoUpdateSessionUpdate,
     TextContentBlock,
+    ToolCallSessionUpdate,
     ToolCallUpdateSessionUpdate,
     UsageUpdateSessionUpdate,
 )
-from accord.tui._conversation import AgentMessage
+from accord.tui._conversation import WINDOW, AgentMessage
 from accord.tui._tool_card import ToolCard
 
 pytestmark = pytest.mark.anyio
@@ -81,3 +84,33 @@ async def test_blank_chunks_null_fields_and_updates_outside_a_turn(tmp_path: Pat
             ghost.query_one("_CardHeader")
         )
         assert pane.plan.entries == () and not pane.plan.display
+
+
+class LongHistoryAgent(RawAgent):
+    """Replays a stored session of 200 tool calls on ``session/load``."""
+
+    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+        self.session_id = request.session_id
+        for n in range(200):
+            await self.send(ToolCallSessionUpdate(tool_call_id=f"c{n}", title=f"step {n}"))
+        return LoadSessionResponse()
+
+
+async def test_a_long_session_opens_with_its_latest_items_and_draws_earlier_ones_on_demand(
+    tmp_path: Path,
+) -> None:
+    app = chat_app(LongHistoryAgent(), tmp_path, session_id="old")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        pane = app.active_pane
+        assert pane is not None
+        await until(pilot, lambda: not pane.conversation.pending and pane.query(ToolCard))
+        cards = list(pane.query(ToolCard))
+        assert len(cards) == WINDOW and cards[0].tool_call_id == f"c{200 - WINDOW}"
+        assert pane.conversation.hidden_earlier == 200 - WINDOW
+        pane.conversation.scroll_end(animate=False)
+        await pilot.pause()
+        pane.conversation.scroll_home(animate=False)
+        await until(pilot, lambda: pane.conversation.hidden_earlier == 0)
+        await until(pilot, lambda: len(pane.query(ToolCard)) == 200)
+        assert [c.tool_call_id for c in pane.query(ToolCard)] == [f"c{n}" for n in range(200)]

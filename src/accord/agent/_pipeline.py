@@ -334,12 +334,7 @@ class Attachment:
                     self.close()
                     break
                 if queue:
-                    envelope = queue.popleft()
-                    if envelope.seq > self.cursor:
-                        if channel.wants(envelope):
-                            await channel.deliver(envelope)
-                            self._sent += 1
-                        self._advance(envelope.seq)
+                    await self._send_next()
                     continue
                 if self.behind:
                     await self._catch_up()
@@ -349,6 +344,16 @@ class Attachment:
         except Exception:
             logger.exception("session %s: an attachment's sender failed", self._pipeline.session_id)
             self.close()
+
+    async def _send_next(self) -> None:
+        """Send the head of the queue (a method of its own: no frame of the idle sender keeps
+        the last envelope alive)."""
+        envelope = self._queue.popleft()
+        if envelope.seq > self.cursor:
+            if self.channel.wants(envelope):
+                await self.channel.deliver(envelope)
+                self._sent += 1
+            self._advance(envelope.seq)
 
     async def _catch_up(self) -> None:
         """Send the committed envelopes after the cursor from the store, then rejoin."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..agent._engine import TerminalHost, TurnContext
+from ..agent import TerminalHost, TurnContext
 from ._files import Workspace
 
 __all__ = ("CoderDeps",)

@@ -23,7 +23,7 @@ from typing import Final
 
 import anyio.to_thread
 
-from ..agent._engine import TextFileReader, TextFileWriter
+from ..agent import TextFileReader, TextFileWriter
 from ..errors import RequestError
 from ._paths import Roots, ToolError
 from ._reading import describe_mode, read_regular

@@ -26,7 +26,7 @@ from typing import Protocol
 import anyio
 from pydantic import JsonValue
 
-from ..agent._engine import (
+from ..agent import (
     ConfigValue,
     Engine,
     EngineSession,

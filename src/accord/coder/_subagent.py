@@ -29,7 +29,7 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.models import Model
 
-from ..agent._engine import SessionContext, TurnContext
+from ..agent import SessionContext, TurnContext
 from ..engines.pydantic_ai import PydanticAIEngine, ToolBehaviour, ToolCallInput
 from ..events import (
     Event,

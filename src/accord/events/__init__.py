@@ -71,7 +71,6 @@ from ._mapping import to_session_update as to_session_update
 from ._replay import compact_for_replay as compact_for_replay
 from ._tool_state import TRANSITIONS as TRANSITIONS
 from ._tool_state import ToolCallEvent as ToolCallEvent
-from ._tool_state import ToolCallState as ToolCallState
 from ._tool_state import ToolCallTracker as ToolCallTracker
 from ._tool_state import ToolCallTrigger as ToolCallTrigger
 from ._tool_state import tool_call_trigger as tool_call_trigger
@@ -113,7 +112,6 @@ __all__ = (
     "ToolCallEvent",
     "ToolCallProgress",
     "ToolCallStarted",
-    "ToolCallState",
     "ToolCallTracker",
     "ToolCallTrigger",
     "TurnCompleted",

@@ -94,13 +94,15 @@ def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
     pieces: list[str] = []
     # Within a run of tool-call events: tool_call_id -> the entry a progress event folds into.
     foldable: dict[str, tuple[int, ToolCallStarted | ToolCallProgress]] = {}
+    # Entries of `out` whose event was merged or folded (re-stamped once, at the end).
+    changed: dict[int, Event] = {}
 
     def flush_text() -> None:
         nonlocal text_head
         if text_head is not None and len(pieces) > 1:
             index, chunk = text_head
             merged = dataclasses.replace(chunk, content=TextContentBlock(text="".join(pieces)))
-            out[index] = restamp(out[index], merged)
+            changed[index] = merged
         text_head = None
         pieces.clear()
 
@@ -123,7 +125,7 @@ def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
             if target is not None and out[target[0]].agent_id == envelope.agent_id:
                 index, earlier = target
                 folded = _fold(earlier, event)
-                out[index] = restamp(out[index], folded)
+                changed[index] = folded
                 foldable[event.tool_call_id] = (index, folded)
                 continue
         elif not isinstance(event, ToolCallStarted | ToolCallEnded):
@@ -138,4 +140,6 @@ def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
             text_head = (len(out) - 1, event)
             pieces.append(text)
     flush_text()
+    for index, event in changed.items():
+        out[index] = restamp(out[index], event)
     return out

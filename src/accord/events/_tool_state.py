@@ -29,7 +29,6 @@ from ._events import ToolCallEnded, ToolCallProgress, ToolCallStarted
 __all__ = (
     "TRANSITIONS",
     "ToolCallEvent",
-    "ToolCallState",
     "ToolCallTracker",
     "ToolCallTrigger",
     "tool_call_trigger",
@@ -61,7 +60,8 @@ TRANSITIONS: Final[Mapping[tuple[ToolCallState | None, ToolCallTrigger], ToolCal
     ("in_progress", "fail"): "failed",
     ("in_progress", "cancel"): "cancelled",
 }
-"""``(state, trigger) -> next state``; a pair that is absent is an illegal transition."""
+"""``(state, trigger) -> next state`` (state ``None``: a call not yet started); a pair that is
+absent is an illegal transition."""
 
 TERMINAL_STATES: Final[frozenset[ToolCallState]] = frozenset({"completed", "failed", "cancelled"})
 

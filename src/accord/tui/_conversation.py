@@ -35,6 +35,9 @@ __all__ = ("AgentMessage", "ConversationView", "Notice", "ThoughtBlock", "UserMe
 
 #: Seconds between two syncs while updates keep coming (about one frame).
 FRAME = 1 / 30
+#: A long session opens with only its latest items drawn; earlier ones are drawn on demand,
+#: this many at a time (scrolling to the top, or Enter on the "earlier" line).
+WINDOW = 150
 
 
 def _markdown_text(text: str) -> str:
@@ -213,6 +216,9 @@ class ConversationView(VerticalScroll):
         self._cwd = cwd
         self._terminals = terminals
         self._items: list[_Item] = []
+        # The timeline index of the first item drawn (earlier ones wait for the reader).
+        self._first: int | None = None
+        self._earlier: EarlierItems | None = None
         self._cards: dict[str, ToolCard] = {}
         self._timer: Timer | None = None
         self._dirty = False
@@ -264,8 +270,13 @@ class ConversationView(VerticalScroll):
         """Mount widgets for new timeline items and bring the others up to date."""
         self.syncs += 1
         timeline = self.view.timeline
+        if self._first is None:
+            self._first = max(0, len(timeline) - WINDOW)
+            if self._first:
+                self._earlier = EarlierItems(self._first)
+                await self.mount(self._earlier)
         new: list[_Item] = []
-        for item in timeline[len(self._items) :]:
+        for item in timeline[self._first + len(self._items) :]:
             widget = self._widget_for(item)
             self._items.append(widget)
             new.append(widget)
@@ -283,13 +294,41 @@ class ConversationView(VerticalScroll):
         if new:
             await self.mount_all(new)
 
-    def _widget_for(self, item: Message | ToolCallState) -> _Item:
+    @property
+    def hidden_earlier(self) -> int:
+        """How many earlier timeline items are not drawn yet."""
+        return self._first or 0
+
+    async def show_earlier(self) -> None:
+        """Draw the previous :data:`WINDOW` items above the ones shown."""
+        first = self._first or 0
+        if not first or self._earlier is None:
+            return
+        start = max(0, first - WINDOW)
+        timeline = self.view.timeline
+        widgets = [self._widget_for(item, before=None) for item in timeline[start:first]]
+        self._items[:0] = widgets
+        self._first = start
+        await self.mount_all(widgets, after=self._earlier)
+        if start:
+            self._earlier.count = start
+        else:
+            await self._earlier.remove()
+            self._earlier = None
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        if new_value <= 0 < old_value and self._earlier is not None:
+            self.call_later(self.show_earlier)
+        super().watch_scroll_y(old_value, new_value)
+
+    def _widget_for(self, item: Message | ToolCallState, before: object = ...) -> _Item:
         if isinstance(item, ToolCallState):
             card = ToolCard(item, cwd=self._cwd, terminals=self._terminals, expanded=self._expanded)
             self._cards[item.tool_call_id] = card
             return card
         if item.role == "user":
-            before = self._items[-1] if self._items else None
+            if before is ...:
+                before = self._items[-1] if self._items else None
             echo_of = None
             if (
                 item.message_id is not None
@@ -319,6 +358,47 @@ class ConversationView(VerticalScroll):
         """Add a line of the client's own after what is shown (drawn up to date first)."""
         await self.sync()
         await self.mount(Notice(plain(text), classes="-error" if error else ""))
+
+
+class EarlierItems(Static, can_focus=True):
+    """The line above a long session's drawn items: how many earlier ones wait; Enter or a
+    click (or scrolling to the top) draws them."""
+
+    DEFAULT_CSS = """
+    EarlierItems { color: $text-muted; text-align: center; margin: 0 0 1 0; }
+    EarlierItems:focus { background: $boost; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "show", "Show earlier", show=False),
+    ]
+
+    def __init__(self, count: int) -> None:
+        super().__init__(self._text(count))
+        self._count = count
+
+    @staticmethod
+    def _text(count: int) -> str:
+        return f"▲ {count} earlier items (scroll up or press Enter to show them)"
+
+    @property
+    def count(self) -> int:
+        """How many earlier items are not drawn."""
+        return self._count
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._count = value
+        self.update(self._text(value))
+
+    async def action_show(self) -> None:
+        view = self.parent
+        if isinstance(view, ConversationView):
+            await view.show_earlier()
+
+    async def on_click(self, event: events.Click) -> None:
+        event.stop()
+        await self.action_show()
 
 
 class Notice(Static):

@@ -1,0 +1,209 @@
+"""Soak: one real ``accord serve``, many sessions streaming at once for minutes (issue 12).
+
+One ``accord serve`` subprocess (the coder, SQLite store in a temporary directory, its model
+the fake OpenAI-compatible server on loopback in this process) serves ``--sessions``
+concurrent sessions over its stdio pipes. Each session prompts turn after turn until
+``--duration`` seconds have passed; every model reply streams ``--chunks`` numbered pieces
+(``s<session>t<turn>c<n>``), so the client checks that each turn's text is exactly the pieces
+sent, in order: nothing lost, nothing repeated. Meanwhile:
+
+* the agent's resident memory (``VmRSS``) is sampled every ``--sample`` seconds; the figure is
+  the growth from the first sample after the warm-up (one turn per session) to the end;
+* a separate task calls ``session/list`` every 0.2 s and records its latency; the p99 must
+  stay under ``--list-p99-ms``.
+
+Bounded in time (``--duration``, plus a minute for shutdown) and in count (sessions, chunks);
+loopback and pipes only. Exit status 1 if anything was lost or a bound was missed.
+
+Run: ``python benchmarks/bench_soak.py`` (10 minutes), ``--duration 5`` for a smoke run.
+Linux (reads ``/proc``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from accord.client import AgentConnection, ClientSession, connect
+from accord.testing import FakeOpenAIServer, ScriptedReply
+
+
+@dataclass
+class Tally:
+    """What the run saw."""
+
+    turns: int = 0
+    chunks: int = 0
+    lost: list[str] = field(default_factory=list[str])
+    rss: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
+    list_ms: list[float] = field(default_factory=list[float])
+
+
+def pieces(tag: str, count: int) -> list[str]:
+    """The numbered pieces one reply streams for the prompt ``tag``."""
+    return [f"{tag}c{n} " for n in range(count)]
+
+
+def reply_for(chunks: int, delay: float) -> Any:
+    def reply(body: dict[str, Any]) -> ScriptedReply:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        tag = str(users[-1].get("content")).strip() if users else "none"
+        return ScriptedReply(text=pieces(tag, chunks), delay=delay)
+
+    return reply
+
+
+def rss_of(pid: int) -> int:
+    """Resident memory of process ``pid`` in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def agent_pid() -> int:
+    """The ``accord serve`` child of this process."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2 :].split()[1] == me and b"serve" in cmdline:
+            return int(entry)
+    raise RuntimeError("accord serve is not running")
+
+
+async def one_turn(
+    session: ClientSession, index: int, turn: int, chunks: int, tally: Tally
+) -> None:
+    tag = f"s{index}t{turn}"
+    result = await session.prompt(tag)
+    expected = "".join(pieces(tag, chunks))
+    tally.turns += 1
+    if result.stop_reason != "end_turn" or result.text != expected:
+        tally.lost.append(f"{tag}: {result.stop_reason}, {len(result.text)}/{len(expected)} chars")
+    else:
+        tally.chunks += chunks
+
+
+async def soak(args: argparse.Namespace) -> Tally:
+    tally = Tally()
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        FakeOpenAIServer(reply_for(args.chunks, args.delay)) as server,
+    ):
+        project = Path(scratch) / "project"
+        project.mkdir()
+        command = [
+            sys.executable,
+            "-m",
+            "accord.cli",
+            "serve",
+            "--store",
+            str(Path(scratch) / "sessions.sqlite3"),
+            "--model",
+            "openai:fake-model",
+            "--base-url",
+            server.base_url,
+        ]
+        env = {"OPENAI_API_KEY": "soak", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
+        async with connect(command, cwd=project, env=env) as connection:
+            pid = agent_pid()
+            sessions = [await connection.new_session(project) for _ in range(args.sessions)]
+            async with anyio.create_task_group() as warm:  # every session has run a turn
+                for index, session in enumerate(sessions):
+                    warm.start_soon(one_turn, session, index, 0, args.chunks, tally)
+            end = time.monotonic() + args.duration
+            start = time.monotonic()
+            tally.rss.append((0.0, rss_of(pid)))
+
+            async def stream(index: int, session: ClientSession) -> None:
+                turn = 1
+                while time.monotonic() < end:
+                    await one_turn(session, index, turn, args.chunks, tally)
+                    turn += 1
+
+            async def sample() -> None:
+                while time.monotonic() < end:
+                    await anyio.sleep(args.sample)
+                    tally.rss.append((time.monotonic() - start, rss_of(pid)))
+
+            async def list_sessions(conn: AgentConnection) -> None:
+                while time.monotonic() < end:
+                    began = time.perf_counter()
+                    await conn.list_sessions()
+                    tally.list_ms.append((time.perf_counter() - began) * 1000)
+                    await anyio.sleep(0.2)
+
+            with anyio.fail_after(args.duration + 120):
+                async with anyio.create_task_group() as group:
+                    for index, session in enumerate(sessions):
+                        group.start_soon(stream, index, session)
+                    group.start_soon(sample)
+                    group.start_soon(list_sessions, connection)
+            tally.rss.append((time.monotonic() - start, rss_of(pid)))
+    return tally
+
+
+def report(args: argparse.Namespace, tally: Tally) -> bool:
+    first, last = tally.rss[0][1], tally.rss[-1][1]
+    peak = max(r for _, r in tally.rss)
+    half = tally.rss[len(tally.rss) // 2][1]
+    ms = sorted(tally.list_ms)
+    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))] if ms else float("nan")
+    growth = (last - first) / 1024 / 1024
+    figures = {
+        "duration_s": args.duration,
+        "sessions": args.sessions,
+        "turns_verified": tally.turns,
+        "chunks_verified": tally.chunks,
+        "lost_or_wrong_turns": len(tally.lost),
+        "rss_after_warmup_mb": round(first / 1024 / 1024, 1),
+        "rss_at_half_mb": round(half / 1024 / 1024, 1),
+        "rss_end_mb": round(last / 1024 / 1024, 1),
+        "rss_peak_mb": round(peak / 1024 / 1024, 1),
+        "rss_growth_mb": round(growth, 1),
+        "session_list_calls": len(ms),
+        "session_list_p50_ms": round(statistics.median(ms), 1) if ms else None,
+        "session_list_p99_ms": round(p99, 1),
+        "session_list_max_ms": round(ms[-1], 1) if ms else None,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+    print(json.dumps(figures, indent=2))
+    for problem in tally.lost[:10]:
+        print(f"lost: {problem}", file=sys.stderr)
+    ok = not tally.lost and p99 <= args.list_p99_ms and growth <= args.max_growth_mb
+    print("soak: OK" if ok else "soak: FAILED", file=sys.stderr)
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of streaming")
+    parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions")
+    parser.add_argument("--chunks", type=int, default=20, help="pieces per model reply")
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds between pieces")
+    parser.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
+    parser.add_argument("--list-p99-ms", type=float, default=250.0, help="bound on the p99")
+    parser.add_argument("--max-growth-mb", type=float, default=25.0, help="bound on RSS growth")
+    args = parser.parse_args()
+    tally = anyio.run(soak, args)
+    sys.exit(0 if report(args, tally) else 1)
+
+
+if __name__ == "__main__":
+    main()
