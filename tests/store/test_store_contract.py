@@ -628,3 +628,12 @@ async def test_claims_are_per_session_and_need_a_stored_one(store: SessionStore)
     await store.release_session("nope", "process-a")  # silently nothing
     with pytest.raises(ValueError, match="lease_seconds must be positive"):
         await store.claim_session("s1", "process-a", lease_seconds=0)
+
+
+async def test_a_claim_can_replace_a_holder_known_to_be_dead(store: SessionStore) -> None:
+    await store.create_session(record("s1"))
+    await store.claim_session("s1", "dead-process", lease_seconds=30)
+    refused = await store.claim_session("s1", "process-b", lease_seconds=30, replacing="other")
+    assert refused.owner == "dead-process"
+    taken = await store.claim_session("s1", "process-b", lease_seconds=30, replacing="dead-process")
+    assert taken.held_by("process-b")

@@ -65,6 +65,9 @@ from ._lifecycle import SessionLifecycle as SessionLifecycle
 from ._lifecycle import SessionState as SessionState
 from ._lifecycle import SessionTrigger as SessionTrigger
 from ._lifecycle import transition_diagram as session_transition_diagram
+from ._ownership import DEFAULT_TURN_LEASE_SECONDS as DEFAULT_TURN_LEASE_SECONDS
+from ._ownership import SessionChangedElsewhere as SessionChangedElsewhere
+from ._ownership import SessionOwnedElsewhere as SessionOwnedElsewhere
 from ._permissions import DEFAULT_PERMISSION_OPTIONS as DEFAULT_PERMISSION_OPTIONS
 from ._permissions import permission_key as permission_key
 from ._pipeline import DEFAULT_ATTACHMENT_QUEUE as DEFAULT_ATTACHMENT_QUEUE
@@ -85,6 +88,7 @@ __all__ = (
     "CANCEL_GRACE_SECONDS",
     "DEFAULT_ATTACHMENT_QUEUE",
     "DEFAULT_PERMISSION_OPTIONS",
+    "DEFAULT_TURN_LEASE_SECONDS",
     "MAX_HELD_OBSERVE",
     "SESSION_TRANSITIONS",
     "ActivityLog",
@@ -119,9 +123,11 @@ __all__ = (
     "Recipient",
     "ResourceLinkPart",
     "RuntimeStatistics",
+    "SessionChangedElsewhere",
     "SessionContext",
     "SessionLifecycle",
     "SessionNotActive",
+    "SessionOwnedElsewhere",
     "SessionState",
     "SessionTrigger",
     "Tap",

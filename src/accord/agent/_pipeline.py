@@ -473,6 +473,22 @@ class DeliveryPipeline:
         """The ``seq`` of the last envelope stamped."""
         return self._next_seq - 1
 
+    def continue_after(self, last_seq: int) -> None:
+        """Number the next envelope after ``last_seq`` when the stored chain is ahead.
+
+        Another process sharing the store appended to the session (see
+        :mod:`._ownership`); a reload calls this between turns so that this pipeline's next
+        event follows the stored ones instead of colliding with them.
+
+        Raises:
+            RuntimeError: a turn's writer is attached (only between turns).
+        """
+        if self._writer is not None:
+            raise RuntimeError("continue_after() while a turn's writer is attached")
+        if last_seq > self.last_seq:
+            self._next_seq = last_seq + 1
+            self.committed_seq = last_seq
+
     def statistics(self) -> PipelineStatistics:
         """Return the pipeline's counts."""
         return PipelineStatistics(

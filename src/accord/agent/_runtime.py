@@ -99,6 +99,7 @@ from ..store import (
 from ._activity_log import ActivityLog
 from ._content import check_prompt, prompt_capabilities
 from ._engine import Engine
+from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._pipeline import ClientChannel
 from ._session import LiveSession, TurnHandle
 from ._sessions import SessionTable
@@ -168,6 +169,9 @@ class AgentRuntime(Agent):
         list_page_size: Sessions per ``session/list`` page (the store caps it at 100).
         max_pending_events: Events a turn may have appended but not yet committed and sent
             before it waits (backpressure from the disk and the client).
+        turn_lease: Seconds a claim on a running session lasts without renewal (see
+            :mod:`._ownership`: one process at a time runs a session's turns; a process that
+            dies frees its sessions within this).
         tracer_provider: An OpenTelemetry tracer provider: spans for turns, model calls and
             tool calls (:mod:`._tracing`). Without one, tracing is on only when the
             environment configures OpenTelemetry (then with the global provider).
@@ -187,6 +191,7 @@ class AgentRuntime(Agent):
         cancel_grace: float = CANCEL_GRACE_SECONDS,
         list_page_size: int = DEFAULT_PAGE_SIZE,
         max_pending_events: int = DEFAULT_MAX_PENDING,
+        turn_lease: float = DEFAULT_TURN_LEASE_SECONDS,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
         tracer_provider: Any = None,
     ) -> None:
@@ -205,6 +210,7 @@ class AgentRuntime(Agent):
         self.agent_info = agent_info if agent_info is not None else _default_agent_info()
         self._cancel_grace = cancel_grace
         self._max_pending = max_pending_events
+        self._ownership = TurnOwnership(self._store, lease_seconds=turn_lease)
         self._client_capabilities = _NO_CAPABILITIES
         self._channel: ClientChannel | None = None
         self._extended = False
@@ -392,6 +398,9 @@ class AgentRuntime(Agent):
             SessionNotActive: the session is not live here (-32002).
             InvalidParams: undeclared content (-32602), nothing recorded.
             PromptInProgress: a turn already runs (-32602).
+            SessionOwnedElsewhere: another process runs a turn of the session (-32602).
+            SessionChangedElsewhere: another process continued the session since it was
+                opened here; ``session/load`` it again (-32602).
         """
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
@@ -400,15 +409,20 @@ class AgentRuntime(Agent):
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
         try:
-            if self._tracing is None:
-                stop = await self._run_turn(session, turn, request.prompt)
-            else:
-                with self._tracing.turn(
-                    session_id=session.session_id,
-                    turn_id=turn.turn_id,
-                    parent=TraceContext.from_meta(request.meta),
-                ):
+            async with self._ownership.turn(
+                session.session_id,
+                session.last_seq,
+                start_soon=self.client.connection.start_soon,
+            ):
+                if self._tracing is None:
                     stop = await self._run_turn(session, turn, request.prompt)
+                else:
+                    with self._tracing.turn(
+                        session_id=session.session_id,
+                        turn_id=turn.turn_id,
+                        parent=TraceContext.from_meta(request.meta),
+                    ):
+                        stop = await self._run_turn(session, turn, request.prompt)
         finally:
             if session.turn is turn:
                 session.turn = None

@@ -400,6 +400,8 @@ class SessionTable:
             self.live[session_id] = live
             self._attach(live)
             return live
+        # Another process may have continued the session since it went live here.
+        live.pipeline.continue_after(record.last_seq)
         live.cwd = record.cwd
         live.additional_directories = record.additional_directories
         live.mcp_servers = tuple(mcp_servers)

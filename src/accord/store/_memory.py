@@ -243,7 +243,12 @@ class MemorySessionStore:
         self._sessions.pop(session_id, None)
 
     async def claim_session(
-        self, session_id: str, owner: str, *, lease_seconds: float
+        self,
+        session_id: str,
+        owner: str,
+        *,
+        lease_seconds: float,
+        replacing: str | None = None,
     ) -> SessionClaim:
         """See :meth:`SessionStore.claim_session`."""
         check_lease(lease_seconds)
@@ -252,7 +257,7 @@ class MemorySessionStore:
         entry = self._entry(session_id)
         now = datetime.now(UTC)
         held = entry.claim
-        if held is None or held.owner == owner or held.expires_at <= now:
+        if held is None or held.owner in (owner, replacing) or held.expires_at <= now:
             held = SessionClaim(
                 owner=owner,
                 expires_at=now + timedelta(seconds=lease_seconds),

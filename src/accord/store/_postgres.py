@@ -491,7 +491,12 @@ class PostgresSessionStore:
         await self._call(delete)
 
     async def claim_session(
-        self, session_id: str, owner: str, *, lease_seconds: float
+        self,
+        session_id: str,
+        owner: str,
+        *,
+        lease_seconds: float,
+        replacing: str | None = None,
     ) -> SessionClaim:
         """See :meth:`SessionStore.claim_session`.
 
@@ -507,8 +512,9 @@ class PostgresSessionStore:
                     " owner_expires_at = now() + make_interval(secs => %s),"
                     " version = version + 1"
                     " WHERE session_id = %s"
-                    " AND (owner IS NULL OR owner = %s OR owner_expires_at <= now())",
-                    (owner, lease_seconds, session_id, owner),
+                    " AND (owner IS NULL OR owner = %s OR owner = %s"
+                    " OR owner_expires_at <= now())",
+                    (owner, lease_seconds, session_id, owner, replacing),
                 )
                 row = conn.execute(
                     "SELECT owner, owner_expires_at, last_seq FROM accord_sessions"

@@ -145,13 +145,20 @@ class SessionStore(Protocol):
         ...
 
     async def claim_session(
-        self, session_id: str, owner: str, *, lease_seconds: float
+        self,
+        session_id: str,
+        owner: str,
+        *,
+        lease_seconds: float,
+        replacing: str | None = None,
     ) -> SessionClaim:
         """Take, or renew, the lease on running ``session_id``'s turns for ``owner``.
 
         Granted when nobody holds the lease, ``owner`` already does (a renewal: the expiry
-        moves to now + ``lease_seconds``), or the holder's lease has expired (a process that
-        died). Otherwise the current holder is left alone. Either way the result says who
+        moves to now + ``lease_seconds``), the holder's lease has expired (a process that
+        died), or the holder is ``replacing`` (a holder the caller knows to be dead, such as
+        a process of the same machine that no longer exists). Otherwise the current holder is
+        left alone. Either way the result says who
         holds the lease now; ``claim.held_by(owner)`` tells whether it was granted.
 
         Raises:

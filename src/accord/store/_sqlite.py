@@ -218,14 +218,18 @@ class SqliteSessionStore:
         await self._call(lambda db: ops.delete(db, session_id))
 
     async def claim_session(
-        self, session_id: str, owner: str, *, lease_seconds: float
+        self,
+        session_id: str,
+        owner: str,
+        *,
+        lease_seconds: float,
+        replacing: str | None = None,
     ) -> SessionClaim:
         """See :meth:`SessionStore.claim_session` (leases run on this machine's clock)."""
         check_lease(lease_seconds)
         lease = int(lease_seconds * 1_000_000)
-        return await self._call(
-            lambda db: ops.claim(db, session_id, owner, to_micros(datetime.now(UTC)), lease)
-        )
+        now = to_micros(datetime.now(UTC))
+        return await self._call(lambda db: ops.claim(db, session_id, owner, now, lease, replacing))
 
     async def release_session(self, session_id: str, owner: str) -> None:
         """See :meth:`SessionStore.release_session`."""

@@ -319,14 +319,19 @@ def delete(db: sqlite3.Connection, session_id: str) -> None:
 
 
 def claim(
-    db: sqlite3.Connection, session_id: str, owner: str, now: int, lease: int
+    db: sqlite3.Connection,
+    session_id: str,
+    owner: str,
+    now: int,
+    lease: int,
+    replacing: str | None,
 ) -> SessionClaim:
     """Take or renew ``owner``'s lease (times in microseconds; see ``claim_session``)."""
     with _transaction(db):
         db.execute(
             "UPDATE sessions SET owner = ?, owner_expires_at = ? WHERE session_id = ?"
-            " AND (owner IS NULL OR owner = ? OR owner_expires_at <= ?)",
-            (owner, now + lease, session_id, owner, now),
+            " AND (owner IS NULL OR owner = ? OR owner = ? OR owner_expires_at <= ?)",
+            (owner, now + lease, session_id, owner, replacing, now),
         )
         row = db.execute(
             "SELECT owner, owner_expires_at, last_seq FROM sessions WHERE session_id = ?",
