@@ -35,8 +35,16 @@ test: setup schema interop-deps lint typecheck
 bench: setup
 	$(PY) benchmarks/bench_protocol.py
 
-demo: setup
+# The demo needs accord and its coding agent only, not the dev tools; pip shows its progress.
+demo: $(VENV)/.demo-installed
 	$(PY) scripts/demo.py
+
+$(VENV)/.demo-installed: pyproject.toml
+	@echo "==> creating $(VENV) (a Python virtual environment)"
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@echo "==> installing accord with its coding agent: pip install -e '.[coder]'"
+	$(PY) -m pip install --progress-bar on -e ".[coder]"
+	@touch $@
 
 clean:
 	rm -rf $(VENV) .schema-cache .interop .pytest_cache .ruff_cache

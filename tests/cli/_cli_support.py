@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import select
 import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = (
     "accord",
     "agent",
     "json_lines",
+    "on_a_terminal",
     "start_accord",
 )
 
@@ -39,7 +42,7 @@ ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 #: The ``accord`` command.
 ACCORD = (sys.executable, "-m", "accord.cli")
 #: Two Python processes start and import pydantic models: generous on a busy machine.
-TIMEOUT = 30.0
+TIMEOUT = 60.0
 
 
 def agent(script: str | Path, *args: str) -> str:
@@ -48,16 +51,24 @@ def agent(script: str | Path, *args: str) -> str:
     return shlex.join([sys.executable, str(path), *args])
 
 
-def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("ECHO_DELAY", "COLUMNS")}
-    env.update(extra or {})
+def _env(extra: Mapping[str, str | None] | None) -> dict[str, str]:
+    """This process's environment for ``accord``, with ``extra`` over it (None: removed)."""
+    # No colour unless a test asks (NO_COLOR=""), no user config file, no inherited model.
+    dropped = ("ECHO_DELAY", "COLUMNS", "NO_COLOR", "ACCORD_MODEL", "ACCORD_BASE_URL")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["ACCORD_CONFIG"] = os.devnull + ".missing"  # never the user's own config file
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 
 def accord(
     *args: str,
     cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``accord ARGS`` to the end (stdin is not a terminal) and return what it did."""
@@ -83,7 +94,7 @@ def _default_sigint() -> None:
 
 
 def start_accord(
-    *args: str, env: Mapping[str, str] | None = None, **popen: Any
+    *args: str, env: Mapping[str, str | None] | None = None, **popen: Any
 ) -> subprocess.Popen[bytes]:
     """Start ``accord ARGS`` (stdin not a terminal, output piped, unless ``popen`` says else)."""
     options: dict[str, Any] = {
@@ -156,3 +167,28 @@ class OutputReader:
         while not self.closed:
             self._read_some(deadline)
         return self.text
+
+
+@contextmanager
+def on_a_terminal(
+    *args: str, env: Mapping[str, str | None] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], OutputReader, int]]:
+    """Run ``accord ARGS`` with stdin, stdout and stderr on a pseudo-terminal.
+
+    Yields the process, a reader of everything it shows, and the terminal's master side to
+    type into. The terminal is closed, and the process killed if still running, on exit.
+    """
+    master, slave = pty.openpty()
+    try:
+        process = start_accord(
+            *args, env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+        )
+    finally:
+        os.close(slave)
+    try:
+        yield process, OutputReader(master), master
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)

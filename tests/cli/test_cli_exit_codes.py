@@ -37,13 +37,15 @@ def test_exit_codes_are_the_documented_ones() -> None:
 def test_done_is_0() -> None:
     done = accord("run", "--agent", agent(ECHO_AGENT), "all good")
     assert done.returncode == ExitCode.OK
-    assert done.stdout == "all good\n[end_turn]\n"
+    assert done.stdout.startswith("all good\n[done, session ")
 
 
 def test_refusal_is_5() -> None:
     done = accord("run", "--agent", agent("refusal_agent"), "do something bad")
     assert done.returncode == ExitCode.REFUSED
-    assert done.stdout == "I cannot help with that.\n[refusal]\n"
+    assert done.stdout.startswith(
+        "I cannot help with that.\n[the agent refused the prompt (refusal), session "
+    )
     assert done.stderr == ""
 
 
@@ -52,8 +54,7 @@ def test_agent_crash_mid_turn_is_3_with_its_exit_code_and_stderr() -> None:
     done = accord("run", "--agent", command, "hello")
     assert done.returncode == ExitCode.AGENT_FAILED
     assert done.stdout == "partial\n"  # what arrived, with its line ended
-    assert done.stderr.startswith(f"accord: {command!r} failed: ")
-    assert "exited with code 7" in done.stderr
+    assert done.stderr.startswith(f"accord: {command!r} exited with code 7; the end of its")
     assert "RuntimeError: model exploded" in done.stderr  # the tail of the agent's stderr
 
 
@@ -77,8 +78,9 @@ def test_missing_agent_program_is_3_with_a_clear_message(tmp_path: Path) -> None
     missing = tmp_path / "no-such-agent"
     done = accord("run", "--agent", f"{missing} --acp", "hello")
     assert done.returncode == ExitCode.AGENT_FAILED
-    assert done.stderr.startswith(f"accord: '{missing} --acp' failed: ")
-    assert "No such file or directory" in done.stderr
+    assert done.stderr == (
+        f"accord: '{missing} --acp' could not be started: No such file or directory: {missing}\n"
+    )
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
 
@@ -86,8 +88,8 @@ def test_missing_agent_program_is_3_with_a_clear_message(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("", "accord: --agent is empty: give the agent's command line\n"),
-        ("   ", "accord: --agent is empty: give the agent's command line\n"),
+        ("", "accord: --agent is empty: give an agent name or its command line\n"),
+        ("   ", "accord: --agent is empty: give an agent name or its command line\n"),
         (
             "'unbalanced",
             'accord: --agent "\'unbalanced" is not a valid command line: No closing quotation\n',
@@ -104,9 +106,16 @@ def test_bad_agent_command_line_is_1(value: str, message: str) -> None:
 
 
 def test_unparsable_command_line_is_2() -> None:
-    done = accord("run", "--agent", agent(ECHO_AGENT))  # no prompt
+    done = accord("run", "--agent", agent(ECHO_AGENT), "--frobnicate", "hi")
     assert done.returncode == ExitCode.USAGE
-    assert "the following arguments are required: prompt" in done.stderr
+    assert "unrecognized arguments: --frobnicate" in done.stderr
+
+
+def test_options_are_never_abbreviated() -> None:
+    """``--mod`` is not taken for ``--model`` (nor ``--mode``)."""
+    done = accord("run", "--agent", agent(ECHO_AGENT), "--mod", "x", "hi")
+    assert done.returncode == ExitCode.USAGE
+    assert "unrecognized arguments: --mod" in done.stderr
 
 
 # ---------------------------------------------------------------------- Ctrl-C
@@ -141,11 +150,12 @@ def test_ctrl_c_sends_session_cancel_and_exits_130() -> None:
     rest, err = _finish(process)
     out = early + rest
     assert process.returncode == ExitCode.CANCELLED
-    assert err == "\naccord: cancelling (Ctrl-C again to quit now)\n"
+    assert err == "accord: cancelling (Ctrl-C again to quit now)\n"
     # The echo agent answers "cancelled" only when session/cancel reached it in the turn.
-    assert out.endswith("\n[cancelled]\n")
+    reply, summary = out.removesuffix("\n").rsplit("\n", 1)
+    assert summary.startswith("[cancelled, session ")
     assert words[-1] not in out
-    streamed = out.removesuffix("\n[cancelled]\n").split()
+    streamed = reply.split()
     assert streamed == words[: len(streamed)]
 
 
@@ -180,7 +190,10 @@ def test_second_ctrl_c_quits_without_waiting_for_the_agent(
     out, err = _finish(process)
     assert process.returncode == ExitCode.CANCELLED
     assert out == "working\n"  # no stop reason: the turn never ended
-    assert stderr.text + err == "\naccord: cancelling (Ctrl-C again to quit now)\n"
+    assert stderr.text + err == (
+        "accord: cancelling (Ctrl-C again to quit now)\n"
+        "accord: quit without waiting for the agent\n"
+    )
     ready.read_to_end()  # end of file: the agent process has exited
 
 

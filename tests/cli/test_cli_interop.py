@@ -41,33 +41,35 @@ def sdk_agent() -> str:
 BEFORE_THE_QUESTION = [
     "I'll help you with that. Let me start by reading some files to understand the current "
     "situation.",
-    "[tool pending] read: Reading project files",
-    "[tool completed] read: Reading project files (# My Project)",
+    "[tool completed] read: Reading project files",
     " Now I understand the project structure. I need to make some changes to improve it.",
-    "[tool pending] edit: Modifying critical configuration file",
-    "[permission?] edit: Modifying critical configuration file "
-    "(Allow this change, Skip this change)",
+    "[permission?] edit: Modifying critical configuration file",
+    "  path: /home/user/project/config.json",
+    '  input: {"path":"/home/user/project/config.json",'
+    '"content":"{\\"database\\": {\\"host\\": \\"new-host\\"}}"}',
 ]
 
 
 def test_approve_all_lets_the_sdk_agent_edit(sdk_agent: str) -> None:
     done = accord("run", "--agent", sdk_agent, "--approve-all", "improve my project", timeout=45)
     assert done.returncode == ExitCode.OK, done.stderr
-    assert done.stdout.splitlines() == [
+    *lines, summary = done.stdout.splitlines()
+    assert lines == [
         *BEFORE_THE_QUESTION,
-        "[permission] Allow this change",
+        "[permission] allowed once",
         "[tool completed] edit: Modifying critical configuration file",
         " Perfect! I've successfully updated the configuration. The changes have been applied.",
-        "[end_turn]",
     ]
+    assert summary.startswith("[done, session ")
 
 
 def test_deny_all_makes_the_sdk_agent_skip_the_edit(sdk_agent: str) -> None:
     done = accord("run", "--agent", sdk_agent, "--deny-all", "improve my project", timeout=45)
     assert done.returncode == ExitCode.PERMISSION_REFUSED, done.stderr
-    assert done.stdout.splitlines() == [
+    *lines, summary = done.stdout.splitlines()
+    assert lines == [
         *BEFORE_THE_QUESTION,
-        "[permission] Skip this change",
+        "[permission] refused",
         " I understand you prefer not to make that change. I'll skip the configuration update.",
-        "[end_turn]",
     ]
+    assert summary.startswith("[done, session ")

@@ -8,15 +8,12 @@ line whether it was allowed; a refused permission makes the exit code 4.
 from __future__ import annotations
 
 import os
-import pty
 import signal
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+import pyte
 import pytest
-from _cli_support import TIMEOUT, OutputReader, accord, agent, start_accord
+from _cli_support import TIMEOUT, accord, agent, on_a_terminal
 
 from accord.cli import ExitCode
 
@@ -32,9 +29,9 @@ NO_TERMINAL = (
 @pytest.mark.parametrize(
     ("flags", "chosen", "agent_says", "exit_code"),
     [
-        (["--approve-all"], "Allow once", GRANTED, ExitCode.OK),
-        (["--deny-all"], "Reject", "Permission refused (reject): nothing changed.", 4),
-        ([], "Reject", "Permission refused (reject): nothing changed.", 4),
+        (["--approve-all"], "allowed once", GRANTED, ExitCode.OK),
+        (["--deny-all"], "refused", "Permission refused (reject): nothing changed.", 4),
+        ([], "refused", "Permission refused (reject): nothing changed.", 4),
     ],
     ids=["approve-all", "deny-all", "no-terminal"],
 )
@@ -45,7 +42,7 @@ def test_permission_policy_decides_and_sets_the_exit_code(
     assert done.returncode == exit_code, done.stderr
     lines = done.stdout.splitlines()
     assert f"[permission] {chosen}" in lines
-    assert lines[-2:] == [agent_says, "[end_turn]"]
+    assert lines[-2:] == [agent_says, "[done, session workflow-1]"]
     assert done.stderr == ("" if flags else NO_TERMINAL)
 
 
@@ -56,14 +53,14 @@ def test_refused_permission_exit_code_is_documented() -> None:
 def test_without_a_terminal_the_refusal_notice_is_given_once() -> None:
     done = accord("run", "--agent", agent("workflow_agent", "--twice"), "go")
     assert done.returncode == ExitCode.PERMISSION_REFUSED
-    assert done.stdout.splitlines().count("[permission] Reject") == 2
+    assert done.stdout.splitlines().count("[permission] refused") == 2
     assert done.stderr == NO_TERMINAL
 
 
 def test_deny_all_refuses_every_request() -> None:
     done = accord("run", "--agent", agent("workflow_agent", "--twice"), "--deny-all", "go")
     assert done.returncode == ExitCode.PERMISSION_REFUSED
-    assert done.stdout.splitlines().count("[permission] Reject") == 2
+    assert done.stdout.splitlines().count("[permission] refused") == 2
     assert done.stderr == ""
 
 
@@ -74,98 +71,102 @@ def test_approve_all_and_deny_all_exclude_each_other() -> None:
     assert done.stdout == ""
 
 
-@contextmanager
-def on_a_terminal(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], OutputReader, int]]:
-    """Run ``accord ARGS`` with stdin, stdout and stderr on a pseudo-terminal.
-
-    Yields the process, a reader of everything it shows, and the terminal's master side to
-    type into. The terminal is closed, and the process killed if still running, on exit.
-    """
-    master, slave = pty.openpty()
-    try:
-        process = start_accord(
-            *args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
-        )
-    finally:
-        os.close(slave)
-    try:
-        yield process, OutputReader(master), master
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        os.close(master)
-
-
 BEFORE_THE_QUESTION = [
     "[plan 0/2 done] now: Read config.toml",
     "Looking at config.toml.",
-    "[tool pending] edit: Update config.toml",
-    "[permission?] edit: Update config.toml (Allow once, Always allow, Reject)",
-    "",
-    "The agent asks permission: Update config.toml (edit)",
-    "  1. Allow once [allow_once]",
-    "  2. Always allow [allow_always]",
-    "  3. Reject [reject_once]",
+    "· edit: Update config.toml (pending)",
+    "[permission?] edit: Update config.toml",
 ]
-PROMPT = "Choose a number (Enter = refuse): "
+QUESTION = "Allow edit: Update config.toml? [y]es / [a]lways / [n]o: "
+RE_ASK = "Please answer one of: y, a, n"
+#: The terminal's language: UTF-8, so the marks are the Unicode ones.
+UTF8 = {"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+
+
+def screen_lines(data: bytes) -> list[str]:
+    """What the terminal shows: the non-empty lines of a pyte screen fed ``data``."""
+    screen = pyte.Screen(160, 60)
+    pyte.ByteStream(screen).feed(data)
+    return [
+        line.rstrip()
+        for line in screen.display
+        if line.strip() and not line.startswith("accord: waiting for ")
+    ]
 
 
 @pytest.mark.parametrize(
-    ("answer", "chosen", "granted"),
+    ("answers", "chosen", "granted"),
     [
-        ("1", "Allow once", True),
-        ("2", "Always allow", True),
-        ("3", "Reject", False),
-        ("", "Reject", False),
-        ("9", "Reject", False),
+        (["y"], "allowed once", True),
+        (["a"], "allowed always", True),
+        (["n"], "refused", False),
+        (["", "9", "yes please", "y"], "allowed once", True),
+        (["N", "no"], "refused", False),
     ],
-    ids=["allow-once", "allow-always", "reject", "enter", "out-of-range"],
+    ids=["yes", "always", "no", "re-asked-until-valid", "absent-never-re-asked"],
 )
 def test_on_a_terminal_the_question_is_asked(
-    tmp_path: Path, answer: str, chosen: str, granted: bool
+    tmp_path: Path, answers: list[str], chosen: str, granted: bool
 ) -> None:
-    """The question comes after the lines leading up to it; the answer decides."""
+    """The question comes after the lines leading up to it, by option kind; re-asked on
+    anything else; the answer decides."""
     command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
-    with on_a_terminal(*command) as (process, out, keys):
-        out.wait_for(PROMPT)
-        os.write(keys, answer.encode() + b"\n")
-        screen = out.read_to_end()
+    with on_a_terminal(*command, env=UTF8) as (process, out, keys):
+        for answer in answers:
+            asked = out.text.count(QUESTION)
+            out.wait_for(lambda text, asked=asked: text.count(QUESTION) > asked)
+            os.write(keys, answer.encode() + b"\n")
+        out.read_to_end()
         assert process.wait(timeout=TIMEOUT) == (0 if granted else 4)
     if granted:
         outcome = [
-            f"[tool completed] edit: Update config.toml (edits {tmp_path}/config.toml)",
+            "✓ edit: Update config.toml",
+            f"--- a{tmp_path}/config.toml",
+            f"+++ b{tmp_path}/config.toml",
+            "@@ -1 +1 @@",
+            "-debug = false",
+            "+debug = true",
             "[plan 2/2 done]",
             GRANTED,
         ]
     else:
-        outcome = [
-            "[tool failed] edit: Update config.toml",
-            "Permission refused (reject): nothing changed.",
-        ]
-    assert screen.splitlines() == [
+        outcome = ["✗ edit: Update config.toml", "Permission refused (reject): nothing changed."]
+    asked: list[str] = []
+    for answer in answers:
+        asked += [f"{QUESTION}{answer}".rstrip(), RE_ASK]
+    assert screen_lines(out.data) == [
         *BEFORE_THE_QUESTION,
-        PROMPT + answer,  # the terminal echoes what was typed
+        *asked[:-1],  # the terminal echoes what was typed
         f"[permission] {chosen}",
         *outcome,
-        "[end_turn]",
+        "[done, session workflow-1]",
     ]
+
+
+def test_end_of_input_at_the_question_refuses(tmp_path: Path) -> None:
+    command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
+    with on_a_terminal(*command, env=UTF8) as (process, out, keys):
+        out.wait_for(QUESTION)
+        os.write(keys, b"\x04")  # Ctrl-D
+        out.read_to_end()
+        assert process.wait(timeout=TIMEOUT) == ExitCode.PERMISSION_REFUSED
+    assert "[permission] refused" in screen_lines(out.data)
 
 
 def test_ctrl_c_during_the_question_cancels_the_turn_and_exits(tmp_path: Path) -> None:
     """The abandoned question does not keep ``accord`` alive waiting for a line."""
     command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
-    with on_a_terminal(*command) as (process, out, _):
-        out.wait_for(PROMPT)
+    with on_a_terminal(*command, env=UTF8) as (process, out, _):
+        out.wait_for(QUESTION)
         process.send_signal(signal.SIGINT)
-        screen = out.read_to_end()
+        out.read_to_end()
         assert process.wait(timeout=TIMEOUT) == ExitCode.CANCELLED
-    assert screen.splitlines() == [
+    assert screen_lines(out.data) == [
         *BEFORE_THE_QUESTION,
-        PROMPT,
+        QUESTION.rstrip(),
         "accord: cancelling (Ctrl-C again to quit now)",
         "[permission] cancelled",
-        "[tool failed] edit: Update config.toml",
+        "✗ edit: Update config.toml",
         "Permission refused (cancelled): nothing changed.",
-        "[cancelled]",
+        "[cancelled, session workflow-1]",
     ]

@@ -6,6 +6,7 @@ Every test runs the real command (``python -m accord.cli``) against an agent scr
 
 from __future__ import annotations
 
+import re
 import signal
 from pathlib import Path
 
@@ -18,10 +19,14 @@ from accord.schema import SessionNotification
 pytestmark = pytest.mark.subprocess
 
 
-def test_plain_output_is_the_streamed_text_then_the_stop_reason() -> None:
+def test_plain_output_is_the_streamed_text_then_the_summary() -> None:
+    """The stop reason in words and the session id; no colours or control codes in a pipe."""
     done = accord("run", "--agent", agent(ECHO_AGENT), "hello there, echo agent")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "hello there, echo agent\n[end_turn]\n"
+    reply, summary = done.stdout.splitlines()
+    assert reply == "hello there, echo agent"
+    assert re.fullmatch(r"\[done, session [0-9a-f-]{36}\]", summary)
+    assert "\x1b" not in done.stdout
     assert done.stderr == ""
 
 
@@ -33,13 +38,17 @@ def test_plain_output_shows_plan_tool_call_diff_and_permission_as_lines(tmp_path
     assert done.stdout.splitlines() == [
         "[plan 0/2 done] now: Read config.toml",
         "Looking at config.toml.",
-        "[tool pending] edit: Update config.toml",
-        "[permission?] edit: Update config.toml (Allow once, Always allow, Reject)",
-        "[permission] Allow once",
-        f"[tool completed] edit: Update config.toml (edits {tmp_path}/config.toml)",
+        "[permission?] edit: Update config.toml",
+        "[permission] allowed once",
+        "[tool completed] edit: Update config.toml",  # one line per tool call, once it ends
+        f"--- a{tmp_path}/config.toml",
+        f"+++ b{tmp_path}/config.toml",
+        "@@ -1 +1 @@",
+        "-debug = false",
+        "+debug = true",
         "[plan 2/2 done]",
         "Permission granted: config.toml updated.",
-        "[end_turn]",
+        "[done, session workflow-1]",
     ]
     assert done.stderr == ""
 
@@ -56,7 +65,7 @@ def test_plain_output_streams_as_the_reply_arrives() -> None:
         early = out.wait_for("word2")
         assert words[-1] not in early
         assert process.poll() is None  # still running: the output was not held back
-        assert out.read_to_end() == " ".join(words) + "\n[end_turn]\n"
+        assert out.read_to_end().startswith(" ".join(words) + "\n[done, session ")
         assert process.wait(timeout=10) == 0
     finally:
         if process.poll() is None:
@@ -81,7 +90,17 @@ def test_json_prints_each_update_as_one_json_line(
         "go",
     )
     assert done.returncode == 0, done.stderr
-    lines = json_lines(done.stdout)
+    *lines, result = json_lines(done.stdout)
+    assert result == {
+        "result": {
+            "exitCode": 0,
+            "stopReason": "end_turn",
+            "sessionId": "workflow-1",
+            "usage": None,
+            "text": "Looking at config.toml.Permission granted: config.toml updated.",
+            "error": None,
+        }
+    }
     for line in lines:
         assert set(line) == {"sessionId", "update"}
         assert line["sessionId"] == "workflow-1"
@@ -109,7 +128,8 @@ def test_json_prints_each_update_as_one_json_line(
 def test_json_text_chunks_add_up_to_the_reply() -> None:
     done = accord("run", "--json", "--agent", agent(ECHO_AGENT), "a few words here")
     assert done.returncode == 0, done.stderr
-    lines = json_lines(done.stdout)
+    *lines, result = json_lines(done.stdout)
+    assert result["result"]["text"] == "a few words here"
     assert {line["update"]["sessionUpdate"] for line in lines} == {"agent_message_chunk"}
     assert "".join(line["update"]["content"]["text"] for line in lines) == "a few words here"
 
@@ -118,7 +138,8 @@ def test_json_keeps_permission_notices_off_stdout() -> None:
     """Refused without a terminal: the notice goes to stderr, stdout stays pure JSON."""
     done = accord("run", "--json", "--agent", agent("workflow_agent"), "go")
     assert done.returncode == 4
-    lines = json_lines(done.stdout)
+    *lines, result = json_lines(done.stdout)
+    assert result["result"]["exitCode"] == 4
     assert all(set(line) == {"sessionId", "update"} for line in lines)
     assert lines[-1]["update"]["content"]["text"] == "Permission refused (reject): nothing changed."
     assert "permission requests are refused" in done.stderr
@@ -129,7 +150,7 @@ def test_cwd_is_the_session_cwd(tmp_path: Path) -> None:
     project.mkdir()
     done = accord("run", "--agent", agent("cwd_agent"), "--cwd", str(project), "where?")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"session cwd: {project}\n[end_turn]\n"
+    assert done.stdout.splitlines()[0] == f"session cwd: {project}"
 
 
 def test_relative_cwd_is_made_absolute(tmp_path: Path) -> None:
@@ -137,14 +158,14 @@ def test_relative_cwd_is_made_absolute(tmp_path: Path) -> None:
     (root / "sub").mkdir()
     done = accord("run", "--agent", agent("cwd_agent"), "--cwd", "sub", "where?", cwd=root)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"session cwd: {root / 'sub'}\n[end_turn]\n"
+    assert done.stdout.splitlines()[0] == f"session cwd: {root / 'sub'}"
 
 
 def test_without_cwd_the_session_cwd_is_the_current_directory(tmp_path: Path) -> None:
     root = tmp_path.resolve()
     done = accord("run", "--agent", agent("cwd_agent"), "where?", cwd=root)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"session cwd: {root}\n[end_turn]\n"
+    assert done.stdout.splitlines()[0] == f"session cwd: {root}"
 
 
 def test_a_missing_cwd_is_a_local_error(tmp_path: Path) -> None:
@@ -153,3 +174,13 @@ def test_a_missing_cwd_is_a_local_error(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr == f"accord: --cwd {missing} is not a directory\n"
     assert done.stdout == ""
+
+
+def test_json_ends_with_a_result_record_even_when_the_agent_fails() -> None:
+    done = accord("run", "--json", "--agent", agent("crash_agent", "--exit", "7"), "hello")
+    assert done.returncode == 3
+    *_, result = json_lines(done.stdout)
+    record = result["result"]
+    assert (record["exitCode"], record["stopReason"]) == (3, None)
+    assert "exited with code 7" in record["error"]
+    assert done.stderr.startswith("accord: ")

@@ -34,7 +34,9 @@ class Store:
         done = accord("run", "--agent", self.agent, "--cwd", str(cwd or self.alpha), *args)
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
-        return done.stdout
+        *reply, summary = done.stdout.splitlines()
+        assert summary.startswith("[done, session ")
+        return "\n".join(reply) + "\n"
 
 
 @pytest.fixture
@@ -45,8 +47,8 @@ def store(tmp_path: Path) -> Store:
 @pytest.fixture
 def two_sessions(store: Store) -> Store:
     """``s1`` in alpha ("first"), then ``s2`` in beta ("other")."""
-    assert store.run("first") == "[s1] turn 1: first\n[end_turn]\n"
-    assert store.run("other", cwd=store.beta) == "[s2] turn 1: other\n[end_turn]\n"
+    assert store.run("first") == "[s1] turn 1: first\n"
+    assert store.run("other", cwd=store.beta) == "[s2] turn 1: other\n"
     return store
 
 
@@ -108,13 +110,10 @@ def test_no_sessions(store: Store) -> None:
 
 
 def test_session_continues_a_stored_session(two_sessions: Store) -> None:
-    assert (
-        two_sessions.run("--session", "s1", "second")
-        == "[s1] turn 2: second (earlier: first)\n[end_turn]\n"
-    )
+    assert two_sessions.run("--session", "s1", "second") == "[s1] turn 2: second (earlier: first)\n"
     assert (
         two_sessions.run("--session", "s1", "third")
-        == "[s1] turn 3: third (earlier: first / second)\n[end_turn]\n"
+        == "[s1] turn 3: third (earlier: first / second)\n"
     )
     stored = json.loads(two_sessions.file.read_text())
     assert list(stored["sessions"]) == ["s1", "s2"]  # continued, not a new session
@@ -135,7 +134,8 @@ def test_session_with_json_prints_the_replay_then_the_turn(two_sessions: Store) 
         "second",
     )
     assert done.returncode == 0, done.stderr
-    lines = json_lines(done.stdout)
+    *lines, result = json_lines(done.stdout)
+    assert result["result"]["sessionId"] == "s1"
     assert {line["sessionId"] for line in lines} == {"s1"}
     assert [
         (line["update"]["sessionUpdate"], line["update"]["content"]["text"]) for line in lines
@@ -183,4 +183,59 @@ def test_sessions_with_a_missing_program_is_an_agent_failure(tmp_path: Path) -> 
 def test_sessions_with_an_empty_agent_is_a_usage_error() -> None:
     done = accord("sessions", "--agent", "")
     assert done.returncode == ExitCode.ERROR
-    assert done.stderr == "accord: --agent is empty: give the agent's command line\n"
+    assert done.stderr == "accord: --agent is empty: give an agent name or its command line\n"
+
+
+def test_sessions_show_prints_one_sessions_history(two_sessions: Store) -> None:
+    two_sessions.run("--session", "s1", "second")
+    done = accord("sessions", "--agent", two_sessions.agent, "show", "s1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "> first",
+        "[s1] turn 1: first",
+        "> second",
+        "[s1] turn 2: second (earlier: first)",
+    ]
+    as_json = accord("sessions", "--agent", two_sessions.agent, "show", "s1", "--json")
+    assert [line["update"]["sessionUpdate"] for line in json_lines(as_json.stdout)] == [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "user_message_chunk",
+        "agent_message_chunk",
+    ]
+
+
+def test_sessions_show_of_an_unknown_session_is_an_agent_error(store: Store) -> None:
+    done = accord("sessions", "--agent", store.agent, "show", "nope")
+    assert done.returncode == ExitCode.AGENT_FAILED
+    assert "no stored session nope" in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_sessions_delete_removes_sessions(two_sessions: Store) -> None:
+    done = accord("sessions", "--agent", two_sessions.agent, "delete", "s1", "nope")
+    assert done.returncode == ExitCode.AGENT_FAILED  # one of the two was not there
+    assert done.stdout == "deleted s1\n"
+    assert "session nope was not deleted: no stored session nope" in done.stderr
+    listed = accord("sessions", "--agent", two_sessions.agent)
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["s2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show"], "accord: accord sessions show takes one session id\n"),
+        (["show", "a", "b"], "accord: accord sessions show takes one session id\n"),
+        (["delete"], "accord: accord sessions delete takes one or more session ids\n"),
+    ],
+)
+def test_sessions_actions_need_their_ids(args: list[str], message: str) -> None:
+    done = accord("sessions", "--agent", agent(ECHO_AGENT), *args)
+    assert done.returncode == ExitCode.USAGE
+    assert done.stderr == message
+
+
+def test_sessions_delete_with_an_agent_that_cannot_delete_is_a_clear_error() -> None:
+    done = accord("sessions", "--agent", agent(ECHO_AGENT), "delete", "s1")
+    assert done.returncode == ExitCode.ERROR
+    assert "cannot delete sessions" in done.stderr

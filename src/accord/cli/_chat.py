@@ -13,8 +13,9 @@ import os
 import sys
 
 from ..client import AgentSpec
-from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
+from ._agent_spec import agent_spec, choose_agent, close_builtin_agent, describe_agent
 from ._exit_codes import ExitCode
+from ._settings import load
 
 __all__ = ("add_chat_parser", "chat_command")
 
@@ -55,7 +56,10 @@ def chat_command(args: argparse.Namespace) -> int:
 
         async def build() -> AgentSpec:
             try:
-                return agent_spec(args)
+                settings = load()
+                return agent_spec(
+                    choose_agent(args.agent, settings), args, settings, needs_model=False
+                )
             except ValueError as error:
                 spec_error.append(str(error))
                 raise

@@ -1,11 +1,17 @@
-"""``accord run``: send one prompt to an agent and stream the reply to the terminal.
+"""``accord run``: send one prompt to an agent and show the reply and the work as it happens.
 
-The reply is printed as it arrives: text inline, tool calls, diffs, plans and permission
-questions as readable lines (``--json``: every raw ``session/update`` as one JSON line).
+The prompt is the argument, or stdin (``-``, or piped with no argument), or ``--file``
+(after the argument when both are given). The reply is shown as it arrives by
+:class:`~._display.Display` (tool calls, diffs, plans, permission questions; every string
+from the agent neutralised), ending with a summary line (the stop reason in words, the
+session id, the usage); ``-q`` prints only the final answer, ``--json`` every raw
+``session/update`` as one JSON line and then one result record (see :func:`result_record`).
+
 Permission requests are answered by ``--approve-all`` / ``--deny-all``, or asked on the
-terminal when stdin is one (otherwise refused); so are the agent's questions (elicitation,
-:mod:`._elicit`: advertised only with a terminal) and, when ``session/new`` needs
-authentication, the agent's terminal auth method (:mod:`._signin`). Ctrl-C sends
+terminal when stdin is one (otherwise refused): see :mod:`._question`; so are the agent's
+questions (elicitation, :mod:`._elicit`: advertised only with a terminal) and, when
+``session/new`` needs authentication, the agent's terminal auth method (:mod:`._signin`).
+Ctrl-C sends
 ``session/cancel`` and waits for the agent to stop; a second Ctrl-C quits at once. The exit
 code says how it ended (see :class:`~accord.cli._main.ExitCode`).
 """
@@ -13,51 +19,140 @@ code says how it ended (see :class:`~accord.cli._main.ExitCode`).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
-import threading
-from collections import Counter
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 import anyio
 import orjson
-from anyio.from_thread import BlockingPortal
 
 from ..client import (
+    AgentConnection,
+    AgentSpec,
     AllowAll,
-    Cancel,
     ClientSession,
     DenyAll,
-    PermissionContext,
-    PermissionDecision,
     PermissionPolicy,
     PermissionRequested,
     PermissionResolved,
-    Select,
-    TurnRenderer,
     TurnResult,
     UpdateListener,
     connect,
 )
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
-from ._agent_spec import agent_spec, close_builtin_agent, describe_agent
+from ..transports import SubprocessTransport
+from ._agent_spec import (
+    AgentChoice,
+    AgentSpecError,
+    agent_spec,
+    builtin_model,
+    choose_agent,
+    close_builtin_agent,
+)
+from ._display import Display, colour_wanted
 from ._elicit import TerminalElicitation
 from ._exit_codes import ExitCode
+from ._neutralise import neutralise
+from ._question import RefuseWithNotice, TerminalQuestion, terminal_asker
+from ._report import explain_agent_error, report
+from ._settings import Settings, SettingsError, load
 from ._signin import SignedIn, can_sign_in, offer_terminal_auth
 
-__all__ = ("exit_code_for", "run_command")
+__all__ = ("exit_code_for", "read_prompt", "result_record", "run_command")
+
+#: Seconds ``initialize`` may take before a notice (on a terminal) says what is awaited.
+INITIALIZE_NOTICE = 3.0
+#: Seconds between spinner frames.
+SPINNER_INTERVAL = 0.1
+
+
+class _Failed(Exception):
+    """A failure already worded for the person: one line, and the exit code."""
+
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def read_prompt(args: argparse.Namespace, stdin: TextIO | None = None) -> str:
+    """The prompt: the argument, stdin (``-`` or piped with no argument), and/or ``--file``.
+
+    Raises:
+        ValueError: no prompt at all, an empty one, or an unreadable ``--file``.
+    """
+    source: TextIO = sys.stdin if stdin is None else stdin
+    parts: list[str] = []
+    prompt: str | None = args.prompt
+    if prompt == "-" or (prompt is None and args.file is None and not _isatty(source)):
+        parts.append(source.read())
+    elif prompt is not None:
+        parts.append(prompt)
+    if args.file == "-":
+        if prompt == "-":
+            raise ValueError("the prompt cannot be read from stdin twice (- and --file -)")
+        parts.append(source.read())
+    elif args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as file:
+                parts.append(file.read())
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+            raise ValueError(f"cannot read --file {args.file}: {reason}") from None
+    if not parts:
+        raise ValueError(
+            'give a prompt: accord run "PROMPT", or pipe it in (accord run - < file), '
+            "or --file PATH"
+        )
+    text = "\n\n".join(part.strip("\n") for part in parts)
+    if not text.strip():
+        where = (
+            "--file"
+            if args.file is not None and prompt is None
+            else ("stdin" if prompt in (None, "-") else "the argument")
+        )
+        raise ValueError(f"the prompt is empty (from {where})")
+    return text
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Run ``accord run`` and return its exit code."""
-    args.cwd = os.path.abspath(args.cwd or os.getcwd())
-    if not os.path.isdir(args.cwd):
-        print(f"accord: --cwd {args.cwd} is not a directory", file=sys.stderr)
+    try:
+        settings = load()
+    except SettingsError as error:
+        report(str(error))
         return ExitCode.ERROR
     try:
-        return anyio.run(_run, args, backend="asyncio")
+        prompt = read_prompt(args)
+    except ValueError as error:
+        report(str(error))
+        return ExitCode.ERROR
+    args.cwd = os.path.abspath(args.cwd or os.getcwd())
+    if not os.path.isdir(args.cwd):
+        report(f"--cwd {args.cwd} is not a directory")
+        return ExitCode.ERROR
+    args.add_dir = [os.path.abspath(path) for path in args.add_dir or ()]
+    for path in args.add_dir:
+        if not os.path.isdir(path):
+            report(f"--add-dir {path} is not a directory")
+            return ExitCode.ERROR
+    try:
+        choice = choose_agent(args.agent, settings)
+    except AgentSpecError as error:
+        report(str(error))
+        return ExitCode.ERROR
+    try:
+        return anyio.run(_run, args, settings, choice, prompt, backend="asyncio")
     except KeyboardInterrupt:  # Ctrl-C before the turn started (e.g. a slow initialize)
         print("\naccord: interrupted", file=sys.stderr)
         return ExitCode.CANCELLED
@@ -72,118 +167,36 @@ def exit_code_for(stop_reason: StopReason, *, permission_refused: bool) -> ExitC
     return ExitCode.PERMISSION_REFUSED if permission_refused else ExitCode.OK
 
 
-def _policy(args: argparse.Namespace) -> PermissionPolicy:
+def result_record(
+    *,
+    exit_code: int,
+    stop_reason: StopReason | None,
+    session_id: str | None,
+    usage: dict[str, Any] | None,
+    text: str,
+    error: str | None,
+) -> dict[str, Any]:
+    """The last line of ``--json``: ``{"result": {...}}`` (documented in the README)."""
+    return {
+        "result": {
+            "exitCode": exit_code,
+            "stopReason": stop_reason,
+            "sessionId": session_id,
+            "usage": usage,
+            "text": text,
+            "error": error,
+        }
+    }
+
+
+def _policy(args: argparse.Namespace, display: Display) -> PermissionPolicy:
     if args.approve_all:
         return AllowAll()
     if args.deny_all:
         return DenyAll()
     if sys.stdin.isatty():
-        return _TerminalQuestion()
-    return _RefuseWithNotice()
-
-
-class _RefuseWithNotice:
-    """Refuse every request, saying once why (no terminal to ask on)."""
-
-    def __init__(self) -> None:
-        self._told = False
-        self._deny = DenyAll()
-
-    async def decide(self, context: PermissionContext) -> PermissionDecision:
-        if not self._told:
-            self._told = True
-            print(
-                "accord: stdin is not a terminal, so permission requests are refused "
-                "(use --approve-all to allow them)",
-                file=sys.stderr,
-            )
-        return await self._deny.decide(context)
-
-
-#: How long a question waits for its request to be printed; only a request outside a turn
-#: (which the turn's output never shows) waits that long.
-_SHOW_WAIT = 2.0
-
-
-class _TerminalQuestion:
-    """Ask the person at the terminal, once the output shows the request.
-
-    The turn's events are printed by the main loop while the policy is called from the
-    connection: without waiting, the question could appear before the lines that lead up to
-    it, and those lines would then be printed into the question (or after the answer).
-    """
-
-    def __init__(self) -> None:
-        self._shown: Counter[str] = Counter()  # requests printed, per tool call id
-        self._asked: Counter[str] = Counter()
-        self._changed = anyio.Event()
-
-    def shown(self, event: PermissionRequested) -> None:
-        """The output now shows this request (and everything before it)."""
-        self._shown[event.tool_call.tool_call_id] += 1
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def decide(self, context: PermissionContext) -> PermissionDecision:
-        key = context.tool_call.tool_call_id
-        self._asked[key] += 1
-        with anyio.move_on_after(_SHOW_WAIT):
-            while self._shown[key] < self._asked[key]:
-                await self._changed.wait()
-        return await _ask_on_terminal(context)
-
-
-async def _ask_on_terminal(context: PermissionContext) -> PermissionDecision:
-    """Ask the person at the terminal to pick one of the agent's options."""
-    lines = [f"\nThe agent asks permission: {context.title or context.tool_call.tool_call_id}"]
-    if context.kind != "other":
-        lines[0] += f" ({context.kind})"
-    for number, option in enumerate(context.options, 1):
-        lines.append(f"  {number}. {option.name} [{option.kind}]")
-    lines.append("Choose a number (Enter = refuse): ")
-    answer = await _ask("\n".join(lines))
-    if answer.isdigit() and 1 <= int(answer) <= len(context.options):
-        return Select(context.options[int(answer) - 1].option_id)
-    refuse = context.option("reject_once", "reject_always")
-    return Select(refuse.option_id) if refuse is not None else Cancel()
-
-
-async def _ask(question: str) -> str:
-    """Write ``question`` to stderr and return the line typed in answer (stripped).
-
-    The blocking read runs in a daemon thread of its own, not in anyio's worker threads:
-    when Ctrl-C cancels the turn, the question is abandoned with the thread still waiting
-    for a line, and a non-daemon thread would keep the process from exiting until Enter.
-    """
-    answered = anyio.Event()
-    answer = ""
-
-    def read() -> None:
-        nonlocal answer
-        answer = _read_answer(question)
-        try:
-            portal.call(answered.set)
-        except RuntimeError:  # the portal is closed: nobody waits for this answer any more
-            pass
-
-    async with BlockingPortal() as portal:
-        threading.Thread(target=read, name="accord permission question", daemon=True).start()
-        await answered.wait()
-    return answer
-
-
-def _read_answer(question: str) -> str:
-    sys.stderr.write(question)
-    sys.stderr.flush()
-    # The file descriptor, not sys.stdin: an abandoned thread blocked here holds no lock
-    # that the interpreter would need at exit.
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk = os.read(sys.stdin.fileno(), 1024)
-        if not chunk:  # end of input (Ctrl-D)
-            break
-        line += chunk
-    return line.decode(errors="replace").strip()
+        return TerminalQuestion(display)
+    return RefuseWithNotice(display)
 
 
 def _json_printer(out: TextIO) -> UpdateListener:
@@ -194,94 +207,233 @@ def _json_printer(out: TextIO) -> UpdateListener:
     return print_update
 
 
-async def _run(args: argparse.Namespace) -> int:
-    try:
-        return await _run_once(args, sign_in=True)
-    except SignedIn:  # the agent's terminal auth method succeeded: once more
-        return await _run_once(args, sign_in=False)
+@dataclass
+class _Outcome:
+    code: int = ExitCode.ERROR
+    result: TurnResult | None = None
+    session_id: str | None = None
+    error: str | None = None
+    signed_in: bool = False  # the agent's terminal auth method ran: connect once more
 
 
-async def _run_once(args: argparse.Namespace, *, sign_in: bool) -> int:
-    cwd: str = args.cwd
+async def _run(
+    args: argparse.Namespace, settings: Settings, choice: AgentChoice, prompt: str
+) -> int:
     out = sys.stdout
-    refused = False
+    output = "json" if args.json else "quiet" if args.quiet else "text"
+    terminal = output == "text" and _isatty(out)
+    display = Display(
+        out if output == "text" else io.StringIO(),  # -q keeps only the final text
+        sys.stderr,
+        terminal=terminal,
+        colour=output == "text" and colour_wanted(out),
+        show_user=False,
+    )
+    outcome = _Outcome()
+    spec: AgentSpec | None = None
     try:
-        spec = agent_spec(args)
-    except (ValueError, AcpError) as error:
-        print(f"accord: {error}", file=sys.stderr)
-        return ExitCode.ERROR
-    listener = _json_printer(out) if args.json else None
-    policy = _policy(args)
-    question = policy if isinstance(policy, _TerminalQuestion) else None
-    written = ""  # the last text printed: does the output end mid-line?
+        spec = agent_spec(choice, args, settings, needs_model=True)
+    except (AgentSpecError, ValueError) as error:
+        outcome.error = str(error)
+    for sign_in in (True, False):  # once more after the agent's terminal auth ran
+        if spec is None:
+            break
+        waiting = anyio.CancelScope()
+        async with anyio.create_task_group() as background:
+            if terminal:
+                background.start_soon(_spin, display)
+            if _isatty(sys.stderr):
+                background.start_soon(_say_waiting, waiting, display, choice, args.timeout)
+            try:
+                await _connected(
+                    args,
+                    settings,
+                    choice,
+                    spec,
+                    prompt,
+                    display,
+                    output,
+                    outcome,
+                    waiting,
+                    sign_in=sign_in,
+                )
+            finally:
+                background.cancel_scope.cancel()
+                await close_builtin_agent(spec)
+        if not outcome.signed_in:
+            break
+        outcome = _Outcome()
+    if output != "json":
+        display.end()
+    if outcome.error is not None:
+        report(outcome.error)
+    elif output == "quiet":
+        text = display.final_text
+        out.write(neutralise(text) + ("" if text.endswith("\n") or not text else "\n"))
+    elif output == "text":
+        stop = outcome.result.stop_reason if outcome.result is not None else None
+        display.line(display.summary(stop, outcome.session_id))
+    if output == "json":
+        result = outcome.result
+        usage = result.usage.to_wire() if result is not None and result.usage else None
+        record = result_record(
+            exit_code=outcome.code,
+            stop_reason=result.stop_reason if result is not None else None,
+            session_id=outcome.session_id,
+            usage=usage,
+            text=result.text if result is not None else "",
+            error=outcome.error,
+        )
+        out.write(orjson.dumps(record).decode() + "\n")
+    out.flush()
+    return outcome.code
+
+
+async def _say_waiting(
+    waiting: anyio.CancelScope, display: Display, choice: AgentChoice, limit_seconds: float
+) -> None:
+    """Say what is being waited for, if ``initialize`` takes a while."""
+    with waiting:
+        await anyio.sleep(INITIALIZE_NOTICE)
+        limit = f"up to {limit_seconds:g} s" if limit_seconds else "no time limit"
+        display.notice(
+            f"accord: waiting for {neutralise(choice.name)} to start ({limit}; --timeout)"
+        )
+
+
+async def _spin(display: Display) -> None:
+    while True:
+        await anyio.sleep(SPINNER_INTERVAL)
+        display.tick()
+
+
+async def _connected(
+    args: argparse.Namespace,
+    settings: Settings,
+    choice: AgentChoice,
+    spec: AgentSpec,
+    prompt: str,
+    display: Display,
+    output: str,
+    outcome: _Outcome,
+    waiting: anyio.CancelScope,
+    *,
+    sign_in: bool,
+) -> None:
+    """Connect, open the session, run the turn; fill ``outcome`` (never raises a failure).
+
+    ``waiting`` is cancelled once the agent has answered ``initialize``; ``sign_in``: offer
+    the agent's terminal auth method if ``session/new`` asks for authentication.
+    """
+    ask = terminal_asker(display)
+    policy = _policy(args, display)
+    question = policy if isinstance(policy, TerminalQuestion) else None
+    listener = _json_printer(sys.stdout) if output == "json" else None
     try:
         async with connect(
             spec,
-            cwd=cwd,
+            cwd=args.cwd,
             fs=True,
             terminals=True,
             permission_policy=policy,
-            elicitation_policy=TerminalElicitation(_ask) if sys.stdin.isatty() else None,
+            elicitation_policy=TerminalElicitation(ask) if sys.stdin.isatty() else None,
             terminal_auth=can_sign_in(spec),
             update_listener=listener,
+            initialize_timeout=args.timeout or None,
         ) as conn:
-            if args.session:
-                try:
-                    session = await conn.load_session(args.session, cwd)
-                except LocalProtocolError as error:  # the agent does not offer session/load
-                    agent = describe_agent(args)
-                    print(
-                        f"accord: {agent} cannot continue session {args.session!r}: {error}",
-                        file=sys.stderr,
-                    )
-                    return ExitCode.ERROR
-            else:
-                try:
-                    session = await conn.new_session(cwd)
-                except RequestError as error:  # -32000: sign in first, if the agent says how
-                    signing_in = error.code == -32000 and sign_in
-                    if signing_in and await offer_terminal_auth(conn, spec, cwd, _ask):
-                        raise SignedIn from None
+            waiting.cancel()
+            try:
+                session = await _open_session(conn, args, choice)
+            except RequestError as error:  # -32000: sign in first, if the agent says how
+                if error.code != -32000 or not sign_in:
                     raise
-            renderer = TurnRenderer()
-            result: TurnResult | None = None
-            async with anyio.create_task_group() as task_group:
-                task_group.start_soon(_cancel_on_interrupt, session, task_group.cancel_scope)
-                async with session.stream(args.prompt) as stream:
-                    async for event in stream:
-                        if isinstance(event, PermissionResolved) and _is_refusal(event):
-                            refused = True
-                        if not args.json:
-                            text = renderer.render(event)
-                            if text:
-                                out.write(text)
-                                out.flush()
-                                written = text
-                        if question is not None and isinstance(event, PermissionRequested):
-                            question.shown(event)
-                    result = stream.result
-                task_group.cancel_scope.cancel()
-            _end_line(out, written)
-            if result is None:  # a second Ctrl-C: we left without waiting for the agent
-                return ExitCode.CANCELLED
-            return exit_code_for(result.stop_reason, permission_refused=refused)
+                if not await offer_terminal_auth(conn, spec, args.cwd, ask):
+                    raise
+                raise SignedIn from None
+            outcome.session_id = session.session_id
+            await _set_mode(session, args.mode)
+            await _turn(conn, session, prompt, display, question, output, outcome)
+    except SignedIn:
+        outcome.signed_in = True
+    except _Failed as failure:
+        outcome.error, outcome.code = str(failure), failure.code
     except LocalProtocolError as error:
-        _end_line(out, written)
-        print(f"accord: {error}", file=sys.stderr)
-        return ExitCode.ERROR
-    except (TransportError, RequestError, AcpError, OSError) as error:
-        _end_line(out, written)
-        print(f"accord: {describe_agent(args)} failed: {error}", file=sys.stderr)
-        return ExitCode.AGENT_FAILED
-    finally:
-        await close_builtin_agent(spec)
+        outcome.error, outcome.code = f"{choice.name}: {error}", ExitCode.ERROR
+    except (TransportError, AcpError, OSError, TimeoutError) as error:
+        model, base_url = builtin_model(args, settings)
+        outcome.error = explain_agent_error(
+            error, choice.name, model=model, base_url=base_url, builtin=choice.builtin
+        )
+        outcome.code = ExitCode.AGENT_FAILED
 
 
-def _end_line(out: TextIO, written: str) -> None:
-    """End the line the reply stopped in, so what follows (or the shell prompt) starts afresh."""
-    if written and not written.endswith("\n"):
-        out.write("\n")
-        out.flush()
+async def _open_session(
+    conn: AgentConnection, args: argparse.Namespace, choice: AgentChoice
+) -> ClientSession:
+    cwd: str = args.cwd
+    extra: list[str] = args.add_dir
+    session_id: str | None = args.session
+    if args.continue_:
+        if not conn.supports("sessionCapabilities", "list"):
+            raise _Failed(
+                f"{choice.name} cannot list its sessions, so --continue cannot find the last one",
+                ExitCode.ERROR,
+            )
+        latest = None
+        async for info in conn.iter_sessions(cwd):
+            if latest is None or (info.updated_at or "") > (latest.updated_at or ""):
+                latest = info
+        if latest is None:
+            raise _Failed(f"no earlier session in {cwd} to continue", ExitCode.ERROR)
+        session_id = latest.session_id
+    if session_id is None:
+        return await conn.new_session(cwd, additional_directories=extra)
+    try:
+        return await conn.load_session(session_id, cwd, additional_directories=extra)
+    except LocalProtocolError as error:  # the agent does not offer session/load
+        raise _Failed(
+            f"{choice.name} cannot continue session {session_id!r}: {error}", ExitCode.ERROR
+        ) from None
+
+
+async def _set_mode(session: ClientSession, mode: str | None) -> None:
+    if mode is None:
+        return
+    offered = [m.id for m in session.view.available_modes]
+    if not offered:
+        raise _Failed("the agent offers no modes, so --mode cannot be used", ExitCode.ERROR)
+    if mode not in offered:
+        names = ", ".join(offered)
+        raise _Failed(f"unknown --mode {mode!r}: the agent offers {names}", ExitCode.ERROR)
+    if session.view.current_mode_id != mode:
+        await session.set_mode(mode)
+
+
+async def _turn(
+    conn: AgentConnection,
+    session: ClientSession,
+    prompt: str,
+    display: Display,
+    question: TerminalQuestion | None,
+    output: str,
+    outcome: _Outcome,
+) -> None:
+    refused = False
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(_cancel_on_interrupt, conn, session, display)
+        async with session.stream(prompt) as stream:
+            async for event in stream:
+                if isinstance(event, PermissionResolved) and _is_refusal(event):
+                    refused = True
+                if output != "json":
+                    display.show(event)
+                if question is not None and isinstance(event, PermissionRequested):
+                    question.shown(event)
+            outcome.result = stream.result
+        task_group.cancel_scope.cancel()
+    result = outcome.result
+    assert result is not None
+    outcome.code = exit_code_for(result.stop_reason, permission_refused=refused)
 
 
 def _is_refusal(event: PermissionResolved) -> bool:
@@ -289,13 +441,31 @@ def _is_refusal(event: PermissionResolved) -> bool:
     return option is None or option.kind in ("reject_once", "reject_always")
 
 
-async def _cancel_on_interrupt(session: ClientSession, scope: anyio.CancelScope) -> None:
+async def _cancel_on_interrupt(
+    conn: AgentConnection, session: ClientSession, display: Display
+) -> None:
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         interrupted = False
         async for _ in signals:
             if interrupted:
-                scope.cancel()
-                return
+                display.end()
+                _quit_now(conn)
             interrupted = True
-            print("\naccord: cancelling (Ctrl-C again to quit now)", file=sys.stderr)
+            display.notice("accord: cancelling (Ctrl-C again to quit now)")
             await session.cancel()
+
+
+def _quit_now(conn: AgentConnection) -> None:
+    """The second Ctrl-C: ask a spawned agent to stop (SIGTERM) and exit without waiting."""
+    transport: object = conn.transport
+    while not isinstance(transport, SubprocessTransport) and hasattr(transport, "inner"):
+        transport = getattr(transport, "inner")  # noqa: B009 - a wrapper's inner transport
+    if isinstance(transport, SubprocessTransport):
+        pid = transport.pid
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    sys.stdout.flush()
+    print("accord: quit without waiting for the agent", file=sys.stderr, flush=True)
+    os._exit(ExitCode.CANCELLED)

@@ -32,9 +32,11 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ._exit_codes import ExitCode
+from ._report import CODER_EXTRA_MISSING, coder_extra_missing
 
 if TYPE_CHECKING:
     from ..coder import CoderRuntime
@@ -49,6 +51,8 @@ def build_agent(
     model: str | None = None,
     base_url: str | None = None,
     store: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    warn: bool = True,
     activity: str | None = None,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
@@ -56,7 +60,9 @@ def build_agent(
     ``store`` is a SQLite file or a ``postgresql://`` URL (``None``: the default SQLite file,
     created when first used; see :func:`accord.store.open_store`). The
     runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
-    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself.
+    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself. ``environ``
+    (default: this process's) supplies ``ACCORD_MODEL`` and friends; ``warn`` logs, once,
+    what is missing (no model, or the ``coder`` extra) for an editor's log.
 
     ``activity`` is the activity log's file (``None``: none), closed with the runtime.
 
@@ -68,14 +74,17 @@ def build_agent(
     from ..coder._credentials import config_dir, load_saved
     from ..store import open_store
 
-    if not model and not os.environ.get(MODEL_ENV):
+    env = os.environ if environ is None else environ
+    if not model and not env.get(MODEL_ENV):
         saved = load_saved(config_dir(), os.environ)  # what `accord serve --configure` saved
         if saved is not None:
             model, base_url = saved.model, base_url or saved.base_url
-    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=os.environ)
+    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
-    if not config.configured:
+    if warn and not config.configured:
         _log.warning("%s", config.problem())
+    elif warn and coder_extra_missing():
+        _log.warning("%s", CODER_EXTRA_MISSING)
     return runtime
 
 
@@ -88,12 +97,16 @@ def serve_command(args: argparse.Namespace) -> int:
     import anyio
 
     from ..transports import stdio_transport
+    from ._agent_spec import builtin_environ
+    from ._settings import load
 
     try:
+        environ = builtin_environ(load())
         runtime = build_agent(
             model=args.model,
             base_url=args.base_url,
             store=args.store,
+            environ=environ,
             activity=getattr(args, "activity", None),
         )
     except (ValueError, OSError) as exc:

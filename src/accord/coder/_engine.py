@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 import anyio.to_thread
 
 from ..agent import Engine, EngineCapabilities, EngineSession, SessionContext
-from ..errors import AuthRequired
+from ..errors import AuthRequired, InternalError
 from ._commands import COMMANDS
 from ._config import CoderConfig
 from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
@@ -38,6 +38,11 @@ HEAVY_MODULE: Final = "accord.coder._open"
 
 _loaded: list[ModuleType] = []
 
+EXTRA_MODULES: Final = frozenset(
+    {"pydantic_ai", "pydantic_graph", "genai_prices", "openai", "anthropic", "google", "mcp"}
+)
+"""Top-level modules of the ``coder`` extra: missing, they are reported as such."""
+
 
 async def _load_heavy(*, abandon_on_cancel: bool = False) -> ModuleType:
     """Import :data:`HEAVY_MODULE` in a worker thread, once.
@@ -46,9 +51,18 @@ async def _load_heavy(*, abandon_on_cancel: bool = False) -> ModuleType:
     incomplete. ``import_module`` waits for that import to finish instead.
     """
     if not _loaded:
-        module = await anyio.to_thread.run_sync(
-            importlib.import_module, HEAVY_MODULE, abandon_on_cancel=abandon_on_cancel
-        )
+        try:
+            module = await anyio.to_thread.run_sync(
+                importlib.import_module, HEAVY_MODULE, abandon_on_cancel=abandon_on_cancel
+            )
+        except ModuleNotFoundError as error:
+            if error.name is None or error.name.split(".")[0] not in EXTRA_MODULES:
+                raise
+            raise InternalError(
+                f'the accord coding agent needs the "coder" extra: pip install "accord[coder]" '
+                f"(missing module: {error.name})",
+                {"error": "ModelNotInstalled", "missing": error.name},
+            ) from None
         if not _loaded:
             _loaded.append(module)
     return _loaded[0]
@@ -96,6 +110,8 @@ class CoderEngine(Engine):
             return
         try:
             await _load_heavy(abandon_on_cancel=True)
+        except InternalError as error:  # the extra is missing: said once, plainly
+            _log.warning("%s", error.message)
         except Exception:
             _log.warning("loading the model code failed", exc_info=True)
 

@@ -9,6 +9,9 @@ Importable without pytest:
 * ``HostileModel``, ``HostileWorkspace``, ``hostile_calls``: a hostile model (tool calls with
   path escapes, special files, backtracking patterns, NULs, invalid arguments...) and a project
   full of traps, for testing coding agents (the coder's tests use them);
+* ``run_hostile_agent``, ``HOSTILE_ATTACKS``: a hostile agent (path escapes, ids of the wrong
+  type, floods for unknown sessions, ambiguous permission questions, escape sequences, NULs,
+  lone surrogates), for testing ACP clients (accord's client tests use it);
 * ``check_transport``: the conformance suite every transport pair must pass, and
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
@@ -26,6 +29,10 @@ from ._fake_openai_script import ScriptedToolCall as ScriptedToolCall
 from ._fake_openai_script import ScriptedUsage as ScriptedUsage
 from ._fake_openai_script import dump_script as dump_script
 from ._fake_openai_script import load_script as load_script
+from ._hostile_agent import HOSTILE_ATTACKS as HOSTILE_ATTACKS
+from ._hostile_agent import HostileExchange as HostileExchange
+from ._hostile_agent import HostileReport as HostileReport
+from ._hostile_agent import run_hostile_agent as run_hostile_agent
 from ._hostile_model import BACKTRACKING_PATTERN as BACKTRACKING_PATTERN
 from ._hostile_model import HostileAnswer as HostileAnswer
 from ._hostile_model import HostileCall as HostileCall
@@ -56,6 +63,7 @@ from ._transport_check import pipe_transport_pair as pipe_transport_pair
 
 __all__ = (
     "BACKTRACKING_PATTERN",
+    "HOSTILE_ATTACKS",
     "MAX_DELAY",
     "MAX_HANG",
     "ChangeCommands",
@@ -65,7 +73,9 @@ __all__ = (
     "FakeOpenAIServer",
     "HostileAnswer",
     "HostileCall",
+    "HostileExchange",
     "HostileModel",
+    "HostileReport",
     "HostileWorkspace",
     "MakeTransportPair",
     "Outcome",
@@ -95,4 +105,5 @@ __all__ = (
     "hostile_calls",
     "load_script",
     "pipe_transport_pair",
+    "run_hostile_agent",
 )

@@ -9,6 +9,7 @@
 * ``session/list``: every session (only those under ``cwd`` when given), most recently
   updated first; ``updatedAt`` is ``2030-01-01T00:00:SSZ`` with SS counting changes to the
   store, so the order is the order of activity.
+* ``session/delete``: removes the session from the file; an unknown id is ``-32002``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from accord.errors import ResourceNotFound
 from accord.roles import Agent, run_agent_stdio
 from accord.schema import (
     AgentMessageChunkSessionUpdate,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
@@ -95,6 +98,13 @@ class StoreAgent(Agent):
         ]
         sessions.sort(key=lambda info: info.updated_at or "", reverse=True)
         return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, request: DeleteSessionRequest) -> DeleteSessionResponse:
+        store = self._read()
+        if store["sessions"].pop(request.session_id, None) is None:
+            raise ResourceNotFound(f"no stored session {request.session_id}")
+        self._write(store)
+        return DeleteSessionResponse()
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         store = self._read()

@@ -1,0 +1,222 @@
+"""``accord run`` with the built-in coding agent against accord's fake OpenAI server on loopback.
+
+What a person meets first: the diff of an edit shown before they approve it (on a real
+pseudo-terminal), the model's failures as one line with what to do (an unreachable
+``--base-url``, an HTTP 400), the missing-model message once, ``--mode``, ``--continue``,
+the usage in the summary, and no pydantic-ai banner.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pyte
+import pytest
+from _cli_support import TIMEOUT, accord, json_lines, on_a_terminal
+
+from accord.cli import ExitCode
+from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply, ScriptedToolCall
+
+#: The built-in agent imports pydantic-ai and talks to a model: slower than the script agents.
+pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(240)]
+SLOW = 90.0
+
+KEY = {"OPENAI_API_KEY": "test-key"}
+
+
+def call(name: str, **arguments: object) -> ScriptedReply:
+    return ScriptedReply(tool_calls=[ScriptedToolCall(name=name, arguments=arguments)])
+
+
+def builtin(server_url: str, store: Path) -> list[str]:
+    return ["--model", "openai:fake-model", "--base-url", server_url, "--store", str(store)]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    return root
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_base_url_is_one_line_and_3(project: Path, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    done = accord("run", *builtin(url, tmp_path / "s.db"), "hi", cwd=project, env=KEY, timeout=SLOW)
+    assert done.returncode == ExitCode.AGENT_FAILED
+    assert done.stderr == (
+        f"accord: the model openai:fake-model could not be reached at {url} (Connection "
+        "error.): check --base-url, that the server is running, and the network\n"
+    )
+    assert done.stdout == ""
+
+
+def test_a_model_http_error_is_one_line_and_3(project: Path, tmp_path: Path) -> None:
+    script = [ScriptedReply(error=ScriptedError(status=400, message="no model fake-model"))]
+    with FakeOpenAIServer(script) as server:
+        done = accord(
+            "run",
+            *builtin(server.base_url, tmp_path / "s.db"),
+            "hi",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+    assert done.returncode == ExitCode.AGENT_FAILED
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(
+        f"accord: the model openai:fake-model at {server.base_url} answered HTTP 400: "
+    )
+    assert lines[0].endswith(
+        "answered HTTP 400: no model fake-model; check the model name and its settings"
+    )
+
+
+def test_verbose_adds_the_traceback(project: Path, tmp_path: Path) -> None:
+    script = [ScriptedReply(error=ScriptedError(status=400, message="nope"))]
+    with FakeOpenAIServer(script) as server:
+        done = accord(
+            "-v",
+            "run",
+            *builtin(server.base_url, tmp_path / "s.db"),
+            "hi",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+    assert done.returncode == ExitCode.AGENT_FAILED
+    assert "Traceback (most recent call last)" in done.stderr
+    assert done.stderr.splitlines()[-1].startswith("accord: the model openai:fake-model")
+
+
+def test_no_model_is_said_once_and_1(project: Path, tmp_path: Path) -> None:
+    done = accord("run", "--store", str(tmp_path / "s.db"), "hi", cwd=project, timeout=SLOW)
+    assert done.returncode == ExitCode.ERROR
+    assert done.stderr == (
+        "accord: no model is configured for the built-in agent: give --model (e.g. --model "
+        'openai:gpt-5 with OPENAI_API_KEY set), set ACCORD_MODEL, or put model = "..." in the '
+        "config file; or use another agent with --agent\n"
+    )
+    listed = accord("sessions", "--store", str(tmp_path / "s.db"), cwd=project, timeout=SLOW)
+    assert listed.returncode == ExitCode.OK
+    assert listed.stderr == "no sessions\n"  # and no model warning
+
+
+def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: Path) -> None:
+    script = [
+        call("edit_file", path="app.py", old_text="a - b", new_text="a + b"),
+        ScriptedReply(text=["Fixed."]),
+    ]
+    env = {**KEY, "LC_ALL": "C.UTF-8", "PYTEST_VERSION": None, "CI": None}
+    env["ACCORD_CONTEXT_WINDOW"] = "128000"  # so the agent reports the context it uses
+    with FakeOpenAIServer(script) as server:
+        command = ("run", *builtin(server.base_url, tmp_path / "s.db"), "--cwd", str(project))
+        with on_a_terminal(*command, "fix add", env=env) as (process, out, keys):
+            question = out.wait_for("[N]ever: ", timeout=SLOW)
+            assert (project / "app.py").read_text().endswith("a - b\n")  # not yet
+            os.write(keys, b"y\n")
+            out.read_to_end(timeout=SLOW)
+            assert process.wait(timeout=TIMEOUT) == ExitCode.OK
+    assert (project / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
+    before = question.split("Allow edit: ")[0]
+    assert "\n-a - b" in before.replace("\x1b[31m", "")  # the edit, before the question
+    assert "\n+a + b" in before.replace("\x1b[32m", "")
+    screen = pyte.Screen(160, 60)
+    pyte.ByteStream(screen).feed(out.data)
+    lines = [line.rstrip() for line in screen.display if line.strip()]
+    assert "Fixed." in lines
+    assert lines[-1].startswith("[done, session ")
+    assert lines[-1].endswith("/128,000 tokens]")  # the context usage the agent reported
+    assert "Logfire" not in out.text and "PYDANTIC_AI_NO_BANNER" not in out.text
+
+
+def test_mode_picks_the_session_mode(project: Path, tmp_path: Path) -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["Read only."])]) as server:
+        done = accord(
+            "run",
+            *builtin(server.base_url, tmp_path / "s.db"),
+            "--mode",
+            "ask",
+            "--json",
+            "look",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+        offered = {tool["function"]["name"] for tool in server.requests[0].body["tools"]}
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert "edit_file" not in offered and "read_file" in offered
+    assert json_lines(done.stdout)[-1]["result"]["text"] == "Read only."
+
+
+def test_an_unknown_mode_is_1_with_the_offered_ones(project: Path, tmp_path: Path) -> None:
+    with FakeOpenAIServer([]) as server:
+        done = accord(
+            "run",
+            *builtin(server.base_url, tmp_path / "s.db"),
+            "--mode",
+            "yolo",
+            "x",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+    assert done.returncode == ExitCode.ERROR
+    assert done.stderr == "accord: unknown --mode 'yolo': the agent offers ask, code, auto\n"
+
+
+def test_continue_carries_on_the_last_session_of_the_directory(
+    project: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.db"
+    script = [ScriptedReply(text=["one"]), ScriptedReply(text=["two"])]
+    with FakeOpenAIServer(script) as server:
+        first = accord(
+            "run",
+            *builtin(server.base_url, store),
+            "--json",
+            "a",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+        second = accord(
+            "run",
+            *builtin(server.base_url, store),
+            "--json",
+            "-c",
+            "b",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+        history = server.requests[1].messages
+    assert first.returncode == second.returncode == ExitCode.OK, second.stderr
+    session = json_lines(first.stdout)[-1]["result"]["sessionId"]
+    assert json_lines(second.stdout)[-1]["result"]["sessionId"] == session
+    assert any(m.get("content") == "one" for m in history)  # the model saw the first turn
+
+
+def test_continue_without_an_earlier_session_is_1(project: Path, tmp_path: Path) -> None:
+    with FakeOpenAIServer([]) as server:
+        done = accord(
+            "run",
+            *builtin(server.base_url, tmp_path / "s.db"),
+            "-c",
+            "x",
+            cwd=project,
+            env=KEY,
+            timeout=SLOW,
+        )
+    assert done.returncode == ExitCode.ERROR
+    assert done.stderr == f"accord: no earlier session in {project} to continue\n"
