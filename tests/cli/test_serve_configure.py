@@ -132,3 +132,22 @@ async def test_the_terminal_method_is_advertised_only_to_clients_that_can_run_it
         assert isinstance(method, AuthMethodAgent) and "accord serve --model" in (
             method.description or ""
         )
+
+
+def test_accord_run_offers_the_agents_terminal_sign_in_and_then_prompts(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    agent = f"{sys.executable} -m accord.cli serve --store {tmp_path / 's.db'}"
+    with FakeOpenAIServer([ScriptedReply(text=["signed in and answering"])]) as server:
+        terminal = Terminal(
+            [sys.executable, "-m", "accord.cli", "run", "hello", "--agent", agent], env, tmp_path
+        )
+        terminal.expect("The agent needs you to sign in or set it up first:")
+        terminal.expect("1. Configure a model")
+        terminal.type("")  # Enter: the first method
+        _answer_setup(terminal, server.base_url)
+        terminal.expect("signed in; connecting again")
+        terminal.expect("signed in and answering")
+        assert terminal.wait() == 0
+        [request] = server.requests
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert KEY not in terminal.screen

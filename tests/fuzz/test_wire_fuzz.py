@@ -11,7 +11,7 @@ accord client runtime facing a hostile agent:
   id is answered twice.
 
 CI runs a bounded profile (``ACCORD_FUZZ=ci``, the default); ``ACCORD_FUZZ=long`` runs far more
-examples (see docs/testing.md).
+examples (the command is in SECURITY.md).
 """
 
 from __future__ import annotations
