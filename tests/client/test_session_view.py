@@ -44,6 +44,7 @@ from accord.schema import (
     TextContentBlock,
     ToolCallLocation,
     ToolCallSessionUpdate,
+    ToolCallUpdateSessionUpdate,
     UsageUpdateSessionUpdate,
     UserMessageChunkSessionUpdate,
 )
@@ -344,3 +345,12 @@ def test_ten_thousand_chunk_session_is_small() -> None:
     assert view.updates_applied == 10_000
     assert len(view.messages) == 200
     assert after - before < 2_000_000
+
+
+def test_accord_s_cancelled_marker_shows_a_tool_call_cancelled() -> None:
+    marked = ToolCallUpdateSessionUpdate(
+        tool_call_id="t1", meta={"accord": {"status": "cancelled"}}
+    )
+    view = fold(tool_call("t1", "Run", "execute", status="in_progress"), marked)
+    assert view.tool_calls["t1"].status == "cancelled"
+    assert view.tool_calls["t1"].finished

@@ -121,7 +121,7 @@ async def test_cancel_during_a_tool_keeps_finished_results() -> None:
                     turn.cancel()
     check_rules(events)
     ended = {e.status for e in of_type(events, ToolCallEnded)}
-    assert ended == {"completed", "failed"}  # quick finished; slow was cut short
+    assert ended == {"completed", "cancelled"}  # quick finished; slow was cut short
     returns: list[object] = [
         part.content
         for message in history_from_json(events[-1].state)

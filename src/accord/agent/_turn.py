@@ -18,8 +18,10 @@
    first so that a cooperative engine can wind down, pending permission requests are
    cancelled at once (which sends ``$/cancel_request``; the engine gets ``cancelled``), and
    after :data:`CANCEL_GRACE_SECONDS` the engine's current step is cancelled.
-5. At the end, tool calls still ``pending`` or ``in_progress`` are ended as ``failed``
-   (whatever ended the turn), then ``TurnCompleted`` is published with the stop reason:
+5. At the end, tool calls still ``pending`` or ``in_progress`` are ended as ``cancelled``
+   when the turn was cancelled (sent without a v1 status, see
+   :class:`~accord.events.ToolCallEnded`), else as ``failed`` (whatever ended the turn),
+   then ``TurnCompleted`` is published with the stop reason:
    ``cancelled`` if the turn was cancelled, whatever the engine said or raised; else the
    engine's ``TurnCompleted`` reason, or ``end_turn``. An engine exception in a turn that was
    not cancelled fails the prompt: a :class:`~accord.errors.RequestError` as raised, anything
@@ -38,7 +40,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
@@ -341,8 +343,11 @@ class TurnRunner:
         self._session.request_cancel()
 
     async def _end_unfinished_tools(self) -> None:
+        # Cut short by session/cancel: cancelled (not failed); otherwise the engine let go of
+        # calls it never ended, a failure.
+        status: Literal["cancelled", "failed"] = "cancelled" if self._turn.cancelled else "failed"
         for tool_call_id in self._tracker.unfinished():
-            ended = ToolCallEnded(tool_call_id=tool_call_id, status="failed")
+            ended = ToolCallEnded(tool_call_id=tool_call_id, status=status)
             self._tracker.apply(ended)
             info = self._tools.get(tool_call_id)
             await self._publish(ended, info.agent_id if info is not None else ROOT_AGENT_ID)

@@ -9,7 +9,9 @@ Folding rules (ACP v1):
 * tool calls are keyed by ``toolCallId``: a ``tool_call`` with a new id creates one, with a
   known id it is an upsert of the fields it carries; a ``tool_call_update`` patches only the
   fields it carries (in v1 ``null`` means "unchanged"; ``content`` and ``locations`` replace
-  the whole collection); an update for an unknown id creates the call;
+  the whole collection); an update for an unknown id creates the call; an update marked
+  ``_meta.accord.status = "cancelled"`` (an accord agent's call cut short by
+  ``session/cancel``, live or replayed by ``session/load``) shows the call ``cancelled``;
 * the plan, the command list and the config options are replaced whole; the latest usage,
   mode, title and ``updatedAt`` win.
 
@@ -376,4 +378,9 @@ def _patch_fields(update: ToolCallUpdate) -> dict[str, Any]:
         changes["content"] = tuple(update.content)
     if update.locations is not None:
         changes["locations"] = tuple(update.locations)
+    meta = update.meta
+    if meta is not None and "status" not in changes:
+        accord: object = meta.get("accord")
+        if isinstance(accord, dict) and accord.get("status") == "cancelled":  # pyright: ignore[reportUnknownMemberType]
+            changes["status"] = "cancelled"  # accord's marker: cut short by session/cancel
     return changes

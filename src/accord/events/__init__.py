@@ -63,6 +63,7 @@ from ._extension import EXTENSION_META_KEY as EXTENSION_META_KEY
 from ._extension import ext_event_params as ext_event_params
 from ._extension import extension_capability as extension_capability
 from ._extension import wants_extended_events as wants_extended_events
+from ._mapping import CANCELLED_META as CANCELLED_META
 from ._mapping import CHUNK_UPDATE_TAGS as CHUNK_UPDATE_TAGS
 from ._mapping import SessionUpdateMapper as SessionUpdateMapper
 from ._mapping import chunk_update as chunk_update
@@ -77,6 +78,7 @@ from ._tool_state import transition_diagram as transition_diagram
 
 __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
+    "CANCELLED_META",
     "CHUNK_UPDATE_TAGS",
     "EXTENSION_META_KEY",
     "EXT_EVENT_METHOD",

@@ -184,6 +184,11 @@ class ToolCallProgress:
 class ToolCallEnded:
     """A tool call finished (``tool_call_update`` with ``completed`` or ``failed``).
 
+    ``cancelled``: the call was cut short by ``session/cancel``. ACP v1 has no such wire
+    status (the client marks open calls cancelled itself), so its update carries no status,
+    only accord's marker ``_meta.accord.status = "cancelled"`` (see
+    :data:`accord.events.CANCELLED_META`), and a replay after ``session/load`` shows it so.
+
     ``content`` (when set) replaces the call's content, typically with the result, a diff or
     the terminal; ``raw_output`` is the tool's result for clients that show it raw.
     """
@@ -191,7 +196,7 @@ class ToolCallEnded:
     kind: Literal["tool_call_ended"] = "tool_call_ended"
     layer: ClassVar[Layer] = "render"
     tool_call_id: str
-    status: Literal["completed", "failed"]
+    status: Literal["completed", "failed", "cancelled"]
     title: str | None = None
     content: tuple[ToolCallContent, ...] | None = None
     locations: tuple[ToolCallLocation, ...] | None = None

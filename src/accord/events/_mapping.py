@@ -29,6 +29,8 @@ This module sits on the event classes and :mod:`accord.schema`; the sinks use it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final, assert_never
 
 from ..schema import (
@@ -72,7 +74,17 @@ from ._events import (
     UserMessageChunk,
 )
 
-__all__ = ("CHUNK_UPDATE_TAGS", "SessionUpdateMapper", "chunk_update", "to_session_update")
+__all__ = (
+    "CANCELLED_META",
+    "CHUNK_UPDATE_TAGS",
+    "SessionUpdateMapper",
+    "chunk_update",
+    "to_session_update",
+)
+
+CANCELLED_META: Final[Mapping[str, str]] = MappingProxyType({"status": "cancelled"})
+"""What a cancelled tool call's update carries under ``_meta.accord`` (no v1 wire status
+says cancelled); accord's client shows the call cancelled when it reads it."""
 
 #: ``sessionUpdate`` tag of each chunk event kind.
 CHUNK_UPDATE_TAGS: Final[dict[str, str]] = {
@@ -219,8 +231,16 @@ class SessionUpdateMapper:
         return ToolCallUpdateSessionUpdate(**fields)
 
     def tool_call_ended(self, event: ToolCallEnded) -> SessionUpdate | None:
-        """``tool_call_update`` with the final status and whatever else the event sets."""
-        fields: dict[str, Any] = {"tool_call_id": event.tool_call_id, "status": event.status}
+        """``tool_call_update`` with the final status and whatever else the event sets.
+
+        ``cancelled`` is not a v1 wire status: the update then carries no status (the client
+        marks the call cancelled itself) and accord's marker :data:`CANCELLED_META`.
+        """
+        fields: dict[str, Any] = {"tool_call_id": event.tool_call_id}
+        if event.status == "cancelled":
+            fields["meta"] = {"accord": dict(CANCELLED_META)}
+        else:
+            fields["status"] = event.status
         if event.title is not None:
             fields["title"] = event.title
         if event.content is not None:

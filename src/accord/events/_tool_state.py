@@ -5,8 +5,9 @@ Everything that affects tool-call status transitions lives in this module (the h
 * A call is created by :class:`ToolCallStarted` as ``pending`` or directly ``in_progress``.
 * :class:`ToolCallProgress` may move ``pending -> in_progress`` once, and otherwise only changes
   fields; a repeated ``in_progress`` is not a change and is refused.
-* :class:`ToolCallEnded` moves a live call to ``completed`` or ``failed``; after that nothing
-  may touch the call, and its id may not be reused within the session.
+* :class:`ToolCallEnded` moves a live call to ``completed``, ``failed`` or ``cancelled`` (cut
+  short by ``session/cancel``); after that nothing may touch the call, and its id may not be
+  reused within the session.
 
 The table is :data:`TRANSITIONS`; :func:`transition_diagram` draws it (Mermaid) for the docs.
 
@@ -23,7 +24,6 @@ from collections.abc import Mapping
 from typing import Final, Literal, TypeAlias
 
 from ..errors import LocalProtocolError
-from ..schema import ToolCallStatus
 from ._events import ToolCallEnded, ToolCallProgress, ToolCallStarted
 
 __all__ = (
@@ -35,27 +35,35 @@ __all__ = (
     "transition_diagram",
 )
 
-ToolCallTrigger: TypeAlias = Literal["start", "start_running", "update", "run", "complete", "fail"]
+ToolCallState: TypeAlias = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+"""The ACP ``ToolCallStatus`` values and ``cancelled`` (which ACP v1 does not put on the wire);
+``None`` stands for a call not yet started."""
+
+ToolCallTrigger: TypeAlias = Literal[
+    "start", "start_running", "update", "run", "complete", "fail", "cancel"
+]
 """What an event asks of the lifecycle (see :func:`tool_call_trigger`)."""
 
 ToolCallEvent: TypeAlias = ToolCallStarted | ToolCallProgress | ToolCallEnded
 """The events that drive the tool-call lifecycle."""
 
-TRANSITIONS: Final[Mapping[tuple[ToolCallStatus | None, ToolCallTrigger], ToolCallStatus]] = {
+TRANSITIONS: Final[Mapping[tuple[ToolCallState | None, ToolCallTrigger], ToolCallState]] = {
     (None, "start"): "pending",
     (None, "start_running"): "in_progress",
     ("pending", "update"): "pending",
     ("pending", "run"): "in_progress",
     ("pending", "complete"): "completed",
     ("pending", "fail"): "failed",
+    ("pending", "cancel"): "cancelled",
     ("in_progress", "update"): "in_progress",
     ("in_progress", "complete"): "completed",
     ("in_progress", "fail"): "failed",
+    ("in_progress", "cancel"): "cancelled",
 }
 """``(state, trigger) -> next state`` (state ``None``: a call not yet started); a pair that is
 absent is an illegal transition."""
 
-TERMINAL_STATES: Final[frozenset[ToolCallStatus]] = frozenset({"completed", "failed"})
+TERMINAL_STATES: Final[frozenset[ToolCallState]] = frozenset({"completed", "failed", "cancelled"})
 
 
 def tool_call_trigger(event: ToolCallEvent) -> ToolCallTrigger:
@@ -71,6 +79,8 @@ def tool_call_trigger(event: ToolCallEvent) -> ToolCallTrigger:
             return "run"
         case ToolCallEnded(status="completed"):
             return "complete"
+        case ToolCallEnded(status="cancelled"):
+            return "cancel"
         case ToolCallEnded():
             return "fail"
 
@@ -95,13 +105,13 @@ class ToolCallTracker:
 
     def __init__(self) -> None:
         """Start with no tool calls."""
-        self._states: dict[str, ToolCallStatus] = {}
+        self._states: dict[str, ToolCallState] = {}
 
-    def state(self, tool_call_id: str) -> ToolCallStatus | None:
+    def state(self, tool_call_id: str) -> ToolCallState | None:
         """Return the call's status, or ``None`` if it was never started."""
         return self._states.get(tool_call_id)
 
-    def check(self, event: ToolCallEvent) -> ToolCallStatus:
+    def check(self, event: ToolCallEvent) -> ToolCallState:
         """Return the status ``event`` would lead to, without applying it.
 
         Raises:
@@ -118,7 +128,7 @@ class ToolCallTracker:
                 f"{event.kind} ({trigger}) while {shown}"
             ) from None
 
-    def apply(self, event: ToolCallEvent) -> ToolCallStatus:
+    def apply(self, event: ToolCallEvent) -> ToolCallState:
         """Advance the call's status by ``event`` and return the new status.
 
         Raises:
@@ -132,6 +142,6 @@ class ToolCallTracker:
     def unfinished(self) -> tuple[str, ...]:
         """Return the ids of calls that are still ``pending`` or ``in_progress``, oldest first.
 
-        On cancellation the runtime ends these (as ``failed``) before it completes the turn.
+        On cancellation the runtime ends these (as ``cancelled``) before it completes the turn.
         """
         return tuple(i for i, s in self._states.items() if s not in TERMINAL_STATES)

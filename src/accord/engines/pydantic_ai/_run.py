@@ -60,10 +60,7 @@ from ._history import CostTotal, context_tokens, history_to_json
 from ._pipe import Pipe
 from ._stream import EventTranslator
 
-__all__ = ("CANCELLED_TOOL_TEXT", "FAILED_TOOL_TEXT", "NOT_RUN_TOOL_TEXT", "TurnRun")
-
-CANCELLED_TOOL_TEXT: Final = "Cancelled."
-"""The content of a tool call the cancelled turn cut short."""
+__all__ = ("FAILED_TOOL_TEXT", "NOT_RUN_TOOL_TEXT", "TurnRun")
 
 FAILED_TOOL_TEXT: Final = "The turn failed before the tool call finished."
 """The content of a tool call open when the run raised."""
@@ -163,7 +160,7 @@ class TurnRun:
                 stop_reason = "cancelled"
                 ended = (
                     *self._ended_call("cancelled"),
-                    *translator.end_unfinished(CANCELLED_TOOL_TEXT),
+                    *translator.end_unfinished(None),
                 )
             except UsageLimitExceeded as limit:
                 self._keep_messages()

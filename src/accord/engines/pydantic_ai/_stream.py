@@ -363,11 +363,16 @@ class EventTranslator:
         call.status = "in_progress"
         return (ToolCallProgress(tool_call_id=call.acp_id, status="in_progress"),)
 
-    def end_unfinished(self, reason: str) -> Sequence[Event]:
-        """End every call still open as ``failed`` with ``reason`` (cancellation, an error)."""
+    def end_unfinished(self, reason: str | None) -> Sequence[Event]:
+        """End every call still open: ``failed`` with ``reason`` (an error, a limit), or
+        ``cancelled`` when ``reason`` is ``None`` (the turn was cancelled)."""
         self.begin_response()
         calls = list(self._calls.values())
         self._calls.clear()
+        if reason is None:
+            return tuple(
+                ToolCallEnded(tool_call_id=call.acp_id, status="cancelled") for call in calls
+            )
         return tuple(
             ToolCallEnded(tool_call_id=call.acp_id, status="failed", content=_text(reason))
             for call in calls
