@@ -52,7 +52,7 @@ async def ask(pilot, app) -> ElicitationScreen:  # type: ignore[no-untyped-def]
     await until(pilot, lambda: app.active_pane is not None)
     await until(pilot, lambda: app.active_pane.session.state == "idle")
     await pilot.press(*"go", "enter")
-    await until(pilot, lambda: isinstance(app.screen, ElicitationScreen))
+    await until(pilot, lambda: isinstance(app.question, ElicitationScreen))
     return app.screen
 
 

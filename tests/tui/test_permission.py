@@ -46,7 +46,7 @@ async def test_each_option_kind_has_its_key_digits_pick_by_place_and_escape_canc
         await until(pilot, lambda: app.active_pane is not None)
         await pilot.press(*"go", "enter")
         for number, (key, _) in enumerate([*ANSWERS, ("escape", None)]):
-            await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
+            await until(pilot, lambda: isinstance(app.question, PermissionScreen))
             await pilot.press(key)
             await until(pilot, lambda n=number: len(agent.answers) > n)
         await until(pilot, lambda: app.last_stop_reason)
@@ -77,7 +77,7 @@ async def test_the_modal_shows_command_paths_and_every_diff_and_rings_while_wait
         await until(pilot, lambda: app.active_pane is not None)
         assert app.title == CHAT_TITLE
         await pilot.press(*"go", "enter")
-        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await until(pilot, lambda: isinstance(app.question, PermissionScreen))
         screen = app.screen
         assert "edit: Apply [i]changes[/i]" in text_of(screen.query_one("#question"))
         assert text_of(screen.query_one(".command")) == "git apply patch.diff"
@@ -100,7 +100,7 @@ async def test_a_question_with_no_options_and_only_an_id_can_still_be_answered(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.active_pane is not None)
         await pilot.press(*"go", "enter")
-        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await until(pilot, lambda: isinstance(app.question, PermissionScreen))
         assert "other: bare" in text_of(app.screen.query_one("#question"))
         await pilot.press("1", "a", "escape")
         await until(pilot, lambda: app.last_stop_reason)

@@ -121,7 +121,7 @@ def test_permission_modal(snap_compare: Any, tmp_path: Path) -> None:
     async def until_asked(pilot: Pilot[Any]) -> None:
         app = await ready(pilot)
         await pilot.press(*"edit it", "enter")
-        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
+        await until(pilot, lambda: isinstance(app.question, PermissionScreen))
         await pilot.pause()
 
     assert snap_compare(chat_app(agent, tmp_path), terminal_size=SIZE, run_before=until_asked)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 from textual import on, work
@@ -165,6 +165,7 @@ class ChatApp(App[int]):
         self._failed = False
         #: Permission questions waiting for an answer.
         self.questions_waiting = 0
+        self._questions: list[ModalScreen[Any]] = []
         #: Bells rung (for questions), counted so headless tests can see them.
         self.bells = 0
         #: The turn results, per session id (the last one), for callers and tests.
@@ -424,19 +425,32 @@ class ChatApp(App[int]):
             answered.set()
 
         self.questions_waiting += 1
-        self._announce_question()
         try:
+            # Awaiting the push waits until the modal has composed and mounted: only then is
+            # the question on screen, announced, and offered to callers as ``question``.
             await self.push_screen(screen, done)
+            if not answered.is_set():
+                self._questions.append(screen)
+                self._announce_question()
             await answered.wait()
         finally:
             self.questions_waiting -= 1
-            self._announce_question()
+            if screen in self._questions:
+                self._questions.remove(screen)
+                self._announce_question()
             if not answered.is_set() and screen.is_attached:
                 screen.dismiss(unanswered)
         return answer[0]
 
+    @property
+    def question(self) -> ModalScreen[Any] | None:
+        """The question on screen (a permission or elicitation modal, drawn and waiting for
+        its answer), or ``None``. Set only once the modal has composed, so what it shows can
+        be read as soon as this is set."""
+        return self._questions[-1] if self._questions else None
+
     def _announce_question(self) -> None:
-        waiting = self.questions_waiting
+        waiting = len(self._questions)
         self.sub_title = "permission asked" if waiting else ""
         title = f"(?) {CHAT_TITLE}: the agent asks permission" if waiting else CHAT_TITLE
         self.title = title

@@ -74,6 +74,30 @@ def _css_id(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text) or "_"
 
 
+def _control_widgets(
+    modes: tuple[SessionMode, ...],
+    current_mode: str | None,
+    options: tuple[SessionConfigOption, ...],
+) -> list[Static | Select[str] | Switch]:
+    """The controls row: the mode (unless a config option is the mode) and every option."""
+    widgets: list[Static | Select[str] | Switch] = []
+    has_mode_option = any(
+        isinstance(o, SelectSessionConfigOption) and o.category == "mode" for o in options
+    )
+    if modes and not has_mode_option:
+        widgets.append(Static("mode"))
+        choices = [(plain_line(mode.name), mode.id) for mode in modes]
+        widgets.append(_OptionSelect(_MODE, choices, current_mode or ""))
+    for option in options:
+        widgets.append(Static(plain_line(option.name.lower())))
+        if isinstance(option, SelectSessionConfigOption):
+            choices = [(plain_line(c.name), c.value) for c in _choices(option)]
+            widgets.append(_OptionSelect(f"config:{option.id}", choices, option.current_value))
+        else:
+            widgets.append(_OptionSwitch(f"config:{option.id}", option.current_value))
+    return widgets
+
+
 class SessionPane(Vertical):
     """The widgets of one session."""
 
@@ -97,6 +121,8 @@ class SessionPane(Vertical):
         self.plan = PlanView(id="plan")
         self._controls = Horizontal(id="controls")
         self._shown_setup: tuple[object, ...] = ()
+        self._controls_stale = False
+        self._rebuilding = False
         self._updating_controls = False
 
     def compose(self) -> ComposeResult:
@@ -108,44 +134,52 @@ class SessionPane(Vertical):
         self.request_refresh()
 
     def request_refresh(self) -> None:
-        """Redraw what changed in the session's view (the conversation within a frame)."""
+        """Redraw what changed in the session's view (the conversation within a frame).
+
+        Safe to call at any time: updates can arrive while the pane is still being mounted
+        (an agent may announce its modes right after ``session/new``); the controls are then
+        drawn once the pane is mounted (:meth:`on_mount` calls this again), and rebuilds of
+        the controls never overlap (one runs at a time, and runs again if the setup changed
+        meanwhile).
+        """
         view = self.session.view
         self.conversation.request_sync()
         self.plan.show_plan(view.plan)
+        if not self._controls.is_mounted:
+            return
         setup = (view.available_modes, view.current_mode_id, view.config_options)
         if setup != self._shown_setup:
             self._shown_setup = setup
-            self._rebuild_controls(view.available_modes, view.current_mode_id, view.config_options)
+            self._controls_stale = True
+            if not self._rebuilding:
+                self._rebuilding = True
+                self._updating_controls = True
+                self.call_later(self._rebuild_controls)
 
-    def _rebuild_controls(
-        self,
-        modes: tuple[SessionMode, ...],
-        current_mode: str | None,
-        options: tuple[SessionConfigOption, ...],
-    ) -> None:
-        widgets: list[Static | Select[str] | Switch] = []
-        has_mode_option = any(
-            isinstance(o, SelectSessionConfigOption) and o.category == "mode" for o in options
-        )
-        if modes and not has_mode_option:
-            widgets.append(Static("mode"))
-            choices = [(plain_line(mode.name), mode.id) for mode in modes]
-            widgets.append(_OptionSelect(_MODE, choices, current_mode or ""))
-        for option in options:
-            widgets.append(Static(plain_line(option.name.lower())))
-            if isinstance(option, SelectSessionConfigOption):
-                choices = [(plain_line(c.name), c.value) for c in _choices(option)]
-                widgets.append(_OptionSelect(f"config:{option.id}", choices, option.current_value))
-            else:
-                widgets.append(_OptionSwitch(f"config:{option.id}", option.current_value))
-        self._updating_controls = True
-        self._controls.remove_children()
-        self._controls.mount_all(widgets)
-        self._controls.set_class(bool(widgets), "-shown")
-        self.call_after_refresh(self._controls_ready)
+    @property
+    def controls_pending(self) -> bool:
+        """Whether the controls row is being redrawn for a newer mode or config options."""
+        return self._rebuilding
+
+    async def _rebuild_controls(self) -> None:
+        try:
+            while self._controls_stale and self.is_attached:
+                self._controls_stale = False
+                view = self.session.view
+                widgets = _control_widgets(
+                    view.available_modes, view.current_mode_id, view.config_options
+                )
+                await self._controls.remove_children()
+                await self._controls.mount_all(widgets)
+                self._controls.set_class(bool(widgets), "-shown")
+        finally:
+            self._rebuilding = False
+            # Selectors announce their initial value once mounted: not a choice of the user.
+            self.call_after_refresh(self._controls_ready)
 
     def _controls_ready(self) -> None:
-        self._updating_controls = False
+        if not self._rebuilding:
+            self._updating_controls = False
 
     @on(Select.Changed)
     async def _select_changed(self, event: Select.Changed) -> None:
@@ -170,10 +204,17 @@ class SessionPane(Vertical):
         view = session.view
         try:
             if config_id == _MODE:
-                if value != view.current_mode_id:
-                    await session.set_mode(value)
+                if value == view.current_mode_id:
+                    return
+                await session.set_mode(value)
             else:
-                await session.set_config_option(config_id.removeprefix("config:"), value)
+                option_id = config_id.removeprefix("config:")
+                current = next(
+                    (o.current_value for o in view.config_options if o.id == option_id), None
+                )
+                if value == current:
+                    return
+                await session.set_config_option(option_id, value)
         except AcpError as error:
             self.notify(f"The agent refused: {error}", severity="error")
             self._shown_setup = ()
