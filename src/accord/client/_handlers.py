@@ -207,7 +207,10 @@ class _RuntimeClient(Client):
         if hub.update_listener is None:  # the common case, without a call in between
             session = hub.sessions.get(notification.session_id)
             if session is not None:
-                event = session._fold(notification.update)
+                update = notification.update
+                event = session._fold(update)
+                if update.meta:  # an activation announcement is counted on every path
+                    session._note_announcement(update)
                 if event is not None:  # the turn's stream is full: wait for its reader
                     await session._emit(event)
                 return

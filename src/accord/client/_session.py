@@ -391,7 +391,7 @@ class ClientSession:
             with anyio.move_on_after(ANNOUNCEMENT_TIMEOUT) as scope:
                 await arrived.wait()
             if scope.cancelled_caught:
-                logger.info(
+                logger.warning(
                     "session %s: the agent announced %d updates after opening it; "
                     "they did not arrive within %.0f s",
                     self.session_id,
