@@ -23,6 +23,7 @@ from accord.store import (
     EventOrderError,
     PostgresSessionStore,
     SchemaVersionError,
+    StoredEvent,
     StoreError,
     iter_events,
 )
@@ -162,6 +163,76 @@ async def test_database_restart_under_a_running_store_loses_nothing_committed() 
             assert all("PostgreSQL at" in error for error in errors)
             stored = [e.seq async for batch in iter_events(store, "s") for e in batch]
             assert stored == list(range(1, 111))
+
+
+async def test_a_follower_gets_events_whose_notification_never_came() -> None:
+    """Rows committed without a NOTIFY (as if it were lost) still reach the follower."""
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url, follow_poll_seconds=0.1) as store:
+            await store.create_session(record("s"))
+            async with store.follow_events("s") as batches:
+                with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+                    for event in events("s", 1, 3):
+                        conn.execute(
+                            "INSERT INTO accord_events (session_id, seq, epoch, turn_id,"
+                            " agent_id, kind, layer, payload, created_at)"
+                            " VALUES (%s, %s, 0, NULL, 'root', 'text_chunk', 'transcript',"
+                            " %s, 0)",
+                            ("s", event.seq, event.payload),
+                        )
+                    conn.execute("UPDATE accord_sessions SET last_seq = 3")
+                seqs: list[int] = []
+                with anyio.fail_after(30):
+                    async for batch in batches:
+                        seqs.extend(e.seq for e in batch)
+                        if seqs[-1] == 3:
+                            break
+            assert seqs == [1, 2, 3]
+
+
+async def test_a_follower_across_a_database_restart_resumes_from_its_cursor() -> None:
+    """The server restarts under a follower: the iteration goes on or says so clearly, and
+    following again from the last seq received loses and repeats nothing."""
+    postgres_url()
+    with fresh_schema() as url:
+        async with (
+            PostgresSessionStore(url, follow_poll_seconds=0.1) as follower,
+            PostgresSessionStore(url) as writer,
+        ):
+            await writer.create_session(record("s"))
+            await writer.append_events(events("s", 1, 5))
+            seqs: list[int] = []
+            errors: list[str] = []
+            restarted = False
+            with anyio.fail_after(120):
+                while not seqs or seqs[-1] < 10:
+                    cursor = seqs[-1] if seqs else 0
+                    try:
+                        async with follower.follow_events("s", after_seq=cursor) as batches:
+                            async for batch in batches:
+                                seqs.extend(e.seq for e in batch)
+                                if seqs[-1] == 5 and not restarted:
+                                    restarted = True
+                                    await anyio.to_thread.run_sync(restart_server, "immediate")
+                                    await _append_when_back(writer, events("s", 6, 5))
+                                if seqs[-1] == 10:
+                                    break
+                    except StoreError as error:
+                        errors.append(str(error))
+                        await anyio.sleep(0.2)
+            assert seqs == list(range(1, 11))
+            assert all("PostgreSQL at" in error for error in errors)
+            assert all("postgres@" not in error for error in errors)
+
+
+async def _append_when_back(store: PostgresSessionStore, batch: list[StoredEvent]) -> None:
+    for _attempt in range(60):
+        try:
+            await store.append_events(batch)
+            return
+        except StoreError:
+            await anyio.sleep(0.5)
+    pytest.fail("the database did not come back")
 
 
 def test_a_killed_process_leaves_only_whole_transactions() -> None:

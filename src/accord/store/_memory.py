@@ -9,7 +9,9 @@ copied in and out, timestamps come back in UTC, cursors and batch checks come fr
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -27,6 +29,7 @@ from ._codec import (
     to_micros,
 )
 from ._errors import SessionExists, StoreClosed, UnknownSession
+from ._follow import Wakeups, check_follow_args, follow
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -91,6 +94,7 @@ class MemorySessionStore:
         """Create an empty store."""
         self._sessions: dict[str, _Entry] = {}
         self._closed = False
+        self._wakeups = Wakeups()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -171,6 +175,7 @@ class MemorySessionStore:
                 last_seq=last.seq,
                 updated_at=max(entry.record.updated_at, last.created_at.astimezone(UTC)),
             )
+            self._wakeups.notify(last.session_id)
 
     async def read_events(
         self, session_id: str, *, after_seq: int = 0, limit: int = READ_BATCH_SIZE
@@ -274,10 +279,27 @@ class MemorySessionStore:
         if entry is not None and entry.claim is not None and entry.claim.owner == owner:
             entry.claim = None
 
+    @asynccontextmanager
+    async def follow_events(
+        self, session_id: str, *, after_seq: int = 0
+    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+        """See :meth:`SessionStore.follow_events` (woken by this store's appends)."""
+        check_follow_args(after_seq, math.inf)
+        self._check_open()
+        with self._wakeups.register(session_id) as wakeup:
+            batches = follow(
+                self, session_id, after_seq=after_seq, wakeup=wakeup, poll_seconds=math.inf
+            )
+            try:
+                yield batches
+            finally:
+                await batches.aclose()
+
     async def aclose(self) -> None:
         """See :meth:`SessionStore.aclose`."""
         self._closed = True
         self._sessions.clear()
+        self._wakeups.notify_all()
         await checkpoint()
 
     async def __aenter__(self) -> Self:

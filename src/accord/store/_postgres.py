@@ -25,6 +25,7 @@ psycopg and psycopg_pool (imported lazily: the ``postgres`` extra).
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -33,6 +34,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import orjson
@@ -47,6 +49,7 @@ from ._codec import (
     to_micros,
 )
 from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
+from ._follow import Wakeup, Wakeups, check_follow_args, follow
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
 from ._records import (
     JsonObject,
@@ -63,12 +66,17 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
+logger = logging.getLogger("accord.store")
+
 #: The channel every append notifies, with ``"<session id> <last seq>"`` as the payload.
 EVENTS_CHANNEL: Final = "accord_events"
 #: Connections the pool keeps open at most (and worker threads used at once).
 DEFAULT_POOL_SIZE: Final = 4
 #: How long opening the store waits for the database before giving up.
 CONNECT_TIMEOUT_SECONDS: Final = 10.0
+#: How often a follower reads the events table even without a notification: the safety net
+#: for a ``NOTIFY`` that never arrived (a listening connection lost and re-established).
+FOLLOW_POLL_SECONDS: Final = 1.0
 
 _SESSION_COLUMNS: Final = (
     "session_id, cwd, additional_directories::text, mcp_servers::text, title,"
@@ -132,16 +140,27 @@ class PostgresSessionStore:
     (``pip install "accord[postgres]"``: psycopg 3 with its pool).
     """
 
-    def __init__(self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        follow_poll_seconds: float = FOLLOW_POLL_SECONDS,
+    ) -> None:
         """Prepare a store on the database at ``url`` (a ``postgresql://`` URL or a libpq
         connection string).
 
         Args:
             url: where the database is; a password in it is never shown or logged.
             pool_size: connections kept open at most, and operations run at once.
+            follow_poll_seconds: how often ``follow_events`` reads the table without a
+                notification (the safety net for a lost ``NOTIFY``).
         """
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
+        check_follow_args(0, follow_poll_seconds)
+        self._follow_poll_seconds = follow_poll_seconds
+        self._wakeups = Wakeups()
         self._url = url
         self._pool_size = pool_size
         self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = None
@@ -370,6 +389,8 @@ class PostgresSessionStore:
                     )
 
         await self._call(append)
+        for session_id in groups:
+            self._wakeups.notify(session_id)
 
     async def read_events(
         self, session_id: str, *, after_seq: int = 0, limit: int = READ_BATCH_SIZE
@@ -539,6 +560,72 @@ class PostgresSessionStore:
 
         await self._call(release)
 
+    @contextlib.asynccontextmanager
+    async def follow_events(
+        self, session_id: str, *, after_seq: int = 0
+    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+        """See :meth:`SessionStore.follow_events`.
+
+        Woken by the ``NOTIFY`` of every append (any process), on a listening connection of
+        its own held while following; it also reads every ``follow_poll_seconds`` without
+        one, and at once after the listening connection is re-established, so a notification
+        lost with a connection (the database restarted) delays events, never loses them.
+        """
+        check_follow_args(after_seq, self._follow_poll_seconds)
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        with self._wakeups.register(session_id) as wakeup:
+            async with anyio.create_task_group() as tg:
+                # Listening before the first read: an append committed after that read
+                # always wakes the follower.
+                await tg.start(self._wake_on_notes, session_id, wakeup)
+                batches = follow(
+                    self,
+                    session_id,
+                    after_seq=after_seq,
+                    wakeup=wakeup,
+                    poll_seconds=self._follow_poll_seconds,
+                )
+                try:
+                    yield batches
+                finally:
+                    tg.cancel_scope.cancel()
+                    await batches.aclose()
+
+    async def _wake_on_notes(
+        self,
+        session_id: str,
+        wakeup: Wakeup,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        while True:
+            try:
+                async with self.listen() as notes:
+                    if started:  # re-established: what was notified meanwhile is lost
+                        wakeup.set()
+                    else:
+                        task_status.started()
+                        started = True
+                    async for noted_session, _seq in notes:
+                        if noted_session == session_id:
+                            wakeup.set()
+                wakeup.set()  # the store was closed: the follower's next read says so
+                return
+            except StoreClosed:
+                wakeup.set()
+                if not started:
+                    task_status.started()
+                return
+            except StoreError as exc:
+                logger.warning("following session %s: %s; polling meanwhile", session_id, exc)
+                wakeup.set()
+                if not started:
+                    task_status.started()
+                    started = True
+            await anyio.sleep(self._follow_poll_seconds)
+
     # -- beyond the protocol ---------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -574,6 +661,10 @@ class PostgresSessionStore:
     async def _notes(self, conn: psycopg.Connection[Any]) -> AsyncIterator[tuple[str, int]]:
         import psycopg
 
+        # A thread of its own: a long-lived listener must not hold one of the worker threads
+        # the rest of the program shares (anyio's default limiter).
+        limiter = anyio.CapacityLimiter(1)
+
         def wait() -> list[str]:
             # Back as soon as one notification is in (a quarter second at most without one),
             # so nothing waits for the window to close.
@@ -581,7 +672,7 @@ class PostgresSessionStore:
 
         while not self._closed and not conn.closed:
             try:
-                payloads = await anyio.to_thread.run_sync(wait)
+                payloads = await anyio.to_thread.run_sync(wait, limiter=limiter)
             except psycopg.Error as exc:
                 raise StoreError(f"lost the listening connection to {self._where}") from exc
             for payload in payloads:
@@ -594,6 +685,7 @@ class PostgresSessionStore:
         if self._closed:
             return
         self._closed = True
+        self._wakeups.notify_all()
         pool, self._pool = self._pool, None
         if pool is not None:
             with anyio.CancelScope(shield=True):

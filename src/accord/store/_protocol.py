@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
 from typing import Final, Protocol, Self
@@ -170,6 +171,27 @@ class SessionStore(Protocol):
     async def release_session(self, session_id: str, owner: str) -> None:
         """Give up ``owner``'s lease on ``session_id``; nothing happens if another process
         holds it, or nobody does, or the session is not stored."""
+        ...
+
+    def follow_events(
+        self, session_id: str, *, after_seq: int = 0
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[StoredEvent]]]:
+        """Follow ``session_id``'s committed events, live, from any process sharing the store.
+
+        ``async with store.follow_events(sid, after_seq=n) as batches: async for batch in
+        batches: ...`` yields every event with ``seq > after_seq``, in seq order, in batches:
+        first what is stored already, then each append once it has committed, whichever
+        process (or store object) appended it. Nothing is skipped or yielded twice, however
+        the wake-ups behind it arrive (a missed or coalesced notification only delays it).
+        The iteration never ends by itself; leaving the ``async with`` stops it. A session
+        that is not stored (yet) has nothing to yield until it is created and appended to.
+
+        Raises:
+            ValueError: ``after_seq`` is negative or not an integer.
+            StoreClosed: the store is closed (also from the iteration, once it is closed).
+            StoreError: from the iteration, when the database cannot be read; the caller can
+                follow again from the last seq it received.
+        """
         ...
 
     async def aclose(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +27,7 @@ import platformdirs
 from . import _sqlite_ops as ops
 from ._codec import check_lease, decode_cursor, dump_json, to_micros
 from ._errors import StoreClosed, StoreError
+from ._follow import Wakeups, check_follow_args, follow
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -46,6 +47,9 @@ BUSY_TIMEOUT_SECONDS: Final = 5.0
 #: Once a checkpoint has emptied the WAL, SQLite truncates the file to at most this size, so a
 #: burst of writes does not leave a large ``-wal`` file behind for the life of the process.
 WAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
+#: How often a follower (``follow_events``) looks for events other processes appended to the
+#: file; this process's own appends wake it at once. An empty read is a few microseconds.
+FOLLOW_POLL_SECONDS: Final = 0.05
 
 
 def default_store_path() -> Path:
@@ -80,6 +84,7 @@ class SqliteSessionStore:
         path: str | os.PathLike[str] | None = None,
         *,
         synchronous: Literal["normal", "full"] = "normal",
+        follow_poll_seconds: float = FOLLOW_POLL_SECONDS,
     ) -> None:
         """Prepare a store on ``path`` (default: :func:`default_store_path`).
 
@@ -87,7 +92,12 @@ class SqliteSessionStore:
             path: the database file; ``":memory:"`` makes a private in-memory database.
             synchronous: ``"normal"`` (durable against process crashes) or ``"full"``
                 (durable against power loss too).
+            follow_poll_seconds: how often ``follow_events`` looks for other processes'
+                appends.
         """
+        check_follow_args(0, follow_poll_seconds)
+        self._follow_poll_seconds = follow_poll_seconds
+        self._wakeups = Wakeups()
         self._path: Path | None = None if path is None else Path(path)
         self._synchronous = synchronous
         self._limiter: anyio.CapacityLimiter | None = None
@@ -188,6 +198,8 @@ class SqliteSessionStore:
         """See :meth:`SessionStore.append_events`."""
         if events:
             await self._call(lambda db: ops.append(db, events))
+            for session_id in {event.session_id for event in events}:
+                self._wakeups.notify(session_id)
         else:
             await anyio.lowlevel.checkpoint()
 
@@ -235,11 +247,37 @@ class SqliteSessionStore:
         """See :meth:`SessionStore.release_session`."""
         await self._call(lambda db: ops.release(db, session_id, owner))
 
+    @contextlib.asynccontextmanager
+    async def follow_events(
+        self, session_id: str, *, after_seq: int = 0
+    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+        """See :meth:`SessionStore.follow_events`.
+
+        This store's own appends wake a follower at once; other processes' appends to the
+        same file are found by polling every ``follow_poll_seconds``.
+        """
+        check_follow_args(after_seq, self._follow_poll_seconds)
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        with self._wakeups.register(session_id) as wakeup:
+            batches = follow(
+                self,
+                session_id,
+                after_seq=after_seq,
+                wakeup=wakeup,
+                poll_seconds=self._follow_poll_seconds,
+            )
+            try:
+                yield batches
+            finally:
+                await batches.aclose()
+
     async def aclose(self) -> None:
         """Close the database (waiting for a running call to finish); idempotent."""
         if self._closed:
             return
         self._closed = True
+        self._wakeups.notify_all()
         if self._limiter is None:
             return
         with anyio.CancelScope(shield=True):
