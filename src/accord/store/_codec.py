@@ -1,9 +1,11 @@
-"""Encodings every store shares: timestamps, JSON columns, list cursors, batch checks.
+"""Encodings every store shares: timestamps, JSON columns, session rows, ``update_session``'s
+arguments, list cursors, batch checks.
 
-Keeping these in one place is what makes two stores behave alike: the memory store and the
-SQLite store (and a PostgreSQL store later) order sessions by the same integer timestamp,
-accept and reject the same cursors, and refuse the same malformed batches. Above: the store
-implementations. Below: ``_records``, ``_errors``, orjson.
+Keeping these in one place is what makes the stores behave alike: memory, SQLite and
+PostgreSQL order sessions by the same integer timestamp, decode a session row the same way,
+take the same fields from an ``update_session`` call, accept and reject the same cursors, and
+refuse the same malformed batches. Above: the store implementations. Below: ``_protocol``'s
+``Unchanged``, ``_records``, ``_errors``, orjson.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import base64
 import binascii
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from ._errors import EventOrderError, InvalidCursor
-from ._records import StoredEvent
+from ._protocol import Unchanged
+from ._records import JsonObject, SessionRecord, SessionSummary, StoredEvent
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -43,6 +46,111 @@ def dump_json(value: Any) -> bytes:
 def copy_json(value: Any) -> Any:
     """Return a deep copy of a JSON value through its serialized form (validates it too)."""
     return orjson.loads(orjson.dumps(value))
+
+
+#: The columns of a session row, in the order :func:`record_from_row` reads them; JSON columns
+#: are text or bytes, timestamps integer microseconds since the epoch.
+SESSION_COLUMNS: Final = (
+    "session_id",
+    "cwd",
+    "additional_directories",
+    "mcp_servers",
+    "title",
+    "created_at",
+    "updated_at",
+    "epoch",
+    "last_seq",
+    "state",
+)
+#: The columns of a listing row, in the order :func:`summary_from_row` reads them.
+SUMMARY_COLUMNS: Final = (
+    "session_id",
+    "cwd",
+    "additional_directories",
+    "title",
+    "created_at",
+    "updated_at",
+    "last_seq",
+)
+#: The session columns that hold JSON.
+JSON_COLUMNS: Final = frozenset({"additional_directories", "mcp_servers", "state"})
+
+
+def record_from_row(row: Sequence[Any]) -> SessionRecord:
+    """Decode a session row (the :data:`SESSION_COLUMNS`, in order)."""
+    return SessionRecord(
+        session_id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(orjson.loads(row[2])),
+        mcp_servers=tuple(orjson.loads(row[3])),
+        title=row[4],
+        created_at=from_micros(row[5]),
+        updated_at=from_micros(row[6]),
+        epoch=row[7],
+        last_seq=row[8],
+        state=orjson.loads(row[9]),
+    )
+
+
+def summary_from_row(row: Sequence[Any]) -> SessionSummary:
+    """Decode a listing row (the :data:`SUMMARY_COLUMNS`, in order)."""
+    return SessionSummary(
+        session_id=row[0],
+        cwd=row[1],
+        additional_directories=tuple(orjson.loads(row[2])),
+        title=row[3],
+        created_at=from_micros(row[4]),
+        updated_at=from_micros(row[5]),
+        last_seq=row[6],
+    )
+
+
+def given_fields(
+    *,
+    cwd: str | Unchanged,
+    additional_directories: Sequence[str] | Unchanged,
+    mcp_servers: Sequence[JsonObject] | Unchanged,
+    title: str | Unchanged | None,
+    state: JsonObject | Unchanged,
+    epoch: int | Unchanged,
+    updated_at: datetime | Unchanged,
+) -> dict[str, Any]:
+    """The fields an ``update_session`` call changes, as :class:`SessionRecord` values
+    (sequences as tuples); the ``UNCHANGED`` ones are left out."""
+    fields: dict[str, Any] = {}
+    if not isinstance(cwd, Unchanged):
+        fields["cwd"] = cwd
+    if not isinstance(additional_directories, Unchanged):
+        fields["additional_directories"] = tuple(additional_directories)
+    if not isinstance(mcp_servers, Unchanged):
+        fields["mcp_servers"] = tuple(mcp_servers)
+    if not isinstance(title, Unchanged):
+        fields["title"] = title
+    if not isinstance(state, Unchanged):
+        fields["state"] = state
+    if not isinstance(epoch, Unchanged):
+        fields["epoch"] = epoch
+    if not isinstance(updated_at, Unchanged):
+        fields["updated_at"] = updated_at
+    return fields
+
+
+def encode_fields(fields: dict[str, Any]) -> dict[str, object]:
+    """Column -> stored value for :func:`given_fields`: JSON columns serialized (bytes),
+    timestamps as integer microseconds.
+
+    Raises:
+        TypeError: a JSON field does not serialize.
+    """
+    encoded: dict[str, object] = {}
+    for column, value in fields.items():
+        if column in JSON_COLUMNS:
+            encoded[column] = dump_json(value)  # orjson writes tuples as arrays
+        elif isinstance(value, datetime):
+            encoded[column] = to_micros(value)
+        else:
+            encoded[column] = value
+    return encoded
 
 
 def encode_cursor(updated_at: int, session_id: str) -> str:

@@ -25,6 +25,7 @@ from ._codec import (
     copy_json,
     decode_cursor,
     encode_cursor,
+    given_fields,
     group_events,
     to_micros,
 )
@@ -137,21 +138,18 @@ class MemorySessionStore:
         await checkpoint()
         self._check_open()
         entry = self._entry(session_id)
-        record = entry.record
-        if not isinstance(cwd, Unchanged):
-            record = replace(record, cwd=cwd)
-        if not isinstance(additional_directories, Unchanged):
-            record = replace(record, additional_directories=tuple(additional_directories))
-        if not isinstance(mcp_servers, Unchanged):
-            record = replace(record, mcp_servers=tuple(mcp_servers))
-        if not isinstance(title, Unchanged):
-            record = replace(record, title=title)
-        if not isinstance(state, Unchanged):
-            record = replace(record, state=state)
-        if not isinstance(epoch, Unchanged):
-            record = replace(record, epoch=epoch)
-        if not isinstance(updated_at, Unchanged):
-            record = replace(record, updated_at=updated_at)
+        record = replace(
+            entry.record,
+            **given_fields(
+                cwd=cwd,
+                additional_directories=additional_directories,
+                mcp_servers=mcp_servers,
+                title=title,
+                state=state,
+                epoch=epoch,
+                updated_at=updated_at,
+            ),
+        )
         entry.record = _normalized(record)
         return _normalized(entry.record)
 

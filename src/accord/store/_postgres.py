@@ -40,14 +40,21 @@ import anyio.to_thread
 import orjson
 
 from ._codec import (
+    JSON_COLUMNS,
+    SESSION_COLUMNS,
+    SUMMARY_COLUMNS,
     check_follows,
     check_lease,
     decode_cursor,
     encode_cursor,
+    encode_fields,
     from_micros,
+    given_fields,
     group_events,
     to_micros,
 )
+from ._codec import record_from_row as _record
+from ._codec import summary_from_row as _summary
 from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
 from ._follow import Wakeup, Wakeups, check_follow_args, follow
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
@@ -56,7 +63,6 @@ from ._records import (
     SessionClaim,
     SessionPage,
     SessionRecord,
-    SessionSummary,
     StoredEvent,
 )
 
@@ -78,12 +84,11 @@ CONNECT_TIMEOUT_SECONDS: Final = 10.0
 #: for a ``NOTIFY`` that never arrived (a listening connection lost and re-established).
 FOLLOW_POLL_SECONDS: Final = 1.0
 
-_SESSION_COLUMNS: Final = (
-    "session_id, cwd, additional_directories::text, mcp_servers::text, title,"
-    " created_at, updated_at, epoch, last_seq, state::text"
+_SESSION_COLUMNS: Final = ", ".join(
+    f"{column}::text" if column in JSON_COLUMNS else column for column in SESSION_COLUMNS
 )
-_SUMMARY_COLUMNS: Final = (
-    "session_id, cwd, additional_directories::text, title, created_at, updated_at, last_seq"
+_SUMMARY_COLUMNS: Final = ", ".join(
+    f"{column}::text" if column in JSON_COLUMNS else column for column in SUMMARY_COLUMNS
 )
 
 
@@ -99,33 +104,6 @@ def describe_url(url: str) -> str:
     host = parts.hostname or "localhost"
     database = parts.path.lstrip("/")
     return f"PostgreSQL at {host}:{port}/{database}"
-
-
-def _record(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        mcp_servers=tuple(orjson.loads(row[3])),
-        title=row[4],
-        created_at=from_micros(row[5]),
-        updated_at=from_micros(row[6]),
-        epoch=row[7],
-        last_seq=row[8],
-        state=orjson.loads(row[9]),
-    )
-
-
-def _summary(row: Sequence[Any]) -> SessionSummary:
-    return SessionSummary(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        title=row[3],
-        created_at=from_micros(row[4]),
-        updated_at=from_micros(row[5]),
-        last_seq=row[6],
-    )
 
 
 def _json_text(value: Any) -> str:
@@ -300,29 +278,25 @@ class PostgresSessionStore:
         updated_at: datetime | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
-        assignments: list[str] = []
-        params: list[object] = []
-        if not isinstance(cwd, Unchanged):
-            assignments.append("cwd = %s")
-            params.append(cwd)
-        if not isinstance(additional_directories, Unchanged):
-            assignments.append("additional_directories = %s::jsonb")
-            params.append(_json_text(list(additional_directories)))
-        if not isinstance(mcp_servers, Unchanged):
-            assignments.append("mcp_servers = %s::jsonb")
-            params.append(_json_text(list(mcp_servers)))
-        if not isinstance(title, Unchanged):
-            assignments.append("title = %s")
-            params.append(title)
-        if not isinstance(state, Unchanged):
-            assignments.append("state = %s::jsonb")
-            params.append(_json_text(state))
-        if not isinstance(epoch, Unchanged):
-            assignments.append("epoch = %s")
-            params.append(epoch)
-        if not isinstance(updated_at, Unchanged):
-            assignments.append("updated_at = %s")
-            params.append(to_micros(updated_at))
+        changes = encode_fields(
+            given_fields(
+                cwd=cwd,
+                additional_directories=additional_directories,
+                mcp_servers=mcp_servers,
+                title=title,
+                state=state,
+                epoch=epoch,
+                updated_at=updated_at,
+            )
+        )
+        assignments = [
+            f"{column} = %s::jsonb" if column in JSON_COLUMNS else f"{column} = %s"
+            for column in changes
+        ]
+        params = [
+            value.decode() if column in JSON_COLUMNS and isinstance(value, bytes) else value
+            for column, value in changes.items()
+        ]
         assignments.append("version = version + 1")
         statement = (
             f"UPDATE accord_sessions SET {', '.join(assignments)} WHERE session_id = %s"

@@ -25,7 +25,7 @@ import anyio.to_thread
 import platformdirs
 
 from . import _sqlite_ops as ops
-from ._codec import check_lease, decode_cursor, dump_json, to_micros
+from ._codec import check_lease, decode_cursor, encode_fields, given_fields, to_micros
 from ._errors import StoreClosed, StoreError
 from ._follow import Wakeups, check_follow_args, follow
 from ._protocol import (
@@ -177,21 +177,17 @@ class SqliteSessionStore:
         updated_at: datetime | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
-        changes: dict[str, object] = {}
-        if not isinstance(cwd, Unchanged):
-            changes["cwd"] = cwd
-        if not isinstance(additional_directories, Unchanged):
-            changes["additional_directories"] = dump_json(list(additional_directories))
-        if not isinstance(mcp_servers, Unchanged):
-            changes["mcp_servers"] = dump_json(list(mcp_servers))
-        if not isinstance(title, Unchanged):
-            changes["title"] = title
-        if not isinstance(state, Unchanged):
-            changes["state"] = dump_json(state)
-        if not isinstance(epoch, Unchanged):
-            changes["epoch"] = epoch
-        if not isinstance(updated_at, Unchanged):
-            changes["updated_at"] = to_micros(updated_at)
+        changes = encode_fields(
+            given_fields(
+                cwd=cwd,
+                additional_directories=additional_directories,
+                mcp_servers=mcp_servers,
+                title=title,
+                state=state,
+                epoch=epoch,
+                updated_at=updated_at,
+            )
+        )
         return await self._call(lambda db: ops.update(db, session_id, changes))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:

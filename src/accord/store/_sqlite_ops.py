@@ -17,20 +17,18 @@ from typing import Any, Final
 
 import orjson
 
+from . import _codec as codec
 from ._codec import check_follows, encode_cursor, from_micros, group_events, to_micros
+from ._codec import record_from_row as _record
+from ._codec import summary_from_row as _summary
 from ._errors import SessionExists, UnknownSession
-from ._records import SessionClaim, SessionPage, SessionRecord, SessionSummary, StoredEvent
+from ._records import SessionClaim, SessionPage, SessionRecord, StoredEvent
 
 #: Bound parameters per ``IN (...)`` list; SQLite builds before 3.32 allow 999 in a statement.
 _IN_CHUNK: Final = 500
 
-SESSION_COLUMNS: Final = (
-    "session_id, cwd, additional_directories, mcp_servers, title,"
-    " created_at, updated_at, epoch, last_seq, state"
-)
-_SUMMARY_COLUMNS = (
-    "session_id, cwd, additional_directories, title, created_at, updated_at, last_seq"
-)
+SESSION_COLUMNS: Final = ", ".join(codec.SESSION_COLUMNS)
+_SUMMARY_COLUMNS: Final = ", ".join(codec.SUMMARY_COLUMNS)
 _INSERT_EVENT = (
     "INSERT INTO events (sid, seq, epoch, turn, agent, kind, layer, payload, created_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -58,33 +56,6 @@ def _transaction(db: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Gene
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     for start in range(0, len(items), _IN_CHUNK):
         yield items[start : start + _IN_CHUNK]
-
-
-def _record(row: Any) -> SessionRecord:
-    return SessionRecord(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        mcp_servers=tuple(orjson.loads(row[3])),
-        title=row[4],
-        created_at=from_micros(row[5]),
-        updated_at=from_micros(row[6]),
-        epoch=row[7],
-        last_seq=row[8],
-        state=orjson.loads(row[9]),
-    )
-
-
-def _summary(row: Any) -> SessionSummary:
-    return SessionSummary(
-        session_id=row[0],
-        cwd=row[1],
-        additional_directories=tuple(orjson.loads(row[2])),
-        title=row[3],
-        created_at=from_micros(row[4]),
-        updated_at=from_micros(row[5]),
-        last_seq=row[6],
-    )
 
 
 def _sid(db: sqlite3.Connection, session_id: str) -> int | None:
