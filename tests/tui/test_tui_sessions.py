@@ -87,6 +87,36 @@ async def test_tabs_the_picker_loads_forks_and_deletes(tmp_path: Path) -> None:
     assert first_id not in remaining
 
 
+async def test_the_picker_resumes_a_stored_session_without_replay(tmp_path: Path) -> None:
+    """``r`` in the picker resumes: the session opens without its history replayed, and
+    what is said next is added to the same stored session (loading it shows both)."""
+    store = MemorySessionStore()
+    app = chat_app(AgentRuntime(ScriptedEngine(), store=store), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(pilot, app)
+        await pilot.press(*"first", "enter")
+        await until(pilot, lambda: app.last_stop_reason)
+        first_id = app.panes[0].session.session_id
+
+    app = chat_app(AgentRuntime(ScriptedEngine(), store=store), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(pilot, app)
+        await pick(pilot, app, first_id, "r")
+        await until(pilot, lambda: len(app.panes) == 2)
+        resumed = app.active_pane
+        assert resumed is not None and resumed.session.session_id == first_id
+        await idle(pilot, app)
+        assert shown_prompts(app) == []  # resumed, not replayed
+        await pilot.press(*"again", "enter")
+        await until(pilot, lambda: first_id in app.last_stop_reason)
+        assert shown_prompts(app) == ["again"]
+
+    app = chat_app(AgentRuntime(ScriptedEngine(), store=store), tmp_path, session_id=first_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(pilot, app)
+        await until(pilot, lambda: shown_prompts(app) == ["first", "again"])
+
+
 async def test_modes_are_a_selector_and_the_footer_shows_the_mode(tmp_path: Path) -> None:
     modes = (SessionMode(id="ask", name="Ask"), SessionMode(id="code", name="Code"))
     engine = ScriptedEngine(capabilities=EngineCapabilities(modes=modes, default_mode_id="ask"))
