@@ -5,6 +5,7 @@ kind of bad input getting one clear line and its documented exit code.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -239,3 +240,51 @@ def test_on_a_terminal_a_slow_start_is_announced_and_the_spinner_turns(tmp_path:
     shown = [line.rstrip() for line in screen.display if line.strip()]
     assert not any("waiting for the agent" in line for line in shown)  # and was erased
     assert shown[-1].startswith(f"accord: {command!r} did not answer initialize in time")
+
+
+def test_add_dir_opens_a_directory_to_the_agent_and_nothing_more(tmp_path: Path) -> None:
+    """``--add-dir``: through the client's file system the agent reads and writes in the added
+    directory as in the working directory; a directory beside them stays refused."""
+    work, extra, outside = (tmp_path / name for name in ("work", "extra", "outside"))
+    for directory in (work, extra, outside):
+        directory.mkdir()
+    (extra / "notes.txt").write_text("added directory notes\n")
+    (outside / "secret.txt").write_text("not for the agent\n")
+    paths = {
+        "read": str(extra / "notes.txt"),
+        "write": str(extra / "new" / "out.txt"),
+        "outside_read": str(outside / "secret.txt"),
+        "outside_write": str(outside / "planted.txt"),
+    }
+
+    dirs_agent = agent("dirs_agent")
+    done = accord(
+        "run", "-q", "--agent", dirs_agent, "--cwd", str(work), "--add-dir", str(extra),
+        json.dumps(paths),
+    )  # fmt: skip
+    assert done.returncode == ExitCode.OK, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"roots: {work} {extra}"
+    assert f"read {extra / 'notes.txt'}: ok added directory notes" in lines
+    assert f"write {extra / 'new' / 'out.txt'}: ok" in lines
+    assert (extra / "new" / "out.txt").read_text() == "written by the agent\n"
+    refused = [line for line in lines if line.startswith("outside_")]
+    assert len(refused) == 2 and all(": refused " in line for line in refused), lines
+    assert not (outside / "planted.txt").exists()
+
+    # Without --add-dir the same directory is outside too.
+    done = accord(
+        "run", "-q", "--agent", dirs_agent, "--cwd", str(work), json.dumps(paths)
+    )  # fmt: skip
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert f"read {extra / 'notes.txt'}: refused" in done.stdout
+    assert done.stdout.splitlines()[0] == f"roots: {work}"
+
+
+def test_add_dir_with_an_agent_that_does_not_take_directories_is_one_line(tmp_path: Path) -> None:
+    done = accord("run", "--agent", ECHO, "--add-dir", str(tmp_path), "hi")
+    assert done.returncode == ExitCode.ERROR, done
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "does not accept further directories" in done.stderr
+    assert "--add-dir cannot be used" in done.stderr

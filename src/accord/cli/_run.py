@@ -386,6 +386,12 @@ async def _open_session(
         if latest is None:
             raise _Failed(f"no earlier session in {cwd} to continue", ExitCode.ERROR)
         session_id = latest.session_id
+    if extra and not conn.supports("sessionCapabilities", "additionalDirectories"):
+        raise _Failed(
+            f"{choice.name} does not accept further directories (it does not advertise"
+            " sessionCapabilities.additionalDirectories), so --add-dir cannot be used",
+            ExitCode.ERROR,
+        )
     if session_id is None:
         return await conn.new_session(cwd, additional_directories=extra)
     try:
