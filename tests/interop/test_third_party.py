@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -33,6 +36,7 @@ from typing import Any, Literal, TypeVar
 import anyio
 import pytest
 
+from accord.cli._settings import KNOWN_AGENTS
 from accord.errors import InvalidParams, LocalProtocolError
 from accord.jsonrpc import set_wire_observer
 from accord.roles import Client, ClientSideConnection
@@ -878,3 +882,35 @@ async def test_gemini_cli_through_connect(
         assert target.read_text() == "new text\n"
         ((tool_call),) = result.tool_calls
         assert tool_call.status == "completed"
+
+
+def test_the_gemini_name_runs_gemini_cli_in_acp_mode(gemini_cli: list[str], tmp_path: Path) -> None:
+    """``accord run --agent gemini``: the name's command line, with its npx package swapped
+    for the installed @google/gemini-cli through the config file's ``[agents]`` (as a user
+    with a global install would) and its model replaced by ``--fake-responses``, speaks ACP:
+    the real ``accord`` command streams the scripted answer and exits 0."""
+    words = shlex.split(KNOWN_AGENTS["gemini"])
+    assert words[:3] == ["npx", "-y", "@google/gemini-cli"]
+    installed = Path(gemini_cli[-1]).resolve().parents[1] / "package.json"
+    package = json.loads(installed.read_text())
+    assert package["name"] == "@google/gemini-cli" and "gemini" in package["bin"]
+    fake, env, workspace = gemini_setup(
+        tmp_path, [gemini_stream({"text": "Hello from "}, {"text": "Gemini."})]
+    )
+    command = [*gemini_cli, *words[3:], "-m", "gemini-2.5-flash", "--fake-responses", str(fake)]
+    config = tmp_path / "config.toml"
+    config.write_text(f"[agents]\ngemini = {json.dumps(shlex.join(command))}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "accord.cli", "run", "--agent", "gemini", "--json", "say hello"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=workspace,
+        env={**os.environ, **env, "ACCORD_CONFIG": str(config)},
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])["result"]
+    assert result["stopReason"] == "end_turn"
+    assert result["text"] == "Hello from Gemini."

@@ -9,7 +9,7 @@ directory (``platformdirs``: ``~/.config/accord/config.toml`` on Linux)::
 
     [agents]                                  # names for --agent, over the well-known ones
     mine = "python /path/to/my_agent.py --acp"
-    claude = "claude-code-acp"                # e.g. an installed binary instead of npx
+    claude = "claude-agent-acp"               # e.g. an installed binary instead of npx
 
 What is given on the command line wins, then the environment, then this file. A file that
 does not parse, or holds a value of the wrong type, is an error (one line naming the file
@@ -35,7 +35,12 @@ CONFIG_ENV = "ACCORD_CONFIG"
 """The variable naming the config file (instead of the user config directory's)."""
 
 KNOWN_AGENTS: Mapping[str, str] = {
-    "claude": "npx -y @zed-industries/claude-code-acp",
+    # Each checked against its package (npm ``bin``, README, the ACP registry's entry):
+    # Claude's adapter was renamed claude-code-acp -> claude-agent-acp and moved to the
+    # agentclientprotocol organisation (the old name stopped at 0.16); Codex's adapter is the
+    # registry's; Gemini CLI and Qwen Code take ``--acp`` (``--experimental-acp`` is the
+    # deprecated spelling); goose and opencode are native binaries with an ``acp`` command.
+    "claude": "npx -y @agentclientprotocol/claude-agent-acp",
     "codex": "npx -y @zed-industries/codex-acp",
     "gemini": "npx -y @google/gemini-cli --acp",
     "goose": "goose acp",
