@@ -10,10 +10,11 @@ of its own and drops it). Prints one table, every row for both stores in the sam
   the group-commit writer, then delivered;
 * replay: a fresh runtime loads a ~10,000-event session (ten turns of text, thoughts and tool
   calls); ``session/load`` timed from request to response; the rate counts stored events;
-* cross-process delivery (PostgreSQL only; SQLite has no wake-up across processes): another
-  process appends one event every 5 ms; this one waits on ``listen()`` and reads what each
-  notification announces; latency = read time minus the writer's clock just before its
-  commit (one machine, one clock), p50 and p99 over ``--deliveries`` events.
+* cross-process delivery: another process appends one event every 5 ms; this one follows the
+  session (``store.follow_events``: woken by ``LISTEN``/``NOTIFY`` on PostgreSQL, by its
+  50 ms poll on SQLite); latency = time the follower yields the event minus the writer's
+  clock just before its commit (one machine, one clock), p50 and p99 over ``--deliveries``
+  events.
 
 Targets (issue 14): appends >= 20,000 events/s, replay >= 50,000 events/s.
 """
@@ -135,10 +136,11 @@ async def bench_replay(make_store: StoreFactory, repeats: int = 3) -> Rate:
 _WRITER = """
 import sys, time, anyio, orjson
 from datetime import UTC, datetime
-from accord.store import PostgresSessionStore, SessionRecord, StoredEvent
+from accord.store import PostgresSessionStore, SessionRecord, SqliteSessionStore, StoredEvent
 
-async def main(url, session_id, count):
-    async with PostgresSessionStore(url) as store:
+async def main(kind, database, session_id, count):
+    store = PostgresSessionStore(database) if kind == "postgres" else SqliteSessionStore(database)
+    async with store:
         now = datetime.now(UTC)
         await store.create_session(SessionRecord(session_id=session_id, cwd="/tmp",
                                                  created_at=now, updated_at=now))
@@ -152,15 +154,17 @@ async def main(url, session_id, count):
                 created_at=datetime.now(UTC))])
             await anyio.sleep(0.005)
 
-anyio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
 """
 
 
-async def bench_cross_process(url: str, count: int) -> tuple[float, float]:
-    """p50 and p99 latency in ms from a commit in another process to the read here."""
+async def bench_cross_process(
+    kind: str, database: str, make_store: StoreFactory, count: int
+) -> tuple[float, float]:
+    """p50 and p99 latency in ms from a commit in another process to the follower here."""
     session_id = f"latency-{uuid.uuid4().hex[:8]}"
     writer = subprocess.Popen(  # noqa: ASYNC220 - started and stopped outside the timing
-        [sys.executable, "-c", textwrap.dedent(_WRITER), url, session_id, str(count)],
+        [sys.executable, "-c", textwrap.dedent(_WRITER), kind, database, session_id, str(count)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -169,19 +173,14 @@ async def bench_cross_process(url: str, count: int) -> tuple[float, float]:
     latencies: list[float] = []
     try:
         assert writer.stdout.readline().strip() == "ready"
-        async with PostgresSessionStore(url) as store, store.listen() as notes:
+        async with make_store() as store, store.follow_events(session_id) as batches:
             writer.stdin.write("go\n")
             writer.stdin.flush()
-            after = 0
-            async for noted_session, last_seq in notes:
-                if noted_session != session_id or last_seq <= after:
-                    continue
-                for event in await store.read_events(session_id, after_seq=after):
-                    latencies.append(
-                        (time.time_ns() - orjson.loads(event.payload)["sent_ns"]) / 1e6
-                    )
-                    after = event.seq
-                if after >= count:
+            async for batch in batches:
+                now = time.time_ns()
+                for event in batch:
+                    latencies.append((now - orjson.loads(event.payload)["sent_ns"]) / 1e6)
+                if batch[-1].seq >= count:
                     break
     finally:
         writer.kill()
@@ -204,7 +203,12 @@ async def main(url: str, events: int, deliveries: int) -> None:
         results: dict[str, tuple[Rate, Rate]] = {}
         for name, factory in (("SQLite", sqlite_store), ("PostgreSQL", postgres_store)):
             results[name] = (await bench_appends(factory, events), await bench_replay(factory))
-        p50, p99 = await bench_cross_process(url, deliveries)
+        latency = {
+            "SQLite": await bench_cross_process(
+                "sqlite", str(directory / "bench.sqlite3"), sqlite_store, deliveries
+            ),
+            "PostgreSQL": await bench_cross_process("postgres", url, postgres_store, deliveries),
+        }
     load_after = os.getloadavg()[0]
 
     def verdict(value: float, target: int) -> str:
@@ -228,14 +232,16 @@ async def main(url: str, events: int, deliveries: int) -> None:
                 verdict(replay.per_wall_second, REPLAY_TARGET),
             )
         )
-    rows.append(
-        (
-            f"PostgreSQL: cross-process delivery ({deliveries:,} events, LISTEN/NOTIFY + read)",
-            f"p50 {p50:.2f} ms",
-            f"p99 {p99:.2f} ms",
-            "",
+    for name, how in (("SQLite", "50 ms poll"), ("PostgreSQL", "LISTEN/NOTIFY")):
+        p50, p99 = latency[name]
+        rows.append(
+            (
+                f"{name}: cross-process delivery ({deliveries:,} events, follower: {how})",
+                f"p50 {p50:.2f} ms",
+                f"p99 {p99:.2f} ms",
+                "",
+            )
         )
-    )
     header = ("measure", "value / wall", "per CPU s", "target")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
