@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from accord.client._terminals import TerminalHost, _OutputBuffer
+from accord.client._terminals import TerminalHost
 from accord.errors import InvalidParams, ResourceNotFound
 from accord.schema import (
     CreateTerminalRequest,
@@ -28,6 +28,7 @@ from accord.schema import (
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
 )
+from accord.transports import TailBuffer
 
 pytestmark = [
     pytest.mark.anyio,
@@ -365,20 +366,20 @@ async def test_large_output_does_not_block_the_child(root: Path) -> None:
     ],
 )
 def test_output_buffer(chunks: list[bytes], limit: int, expected: str, truncated: bool) -> None:
-    buffer = _OutputBuffer(limit)
+    buffer = TailBuffer(limit)
     for chunk in chunks:
-        buffer.append(chunk)
+        buffer.write(chunk)
     assert buffer.text(final=True) == expected
     assert buffer.truncated is truncated
     assert len(buffer) <= limit
 
 
 def test_output_buffer_holds_back_a_partial_character_until_final() -> None:
-    buffer = _OutputBuffer(100)
-    buffer.append(b"ok \xe2\x82")
+    buffer = TailBuffer(100)
+    buffer.write(b"ok \xe2\x82")
     assert buffer.text(final=False) == "ok "
     assert buffer.text(final=True) == "ok \ufffd"
-    buffer.append(b"\xac")
+    buffer.write(b"\xac")
     assert buffer.text(final=False) == "ok €"
 
 

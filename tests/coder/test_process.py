@@ -15,10 +15,10 @@ from accord.coder._process import (
     DEFAULT_TIMEOUT_SECONDS,
     MAX_TIMEOUT_SECONDS,
     CommandResult,
-    TailBuffer,
     clamp_timeout,
     run_local,
 )
+from accord.transports import TailBuffer
 
 pytestmark = pytest.mark.subprocess
 

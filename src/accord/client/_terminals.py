@@ -26,14 +26,13 @@ would in the user's own terminal.
 POSIX only (process groups and signals). Above: the client runtime (``accord.client``), which
 advertises ``terminal`` only when a host is configured, passes each session's roots, calls
 :meth:`TerminalHost.release_session` when a session closes, and closes the host with the
-connection. Below: anyio processes, ``accord.schema`` wire models, ``accord.errors``, and
-:func:`accord.client._fs.resolve_within` for the working directory.
+connection. Below: the process-group helpers of :mod:`accord.transports` (spawn, the
+SIGTERM-to-SIGKILL ladder, the tail buffer), ``accord.schema`` wire models, ``accord.errors``,
+and :func:`accord.client._fs.resolve_within` for the working directory.
 """
 
 from __future__ import annotations
 
-import codecs
-import logging
 import os
 import shlex
 import shutil
@@ -65,6 +64,7 @@ from accord.schema import (
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
 )
+from accord.transports import TailBuffer, signal_group, spawn_group, stop_group
 
 from ._fs import resolve_within
 
@@ -77,8 +77,6 @@ __all__ = (
     "TerminalHostStatistics",
     "default_shell",
 )
-
-logger = logging.getLogger(__name__)
 
 #: Output kept per terminal when the agent sets no ``outputByteLimit``, and the most kept even
 #: when it asks for more: it bounds the client's memory per terminal, and an agent's context
@@ -127,46 +125,12 @@ class TerminalHostStatistics:
     buffered_bytes: int
 
 
-class _OutputBuffer:
-    """The newest ``limit`` bytes of a terminal's output, cut at UTF-8 character boundaries."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._data = bytearray()
-        self.truncated = False
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def append(self, chunk: bytes) -> None:
-        data = self._data
-        data += chunk
-        excess = len(data) - self._limit
-        if excess <= 0:
-            return
-        # Also drop the continuation bytes (0b10xxxxxx) of a character cut in half; a UTF-8
-        # character has at most three, so binary output cannot make this cut run away.
-        for _ in range(3):
-            if excess < len(data) and data[excess] & 0xC0 == 0x80:
-                excess += 1
-        del data[:excess]  # bytearray deletes at the front in O(1) (it moves its start)
-        self.truncated = True
-
-    def text(self, *, final: bool) -> str:
-        """The output as text; invalid UTF-8 becomes U+FFFD.
-
-        Until the output is ``final``, an incomplete character at the end is held back rather
-        than shown as U+FFFD: the rest of it is still in the pipe.
-        """
-        return codecs.getincrementaldecoder("utf-8")("replace").decode(self._data, final=final)
-
-
 @dataclass(eq=False, kw_only=True)
 class _Terminal:
     terminal_id: str
     session_id: str
     process: Process
-    output: _OutputBuffer
+    output: TailBuffer
     # Cancelled on release: stops the reader task even if a stray process holds the pipe.
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     # Set once the exit status is known and the output is complete (or settled, see
@@ -292,14 +256,13 @@ class TerminalHost:
         if request.output_byte_limit is not None:
             limit = min(request.output_byte_limit, limit)
         try:
-            process = await anyio.open_process(
+            process = await spawn_group(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
                 env=env,
-                start_new_session=True,
             )
         except (FileNotFoundError, PermissionError) as exc:
             reason = "not found" if isinstance(exc, FileNotFoundError) else "not executable"
@@ -313,14 +276,14 @@ class TerminalHost:
             ) from exc
         if self._closed:  # the host closed while the process started: it must not leak
             with anyio.CancelScope(shield=True):
-                _kill_group(process.pid, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
                 await process.aclose()
             raise RuntimeError("TerminalHost closed while the command was starting")
         terminal = _Terminal(
             terminal_id=str(uuid.uuid4()),
             session_id=request.session_id,
             process=process,
-            output=_OutputBuffer(limit),
+            output=TailBuffer(limit),
         )
         self._terminals[terminal.terminal_id] = terminal
         task_group.start_soon(_run, terminal, name=f"terminal {terminal.terminal_id}")
@@ -469,47 +432,26 @@ async def _drain(terminal: _Terminal) -> None:
     assert stream is not None
     try:
         while True:
-            terminal.output.append(await stream.receive(_READ_CHUNK_BYTES))
+            terminal.output.write(await stream.receive(_READ_CHUNK_BYTES))
     except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
     finally:
         terminal.output_closed.set()
 
 
-def _kill_group(pid: int, signum: signal.Signals) -> None:
-    """Signal the process group led by ``pid`` (each command leads its own session)."""
-    try:
-        os.killpg(pid, signum)
-    except ProcessLookupError:
-        pass  # everything in the group is gone already
-    except PermissionError:  # a member changed its user id (setuid): not ours to kill
-        logger.warning("not allowed to signal process group %d", pid)
-
-
 async def _terminate(terminal: _Terminal, grace: float) -> None:
     """SIGTERM the command's group, SIGKILL it after ``grace``; wait for it, bounded.
 
-    The group is signalled while the command runs or while anything still holds its output
-    pipe (a background child): the group id stays reserved as long as a member lives.
+    The command counts as finished once it exited and nothing holds its output pipe any more
+    (a background child would): the group id stays reserved as long as a member lives.
     """
-    if terminal.finished():
-        return
-    _kill_group(terminal.process.pid, signal.SIGTERM)
-    with anyio.move_on_after(grace):
-        await terminal.wait_finished()
-    if terminal.finished():
-        return
-    _kill_group(terminal.process.pid, signal.SIGKILL)
-    with anyio.move_on_after(KILL_TIMEOUT):
-        await terminal.wait_finished()
-    if not terminal.finished():
-        logger.warning(
-            "terminal %s: process %d survived SIGKILL for %.1fs (or a process outside its group"
-            " holds the output pipe); giving up on it",
-            terminal.terminal_id,
-            terminal.process.pid,
-            KILL_TIMEOUT,
-        )
+    await stop_group(
+        terminal.process,
+        terminate_timeout=grace,
+        kill_timeout=KILL_TIMEOUT,
+        finished=terminal.finished,
+        wait=terminal.wait_finished,
+    )
 
 
 async def _release_all(terminals: Sequence[_Terminal], grace: float) -> None:

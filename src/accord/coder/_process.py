@@ -20,7 +20,6 @@ POSIX only (process groups and signals), like the client's terminal host.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -28,8 +27,8 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
-from anyio.abc import Process
 
+from ..transports import TailBuffer, spawn_group, stop_group
 from ._watchdog import group_watchdog
 
 __all__ = (
@@ -38,7 +37,6 @@ __all__ = (
     "MAX_TIMEOUT_SECONDS",
     "TERMINATE_GRACE_SECONDS",
     "CommandResult",
-    "TailBuffer",
     "clamp_timeout",
     "run_local",
     "shell_argv",
@@ -70,36 +68,6 @@ def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command`` as a shell command line."""
     bash = shutil.which("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
-
-
-class TailBuffer:
-    """Keeps the newest ``limit`` bytes written to it and counts what it dropped."""
-
-    __slots__ = ("_data", "dropped", "limit")
-
-    def __init__(self, limit: int = MAX_OUTPUT_BYTES) -> None:
-        """Create an empty buffer keeping at most ``limit`` bytes."""
-        self.limit = limit
-        self._data = bytearray()
-        self.dropped = 0
-
-    def write(self, chunk: bytes) -> None:
-        """Append ``chunk``, dropping the oldest bytes beyond the limit."""
-        self._data += chunk
-        excess = len(self._data) - self.limit
-        if excess > 0:
-            del self._data[:excess]
-            self.dropped += excess
-
-    def text(self) -> str:
-        """The kept bytes as text (a character cut at the start is dropped, not mangled)."""
-        data = bytes(self._data)
-        if self.dropped:
-            start = 0
-            while start < min(4, len(data)) and data[start] & 0xC0 == 0x80:
-                start += 1
-            data = data[start:]
-        return data.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,28 +116,6 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-async def _terminate(process: Process) -> None:
-    """Stop the process group: SIGTERM, a grace period, SIGKILL; then reap. Shielded.
-
-    The group gets ``SIGKILL`` even when the shell went at ``SIGTERM``: a child that ignores
-    ``SIGTERM`` (or that the shell left in the background) must not outlive the command.
-    """
-    with anyio.CancelScope(shield=True):
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            with anyio.move_on_after(TERMINATE_GRACE_SECONDS):
-                await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)
-        await process.wait()
-
-
 async def run_local(
     command: str, *, cwd: str, time_limit: float, output_limit: int = MAX_OUTPUT_BYTES
 ) -> CommandResult:
@@ -184,13 +130,12 @@ async def run_local(
     Raises:
         OSError: the shell could not be started (e.g. ``cwd`` vanished).
     """
-    process = await anyio.open_process(
+    process = await spawn_group(
         shell_argv(command),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
     watchdog = group_watchdog()
     watchdog.register(process.pid)  # its own session: the group id is its pid
@@ -207,7 +152,9 @@ async def run_local(
             await process.wait()
         timed_out = scope.cancelled_caught
     finally:
-        await _terminate(process)
+        # SIGKILL the group even when the shell went at SIGTERM: a child that ignores it (or
+        # that the shell left in the background) must not outlive the command.
+        await stop_group(process, terminate_timeout=TERMINATE_GRACE_SECONDS, sweep=True)
         await process.aclose()
         watchdog.unregister(process.pid)
     code = process.returncode

@@ -6,7 +6,10 @@ an in-memory pair (:func:`memory_transport_pair`), newline-delimited JSON over b
 agent process (:func:`spawn_agent`). Framing (NDJSON lines to messages and back, with no I/O:
 :class:`LineDecoder`, :func:`encode_message`, :func:`decode_line`, :class:`MalformedFrame`) and
 byte streams over raw pipe descriptors (:class:`FdReceiveStream`, :class:`FdSendStream`) live
-here too. The JSON-RPC connection (``accord.jsonrpc.Connection``) sits above; below sit only
+here too, and so do child processes in their own process group (:func:`spawn_group`, the
+SIGTERM-to-SIGKILL ladder :func:`stop_group`, :func:`signal_group`, the UTF-8-safe
+:class:`TailBuffer`), which the client's terminal host and the coder's command runner use too.
+The JSON-RPC connection (``accord.jsonrpc.Connection``) sits above; below sit only
 anyio, orjson and the operating system.
 """
 
@@ -22,12 +25,20 @@ from ._framing import decode_line as decode_line
 from ._framing import encode_message as encode_message
 from ._memory import MemoryTransport as MemoryTransport
 from ._memory import memory_transport_pair as memory_transport_pair
+from ._process import GROUP_KILL_TIMEOUT as GROUP_KILL_TIMEOUT
+from ._process import GROUP_TERMINATE_TIMEOUT as GROUP_TERMINATE_TIMEOUT
+from ._process import TailBuffer as TailBuffer
+from ._process import signal_group as signal_group
+from ._process import spawn_group as spawn_group
+from ._process import stop_group as stop_group
 from ._stdio import stdio_transport as stdio_transport
 from ._stream import StreamTransport as StreamTransport
 from ._subprocess import SubprocessTransport as SubprocessTransport
 from ._subprocess import spawn_agent as spawn_agent
 
 __all__ = (
+    "GROUP_KILL_TIMEOUT",
+    "GROUP_TERMINATE_TIMEOUT",
     "MAX_MESSAGE_BYTES",
     "BackgroundWriterTransport",
     "BatchTransport",
@@ -38,10 +49,14 @@ __all__ = (
     "MemoryTransport",
     "StreamTransport",
     "SubprocessTransport",
+    "TailBuffer",
     "Transport",
     "decode_line",
     "encode_message",
     "memory_transport_pair",
+    "signal_group",
     "spawn_agent",
+    "spawn_group",
     "stdio_transport",
+    "stop_group",
 )

@@ -14,11 +14,9 @@ import logging
 import os
 import signal
 import subprocess
-from collections import deque
 from collections.abc import Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,6 +25,7 @@ from anyio.abc import Process
 from ..errors import AgentProcessExited, ConnectionClosed
 from ._fd import FdReceiveStream, FdSendStream
 from ._framing import MAX_MESSAGE_BYTES
+from ._process import TailBuffer, signal_group, spawn_group, stop_group
 from ._stream import StreamTransport
 
 if TYPE_CHECKING:
@@ -64,47 +63,35 @@ class _Limits:
 
 
 class _StderrRing:
-    """The last ``limit`` bytes of a stream, kept as lines."""
+    """An agent's stderr: split into lines for the log, its last ``limit`` bytes kept as text."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._lines: deque[str] = deque()
-        self._size = 0
+        self._tail = TailBuffer(limit)
         self._partial: bytes = b""
         self.total_bytes = 0
 
     def feed(self, data: bytes) -> list[str]:
+        """Take what was read; return the lines it completed."""
         self.total_bytes += len(data)
+        self._tail.write(data)
         pieces: list[bytes] = (self._partial + data).split(b"\n")
         self._partial = pieces.pop()
-        complete = pieces
-        if len(self._partial) > self._limit:
+        if len(self._partial) > self._limit:  # one endless line: keep its end for the log
             self._partial = self._partial[-self._limit :]
-        lines = [line.decode("utf-8", "replace") for line in complete]
-        for line in lines:
-            self._push(line)
-        return lines
+        return [line.decode("utf-8", "replace") for line in pieces]
 
     def finish(self) -> list[str]:
         """End of the stream: a last line without a newline counts; return it (if any)."""
         if not self._partial:
             return []
         line = self._partial.decode("utf-8", "replace")
-        self._push(line)
         self._partial = b""
         return [line]
 
-    def _push(self, line: str) -> None:
-        self._lines.append(line)
-        self._size += len(line) + 1
-        while self._size > self._limit and len(self._lines) > 1:
-            self._size -= len(self._lines.popleft()) + 1
-
     def tail(self) -> str:
-        text = "\n".join(self._lines)
-        if self._partial:
-            text += ("\n" if text else "") + self._partial.decode("utf-8", "replace")
-        return text[-self._limit :]
+        """The last ``limit`` bytes as text, without the final newline."""
+        return self._tail.text().removesuffix("\n")
 
 
 class SubprocessTransport(StreamTransport):
@@ -213,30 +200,15 @@ class SubprocessTransport(StreamTransport):
         if process.returncode is None:
             with anyio.move_on_after(self._limits.grace):
                 await process.wait()
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            with anyio.move_on_after(self._limits.terminate):
-                await process.wait()
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGKILL)
-            with anyio.move_on_after(self._limits.kill):
-                await process.wait()
+        await stop_group(
+            process, terminate_timeout=self._limits.terminate, kill_timeout=self._limits.kill
+        )
         if process.returncode is not None:
             # Read what the agent wrote last (often why it exited) before the drain stops;
             # bounded, since a process outside its group may still hold stderr open.
             with anyio.move_on_after(EXIT_WAIT_TIMEOUT):
                 await self._stderr_done.wait()
         await self._reader.aclose()
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 @asynccontextmanager
@@ -274,14 +246,13 @@ async def spawn_agent(
     child_stdin, parent_stdin = os.pipe()
     parent_stdout, child_stdout = os.pipe()
     try:
-        process = await anyio.open_process(
-            list(command),
+        process = await spawn_group(
+            command,
             stdin=child_stdin,
             stdout=child_stdout,
             stderr=subprocess.PIPE,
-            cwd=Path(cwd) if cwd is not None else None,
+            cwd=cwd,
             env=full_env,
-            start_new_session=True,
         )
     except BaseException:
         os.close(parent_stdin)
@@ -308,4 +279,4 @@ async def spawn_agent(
                 task_group.cancel_scope.cancel()
     finally:
         if process.returncode is None:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
