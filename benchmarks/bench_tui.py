@@ -8,8 +8,10 @@ Measured:
     ``--starts`` runs.
 (b) a reply of ``--deltas`` chunks streamed as fast as an in-process agent can send them to
     the app (headless, 100x36): the time from Enter until the whole reply is drawn, the
-    time per 1,000 deltas, how many frames (conversation syncs) drew it, and the lag: how
-    long after the agent's last chunk the screen showed it.
+    time per 1,000 deltas, how many frames (conversation syncs) drew it (and per 1,000
+    deltas), how far the screen trailed the stream while it came (for each frame: how long
+    before it the first chunk it did not show yet had been sent; the worst), and the lag: how
+    long after the agent's last chunk the screen showed it all.
 (c) a session of ``--events`` events (a mix of prompts, replies in chunks, thoughts, tool
     calls with updates, plans) replayed by ``session/load`` and drawn: the time from start
     until it is all on screen, and the resident memory the process grew by (after a
@@ -68,16 +70,35 @@ class StreamingAgent(Agent):
     def __init__(self, deltas: int) -> None:
         self.deltas = deltas
         self.finished_at = 0.0
+        #: (time, characters sent so far) after each chunk.
+        self.sent: list[tuple[float, int]] = []
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         return NewSessionResponse(session_id="bench")
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
+        length = 0
         for n in range(self.deltas):
             text = f"word{n} " if n % 12 else f"\n\nParagraph {n // 12}: "
             await self.client.send_chunk(request.session_id, text)
+            length += len(text)
+            self.sent.append((time.perf_counter(), length))
         self.finished_at = time.perf_counter()
         return PromptResponse(stop_reason="end_turn")
+
+
+def trail(sent: list[tuple[float, int]], shown: list[tuple[float, int]]) -> float:
+    """How far the screen trailed the stream, at worst: for each frame, how long before it
+    the agent had sent the text it showed, less nothing (0 when it showed everything)."""
+    worst = 0.0
+    index = 0
+    for at, length in shown:
+        while index < len(sent) and sent[index][1] <= length:
+            index += 1
+        # sent[index] is the first chunk not shown yet (if any was sent before this frame)
+        if index < len(sent) and sent[index][0] < at:
+            worst = max(worst, at - sent[index][0])
+    return worst
 
 
 def session_updates(events: int) -> list[SessionUpdate]:
@@ -160,6 +181,17 @@ async def long_reply(deltas: int) -> dict[str, float]:
         pane = app.active_pane
         assert pane is not None
         await pilot.press("x")
+        conversation = pane.conversation
+        shown: list[tuple[float, int]] = []
+        sync = conversation.sync
+
+        async def recorded_sync() -> None:
+            await sync()
+            replies = list(pane.query(AgentMessage))
+            if replies:
+                shown.append((time.perf_counter(), replies[-1].shown_length))
+
+        conversation.sync = recorded_sync  # type: ignore[method-assign]
         start = time.perf_counter()
         await pilot.press("enter")
         message = pane.session.view
@@ -176,7 +208,10 @@ async def long_reply(deltas: int) -> dict[str, float]:
             "total": end - start,
             "per_1000": (end - start) / deltas * 1000,
             "frames": pane.conversation.syncs,
+            "frames_per_1000": pane.conversation.syncs / deltas * 1000,
+            "stream": agent.finished_at - start,
             "lag": end - agent.finished_at,
+            "trail": trail(agent.sent, shown),
         }
 
 
@@ -290,11 +325,16 @@ def main() -> None:
             f"(a) start to first frame {started['first_frame'] * 1000:.0f} ms, "
             f"to the session open {started['ready'] * 1000:.0f} ms (median of {args.starts})"
         )
+    cpu = time.process_time()
     reply = anyio.run(long_reply, args.deltas, backend="asyncio")
+    cpu = time.process_time() - cpu
     print(
-        f"(b) {args.deltas} deltas drawn in {reply['total']:.2f} s "
-        f"({reply['per_1000'] * 1000:.0f} ms per 1,000 deltas), {reply['frames']:.0f} frames, "
-        f"drawn {reply['lag'] * 1000:.0f} ms after the last chunk"
+        f"(b) {args.deltas} deltas streamed in {reply['stream']:.2f} s and drawn in "
+        f"{reply['total']:.2f} s ({reply['per_1000'] * 1000:.0f} ms per 1,000 deltas; "
+        f"{cpu:.2f} CPU s for the whole run, app start included), {reply['frames']:.0f} frames "
+        f"({reply['frames_per_1000']:.1f} per 1,000 deltas); the screen trailed the stream by "
+        f"at most {reply['trail'] * 1000:.0f} ms and was complete "
+        f"{reply['lag'] * 1000:.0f} ms after the last chunk"
     )
     session = anyio.run(large_session, args.events, backend="asyncio")
     held = session["full_bytes"] / 1e6

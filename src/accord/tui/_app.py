@@ -166,6 +166,9 @@ class ChatApp(App[int]):
         #: Permission questions waiting for an answer.
         self.questions_waiting = 0
         self._questions: list[ModalScreen[Any]] = []
+        # Panes to redraw at the next turn of the event loop (an ordered set).
+        self._stale_panes: dict[SessionPane, None] = {}
+        self._refresh_scheduled = False
         #: Bells rung (for questions), counted so headless tests can see them.
         self.bells = 0
         #: The turn results, per session id (the last one), for callers and tests.
@@ -317,7 +320,25 @@ class ChatApp(App[int]):
         session_id = getattr(notification, "session_id", None)
         pane = self._panes.get(session_id) if isinstance(session_id, str) else None
         if pane is not None:
-            self.call_later(self._refresh_pane, pane)
+            self._mark_stale(pane)
+
+    def _mark_stale(self, pane: SessionPane) -> None:
+        """Redraw ``pane`` soon: any number of updates before that cost one redraw.
+
+        A reply streams as thousands of updates; one callback per update would queue
+        thousands of redraws behind the stream (the screen would trail it by seconds).
+        """
+        self._stale_panes[pane] = None
+        if not self._refresh_scheduled:
+            self._refresh_scheduled = True
+            self.call_later(self._refresh_stale)
+
+    def _refresh_stale(self) -> None:
+        self._refresh_scheduled = False
+        panes, self._stale_panes = self._stale_panes, {}
+        for pane in panes:
+            if pane.session.session_id in self._panes:
+                self._refresh_pane(pane)
 
     def _refresh_pane(self, pane: SessionPane) -> None:
         pane.request_refresh()
@@ -387,7 +408,7 @@ class ChatApp(App[int]):
                 async for event in stream:
                     if isinstance(event, TurnFinished):
                         self.last_stop_reason[session.session_id] = event.stop_reason
-                    pane.request_refresh()
+                    self._mark_stale(pane)
         except (AgentProcessExited, ConnectionClosed) as error:
             await pane.conversation.add_notice(describe_failure(error, self._stderr()), error=True)
             self._show_failure(error)
