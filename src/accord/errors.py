@@ -21,7 +21,9 @@ Every error accord raises derives from :class:`AcpError`. Catch the branch you c
     │   └── ResourceNotFound    -32002
     ├── TransportError                  the channel to the peer failed
     │   ├── ConnectionClosed            the peer went away (EOF) with requests outstanding
-    │   └── AgentProcessExited          a spawned agent exited; carries exit code + stderr tail
+    │   ├── AgentProcessExited          a spawned agent exited; carries exit code + stderr tail
+    │   └── ConnectionRefused           a remote agent's server refused the connection (HTTP
+    │                                   status: 401 token, 403 origin, 429 too many, ...)
     ├── SessionError                    a session-level rule was broken (local view)
     │   ├── SessionNotFound
     │   └── SessionBusy                 a second prompt while one is running
@@ -40,6 +42,7 @@ __all__ = (
     "AgentProcessExited",
     "AuthRequired",
     "ConnectionClosed",
+    "ConnectionRefused",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -195,6 +198,20 @@ class TransportError(AcpError):
 
 class ConnectionClosed(TransportError):
     """The peer closed the connection (or it broke) while work was outstanding."""
+
+
+class ConnectionRefused(ConnectionClosed):
+    """A remote agent's server refused the connection or a request with an HTTP status.
+
+    Attributes:
+        status: the HTTP status (401: missing or wrong token, 403: origin not allowed, 404:
+            unknown connection, 413: message too large, 429: too many connections).
+    """
+
+    def __init__(self, status: int, message: str):
+        """The refusal's ``status`` and a one-line ``message`` saying what it means."""
+        super().__init__(message)
+        self.status = status
 
 
 class AgentProcessExited(ConnectionClosed):

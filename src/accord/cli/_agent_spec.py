@@ -44,17 +44,19 @@ class AgentChoice:
     """The agent a command will talk to.
 
     Attributes:
-        command: its command line, or None for the built-in agent.
+        command: its command line, or None for the built-in agent (or a served one).
         name: how messages call it (``'claude' (npx ...)``, or ``the built-in accord agent``).
+        url: the URL of a served agent (``ws://host:8765/acp``), or None.
     """
 
     command: list[str] | None
     name: str
+    url: str | None = None
 
     @property
     def builtin(self) -> bool:
         """Whether this is the built-in accord agent."""
-        return self.command is None
+        return self.command is None and self.url is None
 
 
 def choose_agent(value: str | None, settings: Settings) -> AgentChoice:
@@ -68,6 +70,10 @@ def choose_agent(value: str | None, settings: Settings) -> AgentChoice:
         value = settings.agent
     if value is None:
         return AgentChoice(None, "the built-in accord agent")
+    from ..remote import is_remote_url
+
+    if is_remote_url(value):
+        return AgentChoice(None, repr(value), value)
     names = settings.agent_names()
     if value in names:
         command = names[value]
@@ -118,6 +124,8 @@ def agent_spec(
     """
     if choice.command is not None:
         return choice.command
+    if choice.url is not None:
+        return choice.url
     from ..coder import CoderConfig
     from ._serve import build_agent
 

@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="choose the provider, model and API key interactively, save them, and exit",
     )
+    from ._listen import add_listen_arguments
+
+    add_listen_arguments(serve)
 
     run = command(
         "run",

@@ -39,7 +39,8 @@ from ._exit_codes import ExitCode
 from ._report import CODER_EXTRA_MISSING, coder_extra_missing
 
 if TYPE_CHECKING:
-    from ..coder import CoderRuntime
+    from ..coder import CoderConfig, CoderRuntime
+    from ..store import SessionStore
 
 __all__ = ("build_agent", "serve_command")
 
@@ -54,6 +55,7 @@ def build_agent(
     environ: Mapping[str, str] | None = None,
     warn: bool = True,
     activity: str | None = None,
+    shared_store: SessionStore | None = None,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
 
@@ -65,6 +67,8 @@ def build_agent(
     what is missing (no model, or the ``coder`` extra) for an editor's log.
 
     ``activity`` is the activity log's file (``None``: none), closed with the runtime.
+    ``shared_store``: an open store several runtimes use (not closed with this one; ``store``
+    is then ignored).
 
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
@@ -80,7 +84,13 @@ def build_agent(
         if saved is not None:
             model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
+    if shared_store is not None:
+        return _built(CoderRuntime(config, store=shared_store, activity=activity), config, warn)
     runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
+    return _built(runtime, config, warn)
+
+
+def _built(runtime: CoderRuntime, config: CoderConfig, warn: bool) -> CoderRuntime:
     if warn and not config.configured:
         _log.warning("%s", config.problem())
     elif warn and coder_extra_missing():
@@ -94,6 +104,10 @@ def serve_command(args: argparse.Namespace) -> int:
         from ._configure import configure_command
 
         return configure_command()
+    if getattr(args, "listen", None):
+        from ._listen import listen_command
+
+        return listen_command(args)
     import anyio
 
     from ..transports import stdio_transport

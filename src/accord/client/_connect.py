@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import ssl
 from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import NoReturn, TypeAlias, cast
 
 import anyio
 
+from ..remote import is_remote_url
 from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
 from ..schema import AuthCapabilities, Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
@@ -77,12 +79,16 @@ async def connect(
     initialize_timeout: float | None = INITIALIZE_TIMEOUT,
     event_buffer: int = TURN_EVENT_BUFFER,
     update_listener: UpdateListener | None = None,
+    token: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncGenerator[AgentConnection]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
     Args:
-        agent: a command line (``["my-agent", "--acp"]``: spawned, no shell), a transport, or
-            an :class:`accord.roles.Agent` object (served in this process).
+        agent: a command line (``["my-agent", "--acp"]``: spawned, no shell), the URL of a
+            served agent (``"ws://host:8765/acp"``, ``wss://``, ``http://``, ``https://``;
+            needs the ``remote`` extra), a transport, or an :class:`accord.roles.Agent`
+            object (served in this process).
         cwd: the spawned agent's working directory, and the default ``cwd`` of sessions.
         env: variables set for a spawned agent, over this process's environment.
         fs: host ``fs/read_text_file`` and ``fs/write_text_file`` (advertised only then),
@@ -106,16 +112,26 @@ async def connect(
         event_buffer: events a turn stream holds before the agent waits.
         update_listener: called with every ``session/update`` as received, before it is
             folded into its session (for logging or raw output); it must not block.
+        token: the bearer token of a served agent (default: ``ACCORD_TOKEN``).
+        ssl_context: verifies a ``wss://`` / ``https://`` server (default: the system's).
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
         RemoteProtocolError: the agent speaks an ACP version accord does not.
         AgentProcessExited: the spawned agent exited (with its exit code and stderr tail).
         FileNotFoundError: the agent's program does not exist.
+        ConnectionRefused: a served agent refused the connection (401: the token).
+        OSError: a served agent cannot be reached.
         ValueError: ``elicitation_modes`` is empty or names an unknown mode.
     """
-    if isinstance(agent, str):
-        raise TypeError("pass the agent's command line as a list of arguments, not a string")
+    remote = isinstance(agent, str) and is_remote_url(agent)
+    if isinstance(agent, str) and not remote:
+        raise TypeError(
+            "pass the agent's command line as a list of arguments, not a string "
+            "(a string is a ws://, wss://, http:// or https:// URL)"
+        )
+    if (env is not None or terminal_auth) and remote:
+        raise TypeError("env and terminal_auth apply only to an agent given as a command line")
     if env is not None and isinstance(agent, Agent | Transport):
         raise TypeError("env applies only to an agent given as a command line")
     if terminal_auth and isinstance(agent, Agent | Transport):
@@ -137,6 +153,12 @@ async def connect(
                 in_process = (agent, agent_side)
             elif isinstance(agent, Transport):
                 transport = agent
+            elif isinstance(agent, str):
+                from ..remote import open_remote
+
+                transport = await stack.enter_async_context(
+                    open_remote(agent, token=token, ssl_context=ssl_context)
+                )
             else:
                 transport = await stack.enter_async_context(
                     spawn_agent(list(agent), cwd=cwd, env=env)

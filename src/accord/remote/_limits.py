@@ -1,0 +1,44 @@
+"""The served agent's limits, each with the reason for its default.
+
+Above: :mod:`._server`, :mod:`._websocket`, :mod:`._streamable`. Below: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ("ServerLimits",)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerLimits:
+    """Bounds on what one client may make the server hold or wait for.
+
+    Attributes:
+        max_message_bytes: largest JSON-RPC message (WebSocket message or POST body). Images
+            and embedded files travel base64 inside a prompt, so this is generous, yet bounded
+            so a peer cannot exhaust memory: over it, 413 (HTTP) or close 1009 (WebSocket).
+        max_header_bytes: the request line and headers together; real clients send well
+            under 8 KiB, so anything far beyond is hostile (431).
+        max_connections_per_token: live connections (WebSocket or HTTP) one token may hold;
+            one leaked token cannot take all the server's memory (429 past it).
+        idle_timeout: seconds a connection may send nothing (no message, no pong, no request)
+            before it is closed; a turn still running on the agent is not affected.
+        heartbeat_interval: seconds between WebSocket pings and SSE comment lines; keeps
+            proxies that cut quiet connections (often at 60 s) from doing so, and finds dead
+            peers. A WebSocket peer that has not answered a ping by the next one is gone.
+        request_timeout: seconds a client may take to send one request's head and body
+            (slow-loris protection); the long-lived streams are not bounded by it.
+        sse_buffer: messages held for an HTTP stream whose client is not reading (the
+            session stream before its GET arrives, or a slow reader); past it the
+            connection is closed rather than holding the agent back or growing without
+            bound.
+    """
+
+    max_message_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 16 * 1024
+    max_connections_per_token: int = 64
+    idle_timeout: float = 600.0
+    heartbeat_interval: float = 20.0
+    request_timeout: float = 30.0
+    sse_buffer: int = 8192

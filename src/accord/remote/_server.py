@@ -1,0 +1,444 @@
+"""The served agent: ACP at ``/acp`` over WebSocket and Streamable HTTP, on one TCP port.
+
+:func:`serve_remote` listens (plain TCP or TLS), reads each socket's requests with h11, and
+for every request checks, in this order: the credential is not in the URL, the bearer token
+(401 with ``WWW-Authenticate: Bearer``), the ``Origin`` (403), the path (404), then routes:
+
+* ``GET`` with ``Upgrade: websocket``: the upgrade, answered ``101`` with
+  ``Acp-Connection-Id``; the socket becomes a :class:`~._websocket.WebSocketTransport`.
+* ``POST``: one JSON-RPC message (``application/json``, at most the message limit);
+  ``initialize`` without ``Acp-Connection-Id`` creates a connection and is answered ``200``
+  with its result, the rest ``202``.
+* ``GET`` with ``Accept: text/event-stream``: the connection's or a session's event stream.
+* ``DELETE``: ends the connection.
+
+Every accepted ACP connection becomes one :class:`~accord.transports.Transport` handed to
+``handler`` (the agent runtime's ``serve``), in its own task; a failing connection is logged
+and closed, the server keeps serving. Bad HTTP, a bad upgrade, an unknown connection id or a
+hostile header gets its status code and the socket is closed.
+
+Above: the CLI (``accord serve --listen``). Below: :mod:`._auth`, :mod:`._limits`,
+:mod:`._http11`, :mod:`._websocket`, :mod:`._streamable`, h11, wsproto, anyio.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+import orjson
+
+from ..errors import ConnectionClosed
+from ..transports import Transport, encode_message
+from ._auth import AccessPolicy, Refusal
+from ._http11 import BodyTooLarge, HttpChannel, header_map
+from ._limits import ServerLimits
+from ._streamable import HttpAcpConnection, session_of
+from ._websocket import WebSocketTransport
+
+__all__ = ("ACP_PATH", "CONNECTION_HEADER", "SESSION_HEADER", "serve_remote")
+
+_log = logging.getLogger("accord.remote")
+
+#: The one endpoint (RFD: a single ``/acp`` endpoint for every profile).
+ACP_PATH = b"/acp"
+CONNECTION_HEADER = "Acp-Connection-Id"
+SESSION_HEADER = "Acp-Session-Id"
+
+#: Seconds ``initialize`` may take over HTTP before the POST is answered 504.
+INITIALIZE_TIMEOUT = 120.0
+
+Handler = Callable[[Transport], Awaitable[None]]
+
+
+async def serve_remote(
+    handler: Handler,
+    *,
+    host: str,
+    port: int,
+    policy: AccessPolicy,
+    limits: ServerLimits | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ACP at ``/acp`` on ``host:port`` until cancelled; reports the bound port.
+
+    Start it with ``port = await task_group.start(partial(serve_remote, handler, ...))``
+    (port 0 picks a free one). ``handler`` is called once per ACP connection with its
+    transport and returns when the connection is over.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    listener: anyio.abc.Listener[Any] = await anyio.create_tcp_listener(
+        local_host=host, local_port=port
+    )
+    bound = listener.extra(anyio.abc.SocketAttribute.local_port)
+    limits = limits or ServerLimits()
+    if ssl_context is not None:
+        from anyio.streams.tls import TLSListener
+
+        listener = TLSListener(
+            listener,
+            ssl_context,
+            standard_compatible=False,
+            handshake_timeout=limits.request_timeout,
+        )
+    async with anyio.create_task_group() as task_group:
+        server = _Server(handler, policy, limits, task_group)
+        task_status.started(bound)
+        await listener.serve(server.handle_socket, task_group=task_group)
+
+
+class _Server:
+    def __init__(
+        self,
+        handler: Handler,
+        policy: AccessPolicy,
+        limits: ServerLimits,
+        task_group: anyio.abc.TaskGroup,
+    ) -> None:
+        self._handler = handler
+        self._policy = policy
+        self._limits = limits
+        self._task_group = task_group
+        self._http: dict[str, HttpAcpConnection] = {}
+        self._live = 0  # connections held by the token (one token per server)
+
+    async def handle_socket(self, stream: anyio.abc.ByteStream) -> None:
+        channel = HttpChannel(stream, h11.SERVER, max_header_bytes=self._limits.max_header_bytes)
+        try:
+            await self._serve_requests(channel)
+        except h11.RemoteProtocolError as exc:
+            await self._refuse_bad_http(channel, exc)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+            pass
+        except Exception:  # one bad connection must never stop the server
+            _log.exception("an ACP connection failed")
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await stream.aclose()
+
+    async def _serve_requests(self, channel: HttpChannel) -> None:
+        wait = self._limits.request_timeout
+        while True:
+            event: Any = None
+            with anyio.move_on_after(wait):
+                event = await channel.next_event()
+            if not isinstance(event, h11.Request):
+                return
+            if not await self._dispatch(channel, event):
+                return
+            if channel.h11.our_state is not h11.DONE or channel.h11.their_state is not h11.DONE:
+                return
+            channel.h11.start_next_cycle()
+            wait = self._limits.idle_timeout
+
+    async def _refuse_bad_http(self, channel: HttpChannel, exc: h11.RemoteProtocolError) -> None:
+        status = exc.error_status_hint
+        _log.info("refused malformed HTTP (%d): %s", status, exc)
+        if channel.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            try:
+                await channel.respond(status, b"bad request\n", [("Connection", "close")])
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
+                pass
+
+    async def _dispatch(self, channel: HttpChannel, request: h11.Request) -> bool:
+        """Answer one request; False when the socket must close (or was handed over)."""
+        headers = header_map(request.headers)
+        refusal = self._policy.check(request.target, headers)
+        if refusal is not None:
+            await _refuse(channel, refusal)
+            return False
+        if request.target.split(b"?", 1)[0] != ACP_PATH:
+            await channel.respond(404, b"not found: ACP is served at /acp\n")
+            return True
+        method = request.method
+        if method == b"GET" and b"websocket" in headers.get(b"upgrade", b"").lower():
+            await self._websocket(channel, headers)
+            return False
+        if method == b"GET":
+            await self._event_stream(channel, headers)
+            return False
+        if method == b"POST":
+            return await self._post(channel, headers)
+        if method == b"DELETE":
+            await self._delete(channel, headers)
+            return True
+        await channel.respond(405, b"method not allowed\n", [("Allow", "GET, POST, DELETE")])
+        return True
+
+    # ------------------------------------------------------------------ WebSocket
+
+    async def _websocket(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
+        from wsproto.connection import Connection, ConnectionType
+        from wsproto.utilities import generate_accept_token
+
+        key = headers.get(b"sec-websocket-key", b"")
+        if headers.get(b"sec-websocket-version") != b"13":
+            await channel.respond(
+                426, b"WebSocket version 13 required\n", [("Sec-WebSocket-Version", "13")]
+            )
+            return
+        if b"upgrade" not in headers.get(b"connection", b"").lower() or not _valid_key(key):
+            await channel.respond(400, b"bad WebSocket upgrade\n")
+            return
+        if not self._acquire():
+            await channel.respond(429, b"too many connections for this token\n")
+            return
+        try:
+            connection_id = _new_id()
+            await channel.send(
+                h11.InformationalResponse(
+                    status_code=101,
+                    headers=[
+                        (b"upgrade", b"websocket"),
+                        (b"connection", b"Upgrade"),
+                        (b"sec-websocket-accept", generate_accept_token(key)),
+                        (CONNECTION_HEADER.encode(), connection_id.encode()),
+                    ],
+                )
+            )
+            trailing, _ = channel.h11.trailing_data
+            ws = Connection(ConnectionType.SERVER, trailing_data=bytes(trailing))
+            transport = WebSocketTransport(
+                channel.stream, ws, max_message_bytes=self._limits.max_message_bytes
+            )
+            _log.info("WebSocket connection %s opened", connection_id)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    transport.keepalive,
+                    self._limits.heartbeat_interval,
+                    self._limits.idle_timeout,
+                )
+                try:
+                    await self._handler(transport)
+                finally:
+                    tg.cancel_scope.cancel()
+                    await transport.aclose()
+            _log.info("WebSocket connection %s closed", connection_id)
+        finally:
+            self._live -= 1
+
+    # ------------------------------------------------------------------ Streamable HTTP
+
+    async def _post(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> bool:
+        content_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        if content_type != b"application/json":
+            await channel.respond(415, b"Content-Type must be application/json\n")
+            return False
+        limit = self._limits.max_message_bytes
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await channel.respond(413, b"message too large\n", [("Connection", "close")])
+            return False
+        if channel.h11.they_are_waiting_for_100_continue:
+            await channel.send(h11.InformationalResponse(status_code=100, headers=[]))
+        try:
+            with anyio.fail_after(self._limits.request_timeout):
+                body = await channel.read_body(limit)
+        except BodyTooLarge:
+            await channel.respond(413, b"message too large\n", [("Connection", "close")])
+            return False
+        except TimeoutError:
+            await channel.respond(408, b"request body too slow\n", [("Connection", "close")])
+            return False
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            await channel.respond(400, b"Invalid JSON\n")
+            return True
+        if isinstance(message, list):
+            error = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32600, "message": "JSON-RPC batches are not supported"},
+            }
+            await channel.respond(501, orjson.dumps(error), content_type="application/json")
+            return True
+        if not isinstance(message, dict):
+            await channel.respond(400, b"Invalid JSON-RPC message: not an object\n")
+            return True
+        await self._post_message(channel, headers, message)  # pyright: ignore[reportUnknownArgumentType]
+        return True
+
+    async def _post_message(
+        self, channel: HttpChannel, headers: dict[bytes, bytes], message: dict[str, Any]
+    ) -> None:
+        connection_id = _header(headers, CONNECTION_HEADER)
+        if message.get("method") == "initialize" and "id" in message:
+            if connection_id is not None:
+                await channel.respond(400, b"Initialize not allowed on an existing connection\n")
+                return
+            await self._initialize(channel, message)
+            return
+        if connection_id is None:
+            await channel.respond(400, b"Missing Acp-Connection-Id\n")
+            return
+        connection = self._http.get(connection_id)
+        if connection is None:
+            await channel.respond(404, b"Unknown Acp-Connection-Id\n")
+            return
+        session_header = _header(headers, SESSION_HEADER)
+        if "method" not in message:
+            problem = connection.check_response_route(message, session_header)
+            route = session_header
+        else:
+            params_session = session_of(message)
+            problem = ""
+            if params_session is not None and session_header is None:
+                problem = "Missing Acp-Session-Id"
+            elif params_session is not None and session_header != params_session:
+                problem = "Mismatched Acp-Session-Id"
+            route = session_header
+        if problem:
+            await channel.respond(400, problem.encode() + b"\n")
+            return
+        try:
+            await connection.post(message, route)
+        except ConnectionClosed:
+            await channel.respond(404, b"Unknown Acp-Connection-Id\n")
+            return
+        await channel.respond(202)
+
+    async def _initialize(self, channel: HttpChannel, message: dict[str, Any]) -> None:
+        if not self._acquire():
+            await channel.respond(429, b"too many connections for this token\n")
+            return
+        connection = HttpAcpConnection("token", buffer=self._limits.sse_buffer)
+        self._http[connection.connection_id] = connection
+        self._task_group.start_soon(self._run_http_connection, connection)
+        answer = await connection.initialize(message, INITIALIZE_TIMEOUT)
+        if answer is None:
+            await connection.aclose()
+            await channel.respond(504, b"the agent did not answer initialize\n")
+            return
+        await channel.respond(
+            200,
+            orjson.dumps(answer),
+            [(CONNECTION_HEADER, connection.connection_id)],
+            content_type="application/json",
+        )
+
+    async def _run_http_connection(self, connection: HttpAcpConnection) -> None:
+        _log.info("HTTP connection %s opened", connection.connection_id)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._reap_idle, connection)
+                try:
+                    await self._handler(connection)
+                except Exception:
+                    _log.exception("an ACP connection failed")
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            await connection.aclose()
+            self._http.pop(connection.connection_id, None)
+            self._live -= 1
+            _log.info("HTTP connection %s closed", connection.connection_id)
+
+    async def _reap_idle(self, connection: HttpAcpConnection) -> None:
+        """Close an HTTP connection nobody has used or listened to for the idle timeout."""
+        while not connection.closed:
+            await anyio.sleep(self._limits.heartbeat_interval)
+            listened = any(s.attached for s in connection.streams.values())
+            quiet = anyio.current_time() - connection.last_activity
+            if not listened and quiet >= self._limits.idle_timeout:
+                _log.info("HTTP connection %s idle: closed", connection.connection_id)
+                await connection.aclose()
+
+    async def _event_stream(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
+        if b"text/event-stream" not in headers.get(b"accept", b"").lower():
+            await channel.respond(406, b"Accept must include text/event-stream\n")
+            return
+        connection_id = _header(headers, CONNECTION_HEADER)
+        if connection_id is None:
+            await channel.respond(400, b"Missing Acp-Connection-Id\n")
+            return
+        connection = self._http.get(connection_id)
+        if connection is None or connection.closed:
+            await channel.respond(404, b"Unknown Acp-Connection-Id\n")
+            return
+        stream = connection.stream_for(_header(headers, SESSION_HEADER))
+        if stream.attached:
+            await channel.respond(409, b"this stream already has a reader\n")
+            return
+        stream.attached = True
+        try:
+            await channel.send(
+                h11.Response(
+                    status_code=200,
+                    headers=[
+                        (b"content-type", b"text/event-stream"),
+                        (b"cache-control", b"no-cache"),
+                    ],
+                )
+            )
+            while True:
+                batch = await stream.next_batch(self._limits.heartbeat_interval)
+                if batch is None:
+                    await channel.send(h11.EndOfMessage())
+                    return
+                data = b"".join(b"data: " + encode_message(m)[:-1] + b"\n\n" for m in batch)
+                try:
+                    await channel.send(h11.Data(data=data or b": ping\n\n"))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    stream.requeue(batch)
+                    return
+                connection.last_activity = anyio.current_time()
+        finally:
+            stream.attached = False
+
+    async def _delete(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
+        connection_id = _header(headers, CONNECTION_HEADER)
+        if connection_id is None:
+            await channel.respond(400, b"Missing Acp-Connection-Id\n")
+            return
+        connection = self._http.pop(connection_id, None)
+        if connection is None:
+            await channel.respond(404, b"Unknown Acp-Connection-Id\n")
+            return
+        await connection.aclose()
+        await channel.respond(202)
+
+    def _acquire(self) -> bool:
+        if self._live >= self._limits.max_connections_per_token:
+            return False
+        self._live += 1
+        return True
+
+
+async def _refuse(channel: HttpChannel, refusal: Refusal) -> None:
+    body = (refusal.reason + "\n").encode()
+    await channel.respond(refusal.status, body, [*refusal.headers, ("Connection", "close")])
+
+
+def _header(headers: dict[bytes, bytes], name: str) -> str | None:
+    value = headers.get(name.lower().encode())
+    if value is None:
+        return None
+    try:
+        text = value.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    return text or None
+
+
+def _valid_key(key: bytes) -> bool:
+    try:
+        return len(base64.b64decode(key, validate=True)) == 16
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _new_id() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(18)

@@ -1,0 +1,214 @@
+"""Streamable HTTP, server side: ACP connections that live across many HTTP requests.
+
+A POST of ``initialize`` (without ``Acp-Connection-Id``) creates a :class:`HttpAcpConnection`:
+a message-level Transport handed to the agent like any other, answered ``200`` with the
+``initialize`` result and the new ``Acp-Connection-Id``. Later POSTs feed it (``202``); what
+the agent sends goes out on long-lived GET streams (Server-Sent Events), routed as the RFD
+says: a message for a session (``params.sessionId``, or the answer to a request that was
+posted for a session) on that session's stream, everything else (answers to
+``session/new`` and ``session/load`` among them) on the connection's stream. A stream with no
+GET attached holds its messages (bounded) until one attaches. DELETE ends the connection.
+
+Above: :mod:`._server`. Below: anyio, :mod:`accord.transports`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import deque
+from typing import Any, cast
+
+import anyio
+
+from ..errors import ConnectionClosed
+
+__all__ = ("HttpAcpConnection", "OutboundStream", "route_key")
+
+_log = logging.getLogger("accord.remote")
+
+
+def route_key(message_id: Any) -> str | None:
+    """A JSON-RPC id as a dict key (``1`` and ``"1"`` stay distinct), or None if not an id."""
+    if isinstance(message_id, bool):
+        return None
+    if isinstance(message_id, str):
+        return f"s:{message_id}"
+    if isinstance(message_id, int):
+        return f"n:{message_id}"
+    return None
+
+
+def session_of(message: dict[str, Any]) -> str | None:
+    """``params.sessionId`` of a request or notification, if it is a string."""
+    params: Any = message.get("params")
+    if isinstance(params, dict):
+        sid = cast("dict[str, Any]", params).get("sessionId")
+        if isinstance(sid, str):
+            return sid
+    return None
+
+
+class OutboundStream:
+    """Messages for one GET stream: held while no receiver is attached, bounded."""
+
+    def __init__(self, limit: int) -> None:
+        """A stream holding at most ``limit`` undelivered messages."""
+        self._queue: deque[dict[str, Any]] = deque()
+        self._limit = limit
+        self._wakeup = anyio.Event()
+        self.attached = False
+        self.closed = False
+
+    def put(self, message: dict[str, Any]) -> bool:
+        """Queue ``message``; False if the stream is over its bound (the caller closes)."""
+        if len(self._queue) >= self._limit:
+            return False
+        self._queue.append(message)
+        self._wakeup.set()
+        return True
+
+    def close(self) -> None:
+        """End the stream: its receiver finishes after what is queued."""
+        self.closed = True
+        self._wakeup.set()
+
+    async def next_batch(self, heartbeat: float) -> list[dict[str, Any]] | None:
+        """Wait up to ``heartbeat`` seconds for messages; [] if none came, None once closed."""
+        if not self._queue and not self.closed:
+            with anyio.move_on_after(heartbeat):
+                await self._wakeup.wait()
+            self._wakeup = anyio.Event()
+        if self._queue:
+            batch = list(self._queue)
+            self._queue.clear()
+            return batch
+        return None if self.closed else []
+
+    def requeue(self, messages: list[dict[str, Any]]) -> None:
+        """Put back messages a receiver could not write (its socket broke)."""
+        self._queue.extendleft(reversed(messages))
+
+
+class HttpAcpConnection:
+    """One ACP connection over Streamable HTTP: the agent's Transport, fed by POSTs."""
+
+    def __init__(self, token_key: str, *, buffer: int) -> None:
+        """A new connection with a fresh id; ``buffer`` bounds each outbound stream."""
+        self.connection_id = secrets.token_urlsafe(18)
+        self.token_key = token_key
+        self._buffer = buffer
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](buffer)
+        self._inbound_send = send
+        self._inbound = receive
+        self.streams: dict[str | None, OutboundStream] = {None: OutboundStream(buffer)}
+        self._pending_routes: dict[str, str | None] = {}
+        self._client_routes: dict[str, str] = {}
+        self._initialize: tuple[str, anyio.Event] | None = None
+        self._initialize_answer: dict[str, Any] | None = None
+        self.closed = False
+        self.last_activity = anyio.current_time()
+
+    # ------------------------------------------------------------------ the agent's side
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Route one message from the agent to its GET stream.
+
+        Raises:
+            ConnectionClosed: the connection is closed (or was closed for a stream over its
+                bound: a client that never reads).
+        """
+        if self.closed:
+            raise ConnectionClosed("the HTTP connection is closed")
+        key = route_key(message.get("id"))
+        if "method" not in message:
+            if self._initialize is not None and key == self._initialize[0]:
+                self._initialize_answer = message
+                self._initialize[1].set()
+                self._initialize = None
+                return
+            target = self._pending_routes.pop(key, None) if key is not None else None
+        else:
+            target = session_of(message)
+            if target is not None and key is not None:
+                self._client_routes[key] = target
+        stream = self.stream_for(target)
+        if not stream.put(message):
+            _log.warning("closing HTTP connection: a stream held %d unread messages", self._buffer)
+            await self.aclose()
+            raise ConnectionClosed("the client does not read its event stream")
+
+    async def receive(self) -> dict[str, Any]:
+        """The next message the client posted.
+
+        Raises:
+            anyio.EndOfStream: the connection was deleted or timed out.
+        """
+        try:
+            return await self._inbound.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        """Close the connection: its streams end, the agent's ``receive`` sees EOF."""
+        if self.closed:
+            return
+        self.closed = True
+        self._inbound_send.close()
+        for stream in self.streams.values():
+            stream.close()
+        if self._initialize is not None:
+            self._initialize[1].set()
+
+    # ------------------------------------------------------------------ the client's side
+
+    def stream_for(self, session_id: str | None) -> OutboundStream:
+        """The stream for ``session_id`` (None: the connection's), created on first use."""
+        stream = self.streams.get(session_id)
+        if stream is None:
+            stream = self.streams[session_id] = OutboundStream(self._buffer)
+            if self.closed:
+                stream.close()
+        return stream
+
+    async def initialize(self, message: dict[str, Any], seconds: float) -> dict[str, Any] | None:
+        """Post ``initialize``; wait ``seconds`` for its answer (None: closed or too late)."""
+        key = route_key(message.get("id"))
+        assert key is not None
+        done = anyio.Event()
+        self._initialize = (key, done)
+        await self._inbound_send.send(message)
+        with anyio.move_on_after(seconds):
+            await done.wait()
+        return self._initialize_answer
+
+    def check_response_route(self, message: dict[str, Any], session_header: str | None) -> str:
+        """'' if the client's answer may go on, else why not (its session header is wrong)."""
+        key = route_key(message.get("id"))
+        route = self._client_routes.get(key) if key is not None else None
+        if route is not None and session_header is None:
+            return "Missing Acp-Session-Id"
+        if route is not None and session_header != route:
+            return "Mismatched Acp-Session-Id"
+        if key is not None:
+            self._client_routes.pop(key, None)
+        return ""
+
+    async def post(self, message: dict[str, Any], session_id: str | None) -> None:
+        """Hand a posted message to the agent; a request's answer goes to ``session_id``.
+
+        Raises:
+            ConnectionClosed: the connection closed meanwhile.
+        """
+        self.last_activity = anyio.current_time()
+        if "method" in message:
+            key = route_key(message.get("id"))
+            if key is not None:
+                method = message.get("method")
+                # `session/load` is answered on the connection's stream (RFD), the rest of a
+                # session's requests on the session's own.
+                self._pending_routes[key] = None if method == "session/load" else session_id
+        try:
+            await self._inbound_send.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise ConnectionClosed("the HTTP connection is closed") from None

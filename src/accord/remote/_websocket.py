@@ -1,0 +1,221 @@
+"""ACP over WebSocket: one JSON-RPC message per text frame, as a message-level Transport.
+
+:class:`WebSocketTransport` drives a sans-IO `wsproto` connection over an anyio byte stream
+(plain TCP or TLS), on either side: the server builds it after answering the upgrade, the
+client after its handshake (:mod:`._client`). Messages are text frames (binary frames are
+ignored, as the RFD says, with a log line); a message over the size limit closes the
+connection with code 1009 (message too big), and one that is not JSON becomes a
+:class:`~accord.transports.MalformedFrame` the JSON-RPC connection answers. Pings are
+answered as they arrive; :meth:`WebSocketTransport.keepalive` sends the heartbeat pings and
+closes a connection whose peer stopped answering or that has been idle too long.
+
+Above: :mod:`._server`, :mod:`._client`. Below: wsproto, anyio, :mod:`accord.transports`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from ..errors import ConnectionClosed
+from ..transports import MalformedFrame, decode_line, encode_message
+
+if TYPE_CHECKING:
+    from wsproto import WSConnection
+    from wsproto.connection import Connection
+
+__all__ = ("CLOSE_GOING_AWAY", "CLOSE_TOO_BIG", "WebSocketTransport")
+
+_log = logging.getLogger("accord.remote")
+
+#: Close codes (RFC 6455, section 7.4.1).
+CLOSE_NORMAL = 1000
+CLOSE_GOING_AWAY = 1001
+CLOSE_TOO_BIG = 1009
+
+#: Seconds a closing handshake's last write may take; a peer that stopped reading is dropped.
+CLOSE_WRITE_TIMEOUT = 2.0
+
+_READ_SIZE = 65536
+
+
+class WebSocketTransport:
+    """A :class:`~accord.transports.Transport` over one WebSocket connection."""
+
+    def __init__(
+        self,
+        stream: anyio.abc.ByteStream,
+        ws: Connection | WSConnection,
+        *,
+        max_message_bytes: int,
+        pending: list[Any] | None = None,
+    ) -> None:
+        """Wrap an open WebSocket (handshake done) on ``stream``.
+
+        ``pending`` holds messages already read during the handshake (a client that sent
+        frames right behind its upgrade request).
+        """
+        self._stream = stream
+        self._ws = ws
+        self._max = max_message_bytes
+        self._ready: deque[Any] = deque(pending or ())
+        self._parts: list[str | bytes | bytearray] = []
+        self._size = 0
+        self._send_lock = anyio.Lock()
+        self._closed = False
+        self._peer_closed = False
+        self._close_reason = ""
+        self._awaiting_pong = False
+        self._last_activity = anyio.current_time()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed (by either side)."""
+        return self._closed or self._peer_closed
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send ``message`` as one text frame.
+
+        Raises:
+            ConnectionClosed: the connection is closed.
+        """
+        from wsproto.events import TextMessage
+
+        text = encode_message(message)[:-1].decode("utf-8")
+        await self._write(TextMessage(data=text))
+        self._last_activity = anyio.current_time()
+
+    async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
+        """The next message (or MalformedFrame), answering pings on the way.
+
+        Raises:
+            anyio.EndOfStream: the peer closed the connection (or it broke).
+            ConnectionClosed: this side closed it (a message over the limit, a dead peer).
+        """
+        await self._handle_events()  # frames that arrived with the handshake
+        while not self._ready:
+            if self._closed:
+                raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
+            if self._peer_closed:
+                raise anyio.EndOfStream
+            try:
+                data = await self._stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._peer_closed = True
+                raise anyio.EndOfStream from None
+            self._ws.receive_data(data)
+            await self._handle_events()
+        return self._ready.popleft()
+
+    async def aclose(self) -> None:
+        """Send a normal close frame (if still open) and close the socket."""
+        await self._close(CLOSE_NORMAL, "")
+
+    async def keepalive(self, interval: float, idle_timeout: float) -> None:
+        """Ping every ``interval`` seconds; close a dead or idle connection. Runs until closed.
+
+        A peer that has not answered the previous ping by the next one is gone (close 1001);
+        a connection with no message either way for ``idle_timeout`` seconds is closed too.
+        """
+        from wsproto.events import Ping
+
+        while not self.closed:
+            await anyio.sleep(interval)
+            if self.closed:
+                return
+            if self._awaiting_pong:
+                await self._close(CLOSE_GOING_AWAY, "no answer to the heartbeat ping")
+                return
+            if anyio.current_time() - self._last_activity >= idle_timeout:
+                await self._close(CLOSE_GOING_AWAY, "idle timeout")
+                return
+            self._awaiting_pong = True
+            try:
+                await self._write(Ping(payload=b"accord"))
+            except ConnectionClosed:
+                return
+
+    async def _handle_events(self) -> None:
+        from wsproto.events import (
+            BytesMessage,
+            CloseConnection,
+            Ping,
+            Pong,
+            TextMessage,
+        )
+
+        for event in self._ws.events():
+            if isinstance(event, TextMessage | BytesMessage):
+                self._size += len(event.data)
+                if self._size > self._max:
+                    await self._close(CLOSE_TOO_BIG, f"message over the limit of {self._max} bytes")
+                    return
+                self._parts.append(event.data)
+                if event.message_finished:
+                    parts, self._parts, self._size = self._parts, [], 0
+                    if isinstance(event, BytesMessage):
+                        _log.info("ignored a binary WebSocket message (ACP uses text frames)")
+                        continue
+                    self._last_activity = anyio.current_time()
+                    text = "".join(str(p) for p in parts)
+                    self._ready.append(decode_line(text.encode("utf-8", "surrogatepass")))
+            elif isinstance(event, Ping):
+                await self._write(event.response())
+            elif isinstance(event, Pong):
+                self._awaiting_pong = False
+            elif isinstance(event, CloseConnection):
+                self._peer_closed = True
+                await self._answer_close(event)
+                return
+
+    async def _answer_close(self, event: Any) -> None:
+        from wsproto.connection import ConnectionState
+
+        if self._ws.state is ConnectionState.REMOTE_CLOSING:
+            try:
+                await self._write(event.response(), closing=True)
+            except ConnectionClosed:
+                pass
+        await self._shut_socket()
+
+    async def _write(self, event: Any, *, closing: bool = False) -> None:
+        if self._closed and not closing:
+            raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
+        from wsproto.utilities import LocalProtocolError as WsLocalError
+
+        async with self._send_lock:
+            try:
+                data = self._ws.send(event)
+                await self._stream.send(data)
+            except (WsLocalError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                self._peer_closed = True
+                raise ConnectionClosed("the WebSocket connection is closed") from exc
+
+    async def _close(self, code: int, reason: str) -> None:
+        from wsproto.connection import ConnectionState
+        from wsproto.events import CloseConnection
+
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason or "the WebSocket connection is closed"
+        if reason:
+            _log.info("closing a WebSocket connection (%d): %s", code, reason)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
+            if self._ws.state is ConnectionState.OPEN:
+                try:
+                    await self._write(CloseConnection(code=code, reason=reason), closing=True)
+                except ConnectionClosed:
+                    pass
+            await self._shut_socket()
+
+    async def _shut_socket(self) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
+            try:
+                await self._stream.aclose()
+            except (anyio.BrokenResourceError, OSError):
+                pass
