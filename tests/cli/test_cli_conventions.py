@@ -288,3 +288,25 @@ def test_add_dir_with_an_agent_that_does_not_take_directories_is_one_line(tmp_pa
     assert done.stderr.count("\n") == 1, done.stderr
     assert "does not accept further directories" in done.stderr
     assert "--add-dir cannot be used" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "config_text", "message"),
+    [
+        (["--agent", "nosuchagent"], None, "accord: unknown agent 'nosuchagent': not a known name"),
+        (["--agent", "  "], None, "accord: --agent is empty"),
+        ([], "model = ", "is not valid TOML"),
+    ],
+    ids=["unknown-agent", "empty-agent", "broken-config"],
+)
+def test_chat_bad_input_is_one_line_before_the_screen(
+    args: list[str], config_text: str | None, message: str, tmp_path: Path
+) -> None:
+    """``accord chat`` refuses bad input like ``accord run``: one line, exit 1, and the
+    terminal UI never starts (nothing on stdout)."""
+    env = config(tmp_path, config_text) if config_text is not None else None
+    done = accord("chat", *args, env=env)
+    assert done.returncode == ExitCode.ERROR
+    assert done.stdout == ""
+    assert message in done.stderr
+    assert done.stderr.count("\n") == 1

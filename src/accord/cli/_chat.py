@@ -43,6 +43,14 @@ def chat_command(args: argparse.Namespace) -> int:
     if args.resume and not args.session:
         print("accord: --resume needs --session ID", file=sys.stderr)
         return ExitCode.USAGE
+    # Bad input (a broken config file, an unknown agent name) is one line before the screen
+    # is taken over; only building the agent (heavy for the built-in one) waits for the UI.
+    try:
+        settings = load()
+        choice = choose_agent(args.agent, settings)
+    except ValueError as error:
+        print(f"accord: {error}", file=sys.stderr)
+        return ExitCode.ERROR
     try:
         from ..tui import ChatApp
     except ImportError as error:
@@ -56,10 +64,7 @@ def chat_command(args: argparse.Namespace) -> int:
 
         async def build() -> AgentSpec:
             try:
-                settings = load()
-                return agent_spec(
-                    choose_agent(args.agent, settings), args, settings, needs_model=False
-                )
+                return agent_spec(choice, args, settings, needs_model=False)
             except ValueError as error:
                 spec_error.append(str(error))
                 raise
