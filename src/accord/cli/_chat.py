@@ -23,7 +23,12 @@ __all__ = ("add_chat_parser", "chat_command")
 def add_chat_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``chat`` subcommand to the ``accord`` parser."""
     chat = commands.add_parser("chat", help="talk to an agent in a terminal UI")
-    chat.add_argument("--agent", help='agent command line, e.g. "npx my-agent --acp"')
+    chat.add_argument(
+        "--agent",
+        help="an agent name (claude, codex, gemini, ...), a command line, e.g. "
+        '"npx my-agent --acp", or a served agent\'s URL (ws://host:8765/acp; token in '
+        "ACCORD_TOKEN); default: built-in",
+    )
     chat.add_argument("--cwd", help="session working directory (default: current)")
     chat.add_argument("--session", help="open a stored session (session/load)")
     chat.add_argument(

@@ -1,0 +1,110 @@
+"""``accord chat --agent ws://...``: the TUI on an agent served by a real ``accord serve
+--listen`` process on loopback (the built-in agent on the fake model server).
+
+What the remote issue's second half adds (an observer mark for a second client, reconnecting
+and resuming from a cursor after a drop) is not on main yet; these tests cover what is: the
+conversation over the network, and a server that goes away shown as a failure, not a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from _tui_support import SIZE, chat_app, text_of, until
+
+from accord.testing import FakeOpenAIServer, ScriptedReply
+from accord.tui._conversation import AgentMessage
+
+pytest.importorskip("wsproto")
+
+pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
+
+TOKEN = "tui-remote-token-0123456789abcdef"
+#: A served built-in agent starts slowly on a busy machine.
+SLOW = 120.0
+
+
+@contextmanager
+def accord_serve(model_url: str, store: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``accord serve --listen 127.0.0.1:0`` on the fake model; yields its URL once listening."""
+    dropped = ("ACCORD_MODEL", "ACCORD_BASE_URL", "ACCORD_TOKEN", "NO_COLOR")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env |= {
+        "ACCORD_CONFIG": os.devnull + ".missing",
+        "ACCORD_TOKEN": TOKEN,
+        "OPENAI_API_KEY": "test-key",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "accord.cli", "serve", "--listen", "127.0.0.1:0",
+         "--model", "openai:fake", "--base-url", model_url, "--store", str(store)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        seen: list[str] = []
+        for line in process.stderr:
+            seen.append(line)
+            found = re.search(r"listening on (\S+)", line)
+            if found:
+                yield found.group(1), process
+                return
+        raise AssertionError(f"accord serve did not start: {''.join(seen)}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_chat_with_a_served_agent_over_websocket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prompt typed in the TUI goes over the WebSocket to the served agent and its reply is
+    drawn; when the server goes away the app says the connection closed (it does not hang)."""
+    monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
+    script = [ScriptedReply(text=["Served ", "over the network."])]
+    with (
+        FakeOpenAIServer(script) as model,
+        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, server),
+    ):
+        assert url.startswith("ws://127.0.0.1:")
+        app = chat_app(url, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.active_pane is not None or app.failed, within=SLOW)
+            assert not app.failed, text_of(app.query_one("#failure"))
+            pane = app.active_pane
+            assert pane is not None
+            await pilot.press(*"hello", "enter")
+            await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+            await until(pilot, lambda: not pane.conversation.pending)
+            assert [m.source for m in pane.query(AgentMessage)] == ["Served over the network."]
+            assert app.last_stop_reason[pane.session.session_id] == "end_turn"
+
+            server.terminate()
+            await until(pilot, lambda: app.failed, within=SLOW)
+            assert "closed" in text_of(app.query_one("#failure"))
+
+
+async def test_a_wrong_token_is_said_in_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACCORD_TOKEN", "not-the-token-0123456789abcdef")
+    with (
+        FakeOpenAIServer([]) as model,
+        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, _),
+    ):
+        app = chat_app(url, tmp_path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.failed, within=SLOW)
+            text = text_of(app.query_one("#failure"))
+            assert "401" in text or "token" in text.lower(), text
+            assert TOKEN not in text
