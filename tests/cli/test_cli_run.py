@@ -184,3 +184,25 @@ def test_json_ends_with_a_result_record_even_when_the_agent_fails() -> None:
     assert (record["exitCode"], record["stopReason"]) == (3, None)
     assert "exited with code 7" in record["error"]
     assert done.stderr.startswith("accord: ")
+
+
+def test_the_usage_the_agent_reports_ends_the_run() -> None:
+    """Token counts from ``PromptResponse.usage`` end the summary line and the ``--json``
+    result; an agent that reports nothing gets no figures (none are made up)."""
+    done = accord("run", "--agent", agent("usage_agent"), "hi")
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.splitlines()[-1]
+    assert summary == "[done, session usage-1, 1,534 tokens (1,200 in, 334 out, 50 thinking)]"
+
+    done = accord("run", "--agent", agent("usage_agent"), "--json", "hi")
+    assert json_lines(done.stdout)[-1]["result"]["usage"] == {
+        "totalTokens": 1534,
+        "inputTokens": 1200,
+        "outputTokens": 334,
+        "thoughtTokens": 50,
+    }
+
+    done = accord("run", "--agent", agent("usage_agent", "--no-usage"), "hi")
+    assert done.stdout.splitlines()[-1] == "[done, session usage-1]"
+    done = accord("run", "--agent", agent("usage_agent", "--no-usage"), "--json", "hi")
+    assert json_lines(done.stdout)[-1]["result"]["usage"] is None
