@@ -35,3 +35,26 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncGenerato
     )
     async with opened:
         yield opened
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def shared_stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncGenerator[tuple[SessionStore, SessionStore]]:
+    """Two open store objects on one database, for two runtimes standing for two server
+    processes (memory, which no other process can share: the same object twice)."""
+    if request.param == "postgres":
+        with fresh_schema() as url:
+            async with (
+                PostgresSessionStore(url, follow_poll_seconds=0.2) as first,
+                PostgresSessionStore(url, follow_poll_seconds=0.2) as second,
+            ):
+                yield first, second
+        return
+    if request.param == "memory":
+        async with MemorySessionStore() as only:
+            yield only, only
+        return
+    path = tmp_path / "sessions.sqlite3"
+    async with SqliteSessionStore(path) as first, SqliteSessionStore(path) as second:
+        yield first, second

@@ -8,6 +8,7 @@ killed, another one takes the session over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -19,7 +20,8 @@ import anyio
 import pytest
 from pg_support import fresh_schema
 
-from accord.client import AgentConnection, AllowAll, ToolCallUpdated, connect
+from accord.client import AgentConnection, AllowAll, ClientSession, ToolCallUpdated, connect
+from accord.errors import RequestError
 from accord.schema import TerminalToolCallContent
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 from accord.transports import spawn_agent
@@ -119,3 +121,59 @@ async def test_the_owner_killed_mid_turn_is_taken_over_by_another_server(project
                 assert command.status not in ("pending", "in_progress")
                 result = await loaded.prompt("Go on.")
     assert result.text == "Picked up where it stopped."
+
+
+def _command_running(session: ClientSession) -> bool:
+    return any(
+        isinstance(content, TerminalToolCallContent)
+        for call in session.view.tool_calls.values()
+        for content in call.content
+    )
+
+
+async def test_a_client_on_another_server_sees_the_turn_live_then_takes_over(
+    project: Path,
+) -> None:
+    """Two ``accord serve`` processes on one database: the client attached through B sees
+    the turn A runs as it happens (its prompt, its command running) and B answers busy to a
+    prompt meanwhile; kill -9 of A mid-turn, and B replays what A committed and carries on."""
+    slow = ScriptedToolCall(name="run_command", arguments={"command": "sleep 30"})
+    script = [ScriptedReply(tool_calls=[slow]), ScriptedReply(text=["Carried on here."])]
+    with fresh_schema() as url, FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            async with (
+                spawn_agent(serve_command(server, url), cwd=project, env=ENV) as a_transport,
+                connect(a_transport, permission_policy=AllowAll(), terminals=True) as on_a,
+                agent(server, project, url) as on_b,
+            ):
+                session = await on_a.new_session(project)
+                watched = await on_b.load_session(session.session_id, project)
+                async with anyio.create_task_group() as tg:
+
+                    async def run_on_a() -> None:
+                        with contextlib.suppress(Exception):  # A is killed mid-turn
+                            await session.prompt("Run the slow thing.")
+
+                    tg.start_soon(run_on_a)
+                    # B's client sees A's turn while it runs: the prompt, then the command.
+                    while not _command_running(watched):  # noqa: ASYNC110 - no change event
+                        await anyio.sleep(0.05)
+                    users = [m.text for m in watched.view.messages if m.role == "user"]
+                    assert users == ["Run the slow thing."]
+                    with pytest.raises(RequestError) as busy:
+                        await watched.prompt("Me too.")
+                    assert busy.value.code == -32602
+                    assert busy.value.data["reason"] == "busy"  # type: ignore[index]
+                    os.kill(a_transport.pid, signal.SIGKILL)
+                    await a_transport.process.wait()  # reaped: B can tell it is gone
+                    tg.cancel_scope.cancel()
+                # A is dead: B's copy is behind what A committed until it is loaded again.
+                with pytest.raises(RequestError) as stale:
+                    await watched.prompt("Go on.")
+                assert stale.value.data["reason"] == "stale"  # type: ignore[index]
+                await watched.close()
+                reloaded = await on_b.load_session(session.session_id, project)
+                (command,) = reloaded.view.tool_calls.values()
+                assert command.status not in ("pending", "in_progress")
+                result = await reloaded.prompt("Go on.")
+    assert result.text == "Carried on here."

@@ -178,6 +178,10 @@ class AgentRuntime(Agent):
         activity: Write the activity projection of every committed event as NDJSON: an
             :class:`~accord.agent.ActivityLog` (shared by several runtimes, closed by its
             owner) or a file path (opened for appending, closed by :meth:`aclose`).
+        live_from_elsewhere: Several server processes share the store: relay to every
+            attached client, live, the events other processes commit to its session (a turn
+            running elsewhere; see :mod:`._elsewhere`). Each attached session then follows
+            the store (one listening connection each on PostgreSQL).
     """
 
     additional_directories = True
@@ -194,6 +198,7 @@ class AgentRuntime(Agent):
         turn_lease: float = DEFAULT_TURN_LEASE_SECONDS,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
         tracer_provider: Any = None,
+        live_from_elsewhere: bool = False,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments.
 
@@ -227,6 +232,7 @@ class AgentRuntime(Agent):
             page_size=list_page_size,
             turn_grace=cancel_grace,
             taps=() if self._activity is None else (self._activity,),
+            live_from_elsewhere=live_from_elsewhere,
         )
 
     # ------------------------------------------------------------------ properties

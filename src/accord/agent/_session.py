@@ -30,6 +30,7 @@ from ..events import ROOT_AGENT_ID, Envelope, Event, ToolCallTracker
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
 from ._controls import Controls
+from ._elsewhere import ElsewhereFeed
 from ._engine import EngineSession
 from ._lifecycle import SessionLifecycle
 from ._permissions import PermissionMemory
@@ -124,6 +125,7 @@ class LiveSession:
         "cwd",
         "engine",
         "engine_state",
+        "feed",
         "lifecycle",
         "mcp_servers",
         "permissions",
@@ -158,6 +160,8 @@ class LiveSession:
         self.pipeline = pipeline
         #: This connection's attachment to the pipeline (``None`` until attached).
         self.attachment: Attachment | None = None
+        #: Relays other processes' events to the attachment (``None``: not asked for).
+        self.feed: ElsewhereFeed | None = None
         self.controls = controls
         self.permissions = permissions
         self.title = title

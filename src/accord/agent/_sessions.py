@@ -61,6 +61,7 @@ from ..schema import (
 from ..store import SessionRecord, SessionStore
 from ._client_services import client_services
 from ._controls import Controls
+from ._elsewhere import ElsewhereFeed
 from ._engine import Engine, EngineCapabilities, SessionContext
 from ._errors import session_not_found
 from ._pipeline import Attachment, ClientChannel, DeliveryPipeline, Tap
@@ -132,6 +133,8 @@ class SessionTable:
         page_size: ``session/list`` page size (the store caps it).
         turn_grace: Seconds a cancelled turn gets before its engine step is cancelled.
         taps: Called with every committed envelope of every session (the activity log).
+        live_from_elsewhere: Relay to each attached client the events other processes
+            commit to its session (:mod:`._elsewhere`).
     """
 
     def __init__(
@@ -144,6 +147,7 @@ class SessionTable:
         page_size: int,
         turn_grace: float,
         taps: Sequence[Tap] = (),
+        live_from_elsewhere: bool = False,
     ) -> None:
         """Create an empty table; see the class docstring for the arguments."""
         self._engine = engine
@@ -154,6 +158,7 @@ class SessionTable:
         self._page_size = page_size
         self._turn_grace = turn_grace
         self._taps = tuple(taps)
+        self._live_from_elsewhere = live_from_elsewhere
         self._locks = _KeyedLocks()
         self.live: dict[str, LiveSession] = {}
 
@@ -421,11 +426,18 @@ class SessionTable:
         attachment = Attachment(pipeline, self._channel(), cursor=pipeline.committed_seq)
         pipeline.attach(attachment)
         live.attachment = attachment
-        self._connection().connection.start_soon(
-            attachment.run, name=f"accord session {live.session_id} sender"
-        )
+        start_soon = self._connection().connection.start_soon
+        start_soon(attachment.run, name=f"accord session {live.session_id} sender")
+        if self._live_from_elsewhere:
+            feed = ElsewhereFeed(pipeline, attachment)
+            live.feed = feed
+            start_soon(feed.run, name=f"accord session {live.session_id} feed")
 
     def _detach(self, live: LiveSession) -> None:
+        feed = live.feed
+        if feed is not None:
+            feed.stop()
+            live.feed = None
         attachment = live.attachment
         if attachment is not None:
             live.pipeline.detach(attachment)

@@ -70,13 +70,17 @@ def build_agent(
     ``shared_store``: an open store several runtimes use (not closed with this one; ``store``
     is then ignored).
 
+    Several runtimes share the store (``shared_store``), or a PostgreSQL store several server
+    processes share: every attached client then also sees, live, the turns the other runtimes
+    run on its session (``live_from_elsewhere``).
+
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
         OSError: the activity file cannot be opened.
     """
     from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
     from ..coder._credentials import config_dir, load_saved
-    from ..store import open_store
+    from ..store import POSTGRES_SCHEMES, open_store
 
     env = os.environ if environ is None else environ
     if not model and not env.get(MODEL_ENV):
@@ -85,8 +89,17 @@ def build_agent(
             model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     if shared_store is not None:
-        return _built(CoderRuntime(config, store=shared_store, activity=activity), config, warn)
-    runtime = CoderRuntime(config, store=open_store(store), owns_store=True, activity=activity)
+        runtime = CoderRuntime(
+            config, store=shared_store, activity=activity, live_from_elsewhere=True
+        )
+        return _built(runtime, config, warn)
+    runtime = CoderRuntime(
+        config,
+        store=open_store(store),
+        owns_store=True,
+        activity=activity,
+        live_from_elsewhere=store is not None and store.startswith(POSTGRES_SCHEMES),
+    )
     return _built(runtime, config, warn)
 
 

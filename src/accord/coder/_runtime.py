@@ -81,14 +81,22 @@ class CoderRuntime(AgentRuntime):
         store: SessionStore | None = None,
         owns_store: bool = False,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
+        live_from_elsewhere: bool = False,
     ) -> None:
-        """Build the engine and the runtime around it.
+        """Build the engine and the runtime around it (``live_from_elsewhere``: see
+        :class:`~accord.agent.AgentRuntime`; for a store several processes share).
 
         Raises:
             OSError: the activity file cannot be opened.
         """
         self._coder = CoderEngine(config)
-        super().__init__(self._coder, store=store, agent_info=agent_info(), activity=activity)
+        super().__init__(
+            self._coder,
+            store=store,
+            agent_info=agent_info(),
+            activity=activity,
+            live_from_elsewhere=live_from_elsewhere,
+        )
         self.auth_methods = config.auth_methods()
         self._background: TaskGroup | None = None
         self._warm = False
