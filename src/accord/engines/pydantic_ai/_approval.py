@@ -19,6 +19,11 @@ pydantic-ai lets a capability take part in a run through hooks; the session adds
     ``ToolDenied`` (it never runs; the model is told, and the turn goes on). A hook answer of
     ``False`` approves without asking. Externally executed calls are left unresolved (accord
     has no way to run them).
+``wrap_run_event_stream``
+    Hands the run's event stream back untouched. pydantic-ai's own default wraps it in a
+    pass-through async generator, one more frame for every event and every task switch of
+    the hot path (text deltas); the session streams every node itself, so pydantic-ai's
+    "drain the node if a capability wraps its stream" is a no-op for it.
 
 This module sits on pydantic-ai, the engine protocol and the translator; the session builds
 one capability per turn.
@@ -26,14 +31,14 @@ one capability per turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 import anyio
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import AgentStreamEvent, ToolCallPart
 from pydantic_ai.tools import (
     DeferredToolRequests,
     DeferredToolResults,
@@ -128,6 +133,12 @@ class TurnCapability(AbstractCapability[Any]):
     def get_serialization_name(cls) -> str | None:
         """Never part of an agent spec: it lives for one run."""
         return None
+
+    def wrap_run_event_stream(
+        self, ctx: RunContext[Any], *, stream: AsyncIterable[AgentStreamEvent]
+    ) -> AsyncIterable[AgentStreamEvent]:
+        """The stream itself, not wrapped (see the module docstring)."""
+        return stream
 
     async def prepare_tools(
         self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]

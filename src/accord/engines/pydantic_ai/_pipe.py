@@ -130,7 +130,16 @@ class Receiver:
         interval: With ``coalesce``, the least time between two chunks of one message.
     """
 
-    __slots__ = ("_coalesce", "_held", "_interval", "_last_id", "_last_time", "_pipe", "_receive")
+    __slots__ = (
+        "_coalesce",
+        "_held",
+        "_interval",
+        "_last_id",
+        "_last_time",
+        "_now",
+        "_pipe",
+        "_receive",
+    )
 
     def __init__(
         self,
@@ -148,6 +157,9 @@ class Receiver:
         self._held: TurnOutput | None = None
         self._last_id: str | None = None
         self._last_time = 0.0
+        # The loop's clock, read directly: ``anyio.current_time()`` looks the backend up on
+        # every call, and this is read once per chunk (pydantic-ai runs on asyncio only).
+        self._now = asyncio.get_running_loop().time
 
     async def next(self) -> tuple[TurnOutput, int] | None:
         """The next event and how many produced events it stands for; ``None`` at the end."""
@@ -167,7 +179,7 @@ class Receiver:
             return event, 1
         previous, self._last_id = self._last_id, event.message_id
         merged = await self._merged(event, previous)
-        self._last_time = anyio.current_time()
+        self._last_time = self._now()
         return merged
 
     async def _merged(
@@ -201,7 +213,7 @@ class Receiver:
             return None
         except anyio.WouldBlock:
             pass
-        if deadline is None or (remaining := deadline - anyio.current_time()) <= 0:
+        if deadline is None or (remaining := deadline - self._now()) <= 0:
             return None
         # One wait for the whole interval, not one wake-up per arriving delta.
         self._pipe.wake = wake = anyio.Event()
