@@ -1,5 +1,11 @@
 """Suite-wide fixtures: async backends and the schema check of every message on the wire.
 
+Every async test (``@pytest.mark.anyio``) runs on asyncio and on trio through the one
+``anyio_backend`` fixture here. A test or module whose code runs on asyncio only says so with
+``@pytest.mark.asyncio_only("why")`` (e.g. pydantic-ai, Textual, the official SDK); a directory
+whose code is asyncio-only throughout overrides ``anyio_backend`` in its own ``conftest.py``
+with the reason in the docstring.
+
 Every test runs with a process-wide wire observer (``accord.jsonrpc.set_wire_observer``) that
 validates each JSON-RPC message sent or received by any connection in the test process against
 the official ACP v1 ``schema.unstable.json`` (fetched by ``scripts/fetch_schema.sh``): params by
@@ -20,12 +26,35 @@ from schema_validation import WireValidator
 
 from accord.jsonrpc import set_wire_observer
 
+ANYIO_BACKENDS = ("asyncio", "trio")
+"""The backends every async test runs on unless it is marked ``asyncio_only``."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "wire_unchecked(reason): do not schema-check the messages of this test",
     )
+    config.addinivalue_line(
+        "markers",
+        "asyncio_only(reason): the code under test runs on asyncio only; no trio run",
+    )
+
+
+@pytest.fixture(params=ANYIO_BACKENDS)
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """The backend an async test runs on: each of :data:`ANYIO_BACKENDS` in turn."""
+    return request.param
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``asyncio_only`` get asyncio alone (before the fixture's own params)."""
+    if (
+        "anyio_backend" in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker("asyncio_only") is not None
+    ):
+        metafunc.parametrize("anyio_backend", ["asyncio"])
 
 
 @pytest.fixture(scope="session")

@@ -39,11 +39,6 @@ SDK_AGENT = ROOT / "tests" / "interop" / "sdk_agent.py"
 TIMEOUT = 30
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
 def run_client(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(CLIENT), *args],

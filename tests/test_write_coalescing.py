@@ -41,12 +41,6 @@ pytestmark = pytest.mark.anyio
 TIMEOUT = 5
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every test here on asyncio and on trio."""
-    return request.param
-
-
 def _message(index: int, sender: int = 0, payload: str = "") -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",

@@ -1,4 +1,4 @@
-"""Fixtures for the agent-runtime tests: both anyio backends.
+"""Fixtures for the agent-runtime tests: the session stores.
 
 (Every message on the wire is schema-checked by the suite-wide ``tests/conftest.py``.)
 """
@@ -12,12 +12,6 @@ import pytest
 from pg_support import fresh_schema
 
 from accord.store import MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every async test of this package on asyncio and on trio."""
-    return request.param
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -24,7 +24,11 @@ from accord.cli import ExitCode
 from accord.client import connect
 from accord.errors import RequestError
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(300)]
+pytestmark = [
+    pytest.mark.asyncio_only("the command line runs on asyncio"),
+    pytest.mark.subprocess,
+    pytest.mark.timeout(300),
+]
 
 CORE = ("anyio", "pydantic", "orjson", "uuid-utils", "platformdirs")
 EXTRA_MISSING = 'the accord coding agent needs the "coder" extra: pip install "accord[coder]"'
@@ -124,11 +128,6 @@ def test_run_with_a_model_says_in_one_line_to_install_the_extra(plain_venv: Path
     assert done.returncode == ExitCode.ERROR
     assert done.stderr == f"accord: {EXTRA_MISSING} (or use another agent: --agent)\n"
     assert done.stdout == ""
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.mark.anyio

@@ -15,12 +15,7 @@ from accord.cli._elicit import TerminalElicitation, printable
 from accord.client import Accept, Cancel, Decline, ElicitationContext
 from accord.schema import CreateElicitationRequest, ElicitationSchema
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = [pytest.mark.anyio, pytest.mark.asyncio_only("the command line runs on asyncio")]
 
 
 class Typist:

@@ -111,10 +111,10 @@ def test_end_of_input_saves_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.asyncio_only("the coder runs pydantic-ai, asyncio only")
 @pytest.mark.parametrize("terminal", [True, False])
 async def test_the_terminal_method_is_advertised_only_to_clients_that_can_run_it(
-    terminal: bool, anyio_backend: str
+    terminal: bool,
 ) -> None:
     runtime = CoderRuntime(CoderConfig(), store=MemorySessionStore())
     capabilities = ClientCapabilities.model_validate({"auth": {"terminal": terminal}})

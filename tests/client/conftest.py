@@ -1,4 +1,4 @@
-"""Fixtures for the client runtime tests: both anyio backends, a wire-level agent."""
+"""Fixtures for the client runtime tests: a wire-level agent."""
 
 from __future__ import annotations
 
@@ -8,12 +8,6 @@ import pytest
 from _client_agents import WireAgent
 
 from accord.transports import memory_transport_pair
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every async test of this package on asyncio and on trio."""
-    return request.param
 
 
 @pytest.fixture

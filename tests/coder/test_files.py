@@ -10,11 +10,8 @@ from accord.coder._files import Workspace, edit_file, read_file, write_file
 from accord.coder._paths import Roots, ToolError
 from accord.errors import ResourceNotFound
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """No model code here: both backends."""
-    return request.param
+# No model code here: both backends, over the asyncio-only default of tests/coder.
+both_backends = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 
 
 @dataclass
@@ -48,6 +45,7 @@ def disk(project: Path) -> Workspace:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_read_from_disk_with_offset_and_limit(disk: Workspace, project: Path) -> None:
     (project / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     assert await read_file(disk, "n.txt", offset=3, limit=2) == "line 3\nline 4\n"
@@ -59,6 +57,7 @@ async def test_read_from_disk_with_offset_and_limit(disk: Workspace, project: Pa
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_read_errors_on_disk(disk: Workspace, project: Path) -> None:
     (project / "b.bin").write_bytes(b"\0\0\0")
     (project / "l1.txt").write_bytes("é".encode("latin-1"))
@@ -75,6 +74,7 @@ async def test_read_errors_on_disk(disk: Workspace, project: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_long_files_are_cut_with_a_way_to_read_on(
     disk: Workspace, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,6 +85,7 @@ async def test_long_files_are_cut_with_a_way_to_read_on(
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_write_creates_directories_and_reports_both_texts(
     disk: Workspace, project: Path
 ) -> None:
@@ -99,6 +100,7 @@ async def test_write_creates_directories_and_reports_both_texts(
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_edit_replaces_exactly_one_occurrence(disk: Workspace, project: Path) -> None:
     change = await edit_file(disk, "pkg/__init__.py", "a - b", "a + b")
     assert (project / "pkg" / "__init__.py").read_text() == "def add(a, b):\n    return a + b\n"
@@ -108,6 +110,7 @@ async def test_edit_replaces_exactly_one_occurrence(disk: Workspace, project: Pa
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_edit_refuses_what_it_cannot_do_exactly(disk: Workspace, project: Path) -> None:
     (project / "twice.py").write_text("x\nx\n")
     with pytest.raises(ToolError, match="occurs 2 times"):
@@ -126,6 +129,7 @@ async def test_edit_refuses_what_it_cannot_do_exactly(disk: Workspace, project: 
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_the_editor_is_used_when_it_offers(project: Path) -> None:
     path = str(project / "pkg" / "__init__.py")
     editor = EditorFiles(buffers={path: "def add(a, b):\n    return b - a  # unsaved\n"})
@@ -142,6 +146,7 @@ async def test_the_editor_is_used_when_it_offers(project: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_editor_errors_become_tool_errors(project: Path) -> None:
     class Refusing(EditorFiles):
         async def write_text_file(self, path: str, content: str) -> None:

@@ -36,13 +36,12 @@ def _gone(pid: int) -> bool:
         os.close(fd)
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """No model code here: both backends."""
-    return request.param
+# No model code here: both backends, over the asyncio-only default of tests/coder.
+both_backends = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_output_and_exit_code(tmp_path: Path) -> None:
     result = await run_local(
         "echo out; echo err >&2; pwd; exit 3", cwd=str(tmp_path), time_limit=10
@@ -54,6 +53,7 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_a_command_over_its_time_limit_is_killed(tmp_path: Path) -> None:
     with anyio.fail_after(10):
         result = await run_local(
@@ -67,6 +67,7 @@ async def test_a_command_over_its_time_limit_is_killed(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
     fifo = tmp_path / "pid"
     os.mkfifo(fifo)
@@ -81,6 +82,7 @@ async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_output_keeps_the_newest_bytes(tmp_path: Path) -> None:
     result = await run_local(
         f"{sys.executable} -c \"print('x' * 1000); print('verdict')\"",
@@ -95,6 +97,7 @@ async def test_output_keeps_the_newest_bytes(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_a_signal_is_reported(tmp_path: Path) -> None:
     result = await run_local("kill -TERM $$", cwd=str(tmp_path), time_limit=10)
     assert result.signal == signal.Signals.SIGTERM.name or result.exit_code == 143

@@ -30,12 +30,6 @@ from ._editor import TIMEOUT, describe, editor, serve_command
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """The editor side runs on asyncio."""
-    return "asyncio"
-
-
 async def test_a_new_and_a_forked_session_are_announced_right_after_their_response(
     tmp_path: Path,
 ) -> None:

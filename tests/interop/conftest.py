@@ -1,4 +1,4 @@
-"""Fixtures for the interop tests: both anyio backends, and the third-party agents' locations.
+"""Fixtures for the interop tests: the third-party agents' locations.
 
 The agents are installed by ``scripts/fetch_interop_agents.sh`` (``make interop-deps``, which
 ``make test`` runs) into ``.interop/``. A test whose agent is missing is skipped with the reason
@@ -20,12 +20,6 @@ SDK1_EXAMPLES = SDK1_EXAMPLES / "examples"
 FAST_AGENT = INTEROP / "fast-agent" / "venv" / "bin" / "fast-agent"
 GEMINI = INTEROP / "gemini-cli" / "node_modules" / ".bin" / "gemini"
 FETCH = "bash scripts/fetch_interop_agents.sh  (or: make interop-deps)"
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every async test of this package on asyncio and on trio."""
-    return request.param
 
 
 def _require(path: Path, what: str) -> Path:

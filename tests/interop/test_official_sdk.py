@@ -46,19 +46,17 @@ from accord.schema import (
 )
 from accord.transports import spawn_agent
 
-pytestmark = [pytest.mark.subprocess, pytest.mark.interop]
+pytestmark = [
+    pytest.mark.asyncio_only("the official SDK runs on asyncio only"),
+    pytest.mark.subprocess,
+    pytest.mark.interop,
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK_AGENT = Path(__file__).resolve().with_name("sdk_agent.py")
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 #: Spawning Python and importing pydantic models takes a while on a busy machine.
 TIMEOUT = 30
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """The official SDK runs on asyncio only."""
-    return "asyncio"
 
 
 # ---------------------------------------------------------------- accord client -> SDK agent

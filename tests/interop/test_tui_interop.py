@@ -23,15 +23,15 @@ from accord.tui._conversation import AgentMessage
 from accord.tui._permission import PermissionScreen
 from accord.tui._tool_card import ToolCard
 
-pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.subprocess]
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.asyncio_only("Textual runs on asyncio"),
+    pytest.mark.interop,
+    pytest.mark.subprocess,
+]
 
 #: The npm and fast-agent programs start slowly on a busy machine.
 WAIT = 120.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # Textual runs on asyncio
 
 
 def chat(command: AgentSpec, cwd: Path) -> ChatApp:

@@ -1,4 +1,4 @@
-"""Fixtures for the session-store tests: both anyio backends, and every store implementation.
+"""Fixtures for the session-store tests: every store implementation.
 
 PostgreSQL runs on the real server ``make test`` starts (``tests/pg_support.py``), in a fresh
 schema per test.
@@ -15,12 +15,6 @@ from pg_support import fresh_schema
 from accord.store import MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore
 
 STORE_KINDS = ("memory", "sqlite", "postgres")
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """Run every async test of this package on asyncio and on trio."""
-    return request.param
 
 
 @pytest.fixture(params=STORE_KINDS)

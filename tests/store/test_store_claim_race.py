@@ -18,17 +18,16 @@ from pg_support import fresh_schema
 import accord.store
 from accord.store import PostgresSessionStore, SessionStore, SqliteSessionStore
 
-pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
+pytestmark = [
+    pytest.mark.anyio,
+    # The children do the racing; the parent only prepares the store (once is enough).
+    pytest.mark.asyncio_only("one backend is enough for the parent"),
+    pytest.mark.subprocess,
+]
 
 _CHILD = Path(__file__).with_name("_claim_child.py")
 _PROCESSES = 6
 _SESSIONS = [f"race-{n}" for n in range(8)]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """The children do the racing; the parent only prepares the store (once is enough)."""
-    return "asyncio"
 
 
 @contextmanager

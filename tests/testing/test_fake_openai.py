@@ -57,10 +57,7 @@ USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 ClientFactory: TypeAlias = Callable[[FakeOpenAIServer], openai.OpenAI]
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+pytestmark = pytest.mark.asyncio_only("the openai client and pydantic-ai run on asyncio")
 
 
 @pytest.fixture
