@@ -32,10 +32,12 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def accord_serve(*args: str, env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start ``accord serve --listen 127.0.0.1:0 ...``; yield its URL once it listens."""
+def accord_serve(
+    *args: str, env: dict[str, str], port: int = 0
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start ``accord serve --listen 127.0.0.1:PORT ...``; yield its URL once it listens."""
     process = subprocess.Popen(
-        [*ACCORD, "serve", "--listen", "127.0.0.1:0", *args],
+        [*ACCORD, "serve", "--listen", f"127.0.0.1:{port}", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -49,6 +49,8 @@ examples:
   accord run --continue "And now the tests"         the last session of this directory
   accord sessions show 0193...                      one session's history
   accord serve --model openai:gpt-5                 for editors (ACP over stdio)
+  accord serve --listen 127.0.0.1:8765              for remote clients (ws:// and http://)
+  accord bridge wss://host:8765/acp                 a remote agent for an editor (stdio)
   eval "$(accord completion bash)"                  tab completion
 """
 
@@ -183,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="print JSON lines")
     sessions.add_argument("--store", help="session store of the built-in agent")
 
+    bridge = command("bridge", "a remote agent (ws://, wss://, http(s)://) as a local stdio agent")
+    from ._bridge import add_bridge_arguments
+
+    add_bridge_arguments(bridge)
+
     completion = command("completion", "print a shell completion script", "")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"))
 
@@ -273,6 +280,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from ._run import run_command
 
         return run_command(args)
+    if args.command == "bridge":
+        from ._bridge import bridge_command
+
+        return bridge_command(args)
     if args.command == "completion":
         from ._completion import completion_script
 

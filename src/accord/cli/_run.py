@@ -340,6 +340,7 @@ async def _connected(
             terminal_auth=can_sign_in(spec),
             update_listener=listener,
             initialize_timeout=args.timeout or None,
+            on_status=_say_connection_status,
         ) as conn:
             waiting.cancel()
             try:
@@ -365,6 +366,11 @@ async def _connected(
             error, choice.name, model=model, base_url=base_url, builtin=choice.builtin
         )
         outcome.code = ExitCode.AGENT_FAILED
+
+
+def _say_connection_status(line: str) -> None:
+    """A served agent's connection dropped or is back: one line on stderr."""
+    print(f"accord: {line}", file=sys.stderr, flush=True)
 
 
 async def _open_session(

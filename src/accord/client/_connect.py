@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import os
 import ssl
-from collections.abc import AsyncGenerator, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import NoReturn, TypeAlias, cast
 
@@ -81,6 +81,8 @@ async def connect(
     update_listener: UpdateListener | None = None,
     token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    reconnect: bool = True,
+    on_status: Callable[[str], None] | None = None,
 ) -> AsyncGenerator[AgentConnection]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
@@ -114,6 +116,9 @@ async def connect(
             folded into its session (for logging or raw output); it must not block.
         token: the bearer token of a served agent (default: ``ACCORD_TOKEN``).
         ssl_context: verifies a ``wss://`` / ``https://`` server (default: the system's).
+        reconnect: a served agent's dropped connection is reopened and its sessions resumed
+            (from their last ``_meta["acp/cursor"]``); requests in flight fail with -32603.
+        on_status: told, one line each, when that connection drops and is back.
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
@@ -157,7 +162,13 @@ async def connect(
                 from ..remote import open_remote
 
                 transport = await stack.enter_async_context(
-                    open_remote(agent, token=token, ssl_context=ssl_context)
+                    open_remote(
+                        agent,
+                        token=token,
+                        ssl_context=ssl_context,
+                        reconnect=reconnect,
+                        on_status=on_status,
+                    )
                 )
             else:
                 transport = await stack.enter_async_context(

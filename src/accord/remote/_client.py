@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import AsyncGenerator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -136,6 +136,8 @@ async def open_remote(
     token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
     heartbeat_interval: float = 20.0,
+    reconnect: bool = False,
+    on_status: Callable[[str], None] | None = None,
 ) -> AsyncGenerator[Transport]:
     """Open a transport to the agent at ``url``; closed on exit.
 
@@ -145,6 +147,9 @@ async def open_remote(
         ssl_context: verifies the server for wss/https (default: the system's trust store,
             which ``SSL_CERT_FILE`` can point elsewhere).
         heartbeat_interval: seconds between WebSocket pings to the server.
+        reconnect: after a drop, reconnect and resume the sessions
+            (:class:`~accord.remote.ReconnectingTransport`).
+        on_status: told about drops and reconnects in one line each (default: logged).
 
     Raises:
         ValueError: ``url`` is not an agent URL.
@@ -155,8 +160,18 @@ async def open_remote(
     """
     endpoint = RemoteEndpoint.parse(url)
     secret = resolve_token(token)
+
+    def opener() -> AbstractAsyncContextManager[Transport]:
+        return _open(endpoint, secret, ssl_context, heartbeat_interval)
+
     try:
-        async with _open(endpoint, secret, ssl_context, heartbeat_interval) as transport:
+        if reconnect:
+            from ._reconnect import open_reconnecting
+
+            async with open_reconnecting(opener, on_status=on_status) as transport:
+                yield transport
+            return
+        async with opener() as transport:
             yield transport
     except BaseExceptionGroup as group:
         # The transport's task group wraps what the block raised: hand it back as itself.

@@ -1,0 +1,121 @@
+"""``accord bridge`` as a real process, driven by the accord client over real pipes, against a
+real ``accord serve --listen`` process; the server is killed and restarted mid-session."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.streams.text import TextReceiveStream
+from test_remote_cli import ACCORD, TOKEN, _env, accord_serve
+
+from accord.client import connect
+from accord.testing import FakeOpenAIServer, ScriptedReply
+from accord.transports import StreamTransport
+
+pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(300)]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_bridge_forwards_and_survives_a_server_restart(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    port = free_port()
+    replies = [ScriptedReply(text=["first reply"]), ScriptedReply(text=["second reply"])]
+    lines: list[str] = []
+    back = anyio.Event()
+
+    async def read_stderr(stream: anyio.abc.ByteReceiveStream) -> None:
+        async for chunk in TextReceiveStream(stream):
+            for line in chunk.splitlines():
+                lines.append(line)
+                if "reconnected" in line:
+                    back.set()
+
+    with FakeOpenAIServer(replies) as model:
+        serve_args = ("--model", "openai:fake", "--base-url", model.base_url)
+        serve_args += ("--store", str(tmp_path / "s.db"))
+        serve = accord_serve(*serve_args, env=_env(ACCORD_TOKEN=TOKEN), port=port)
+        first_server = serve.__enter__()
+        url = first_server[0]
+        process = await anyio.open_process(
+            [*ACCORD, "bridge", url], env=_env(ACCORD_TOKEN=TOKEN), cwd=project
+        )
+        try:
+            assert process.stdout and process.stdin and process.stderr
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read_stderr, process.stderr)
+                transport = StreamTransport(process.stdout, process.stdin)
+                with anyio.fail_after(180):
+                    async with connect(transport, cwd=project) as conn:
+                        session = await conn.new_session()
+                        first = await session.prompt("one")
+                        serve.__exit__(None, None, None)  # the server goes away...
+                        serve = accord_serve(*serve_args, env=_env(ACCORD_TOKEN=TOKEN), port=port)
+                        await anyio.to_thread.run_sync(serve.__enter__)  # ...and comes back
+                        await back.wait()
+                        second = await session.prompt("two")
+                tg.cancel_scope.cancel()
+        finally:
+            serve.__exit__(None, None, None)
+            if process.returncode is None:
+                process.terminate()
+            await process.wait()
+    assert first.text == "first reply"
+    assert second.text == "second reply"
+    assert "accord bridge: connection to the agent lost; reconnecting" in lines
+    assert "accord bridge: reconnected; resumed 1 session" in lines
+    assert TOKEN not in "\n".join(lines)
+
+
+def test_bridge_without_a_token_is_a_usage_error() -> None:
+    env = _env()
+    env.pop("ACCORD_TOKEN", None)
+    done = subprocess.run(
+        [*ACCORD, "bridge", "ws://127.0.0.1:1/acp"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "ACCORD_TOKEN" in done.stderr
+
+
+@pytest.mark.parametrize("url", ["ftp://host/acp", f"ws://127.0.0.1:1/acp?token={TOKEN}"])
+def test_bridge_refuses_a_bad_url(url: str) -> None:
+    done = subprocess.run(
+        [*ACCORD, "bridge", url],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(ACCORD_TOKEN=TOKEN),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert TOKEN not in done.stderr
+
+
+def test_bridge_to_nothing_is_exit_3() -> None:
+    done = subprocess.run(
+        [*ACCORD, "bridge", f"ws://127.0.0.1:{free_port()}/acp"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(ACCORD_TOKEN=TOKEN),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert "cannot reach" in done.stderr
