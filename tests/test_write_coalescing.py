@@ -26,13 +26,14 @@ from accord.errors import ConnectionClosed
 from accord.jsonrpc import Connection
 from accord.transports import (
     BackgroundWriterTransport,
+    FdReceiveStream,
+    FdSendStream,
     MalformedFrame,
     encode_message,
     memory_transport_pair,
 )
 from accord.transports import _fd as fd_module
 from accord.transports import _stream as stream_module
-from accord.transports._fd import FdReceiveStream, FdSendStream
 from accord.transports._stream import BURST_WINDOW, COALESCE_BYTES, StreamTransport
 
 pytestmark = pytest.mark.anyio

@@ -35,7 +35,7 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.store import MemorySessionStore, SessionStore
-from accord.testing._scripted_engine import (
+from accord.testing import (
     ReportUsage,
     Say,
     ScriptedEngine,

@@ -14,7 +14,7 @@ from _agent_support import FULL, command_steps
 from accord.agent import AgentRuntime
 from accord.roles import run_agent_stdio
 from accord.store import SqliteSessionStore
-from accord.testing._scripted_engine import ScriptedEngine
+from accord.testing import ScriptedEngine
 
 
 def main(path: str, backend: str) -> None:

@@ -24,7 +24,7 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import ScriptedEngine, UseTool
+from accord.testing import ScriptedEngine, UseTool
 from accord.transports import memory_transport_pair
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -31,7 +31,7 @@ from accord.schema import (
     ToolCallLocation,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import Emit, Fail, Say, SetPlan, SetTitle, Think, UseTool
+from accord.testing import Emit, Fail, Say, SetPlan, SetTitle, Think, UseTool
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
 from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import CancelNotification, NewSessionRequest, PromptRequest
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import (
+from accord.testing import (
     Say,
     ScriptedEngine,
     Stream,

@@ -31,7 +31,7 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.schema.methods import AGENT_METHODS
-from accord.testing._scripted_engine import Say, ScriptedEngine
+from accord.testing import Say, ScriptedEngine
 
 pytestmark = pytest.mark.anyio
 

@@ -34,7 +34,7 @@ from accord.schema import (
     TextResourceContents,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import Say, ScriptedEngine
+from accord.testing import Say, ScriptedEngine
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x01binary\xff"
 WAV = b"RIFF\x00\x00WAVE\xfe"

@@ -36,7 +36,7 @@ from accord.schema import (
     SetSessionModeRequest,
 )
 from accord.store import MemorySessionStore, SessionStore
-from accord.testing._scripted_engine import (
+from accord.testing import (
     ChangeCommands,
     ChangeMode,
     Say,

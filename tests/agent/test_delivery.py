@@ -34,7 +34,7 @@ from accord.store import (
     SqliteSessionStore,
     StoredEvent,
 )
-from accord.testing._scripted_engine import Emit, Say, Stream
+from accord.testing import Emit, Say, Stream
 
 pytestmark = pytest.mark.anyio
 

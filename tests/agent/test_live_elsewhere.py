@@ -13,8 +13,7 @@ from _agent_support import CWD, scripted, serve
 from accord.errors import RequestError
 from accord.schema import LoadSessionRequest
 from accord.store import SessionStore
-from accord.testing import Stream
-from accord.testing._scripted_engine import Say, WaitFor
+from accord.testing import Say, Stream, WaitFor
 
 pytestmark = pytest.mark.anyio
 

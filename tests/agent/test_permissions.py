@@ -14,7 +14,7 @@ from accord.schema import (
     ResumeSessionRequest,
 )
 from accord.store import SessionStore
-from accord.testing._scripted_engine import Say, UseTool
+from accord.testing import Say, UseTool
 
 pytestmark = pytest.mark.anyio
 

@@ -26,7 +26,7 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import (
+from accord.testing import (
     Emit,
     Fail,
     ReportUsage,

@@ -29,7 +29,7 @@ from accord.schema import (
     WriteTextFileResponse,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import ScriptedEngine, WaitForCancel
+from accord.testing import ScriptedEngine, WaitForCancel
 from accord.transports import memory_transport_pair
 
 pytestmark = pytest.mark.anyio

@@ -27,7 +27,7 @@ from accord.schema import (
     SetSessionModeRequest,
 )
 from accord.store import SessionStore, SqliteSessionStore
-from accord.testing._scripted_engine import (
+from accord.testing import (
     Say,
     ScriptedEngine,
     ScriptedSession,

@@ -41,7 +41,7 @@ from accord.schema import (
     SetSessionModeRequest,
 )
 from accord.store import SqliteSessionStore
-from accord.testing._scripted_engine import ScriptedEngine
+from accord.testing import ScriptedEngine
 from accord.transports import Transport, memory_transport_pair, spawn_agent
 
 pytestmark = [

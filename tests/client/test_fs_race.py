@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from accord.client._fs import FileSystemHost
+from accord.client import FileSystemHost
 from accord.errors import RequestError
 from accord.schema import ReadTextFileRequest, WriteTextFileRequest
 

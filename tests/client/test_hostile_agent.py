@@ -8,8 +8,7 @@ import anyio
 import pytest
 
 from accord.client import AllowAll, connect
-from accord.testing import HOSTILE_ATTACKS, HostileReport, run_hostile_agent
-from accord.testing._transport_check import pipe_transport_pair
+from accord.testing import HOSTILE_ATTACKS, HostileReport, pipe_transport_pair, run_hostile_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.wire_unchecked("a hostile agent on purpose")]
 

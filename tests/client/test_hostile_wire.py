@@ -15,7 +15,7 @@ import pytest
 from _client_agents import TIMEOUT, WireAgent, agent_text
 
 from accord.client import MAX_EARLY_UPDATE_BYTES, AllowAll, connect
-from accord.testing._transport_check import pipe_transport_pair
+from accord.testing import pipe_transport_pair
 
 pytestmark = pytest.mark.anyio
 

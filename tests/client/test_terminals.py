@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from accord.client._terminals import TerminalHost
+from accord.client import TerminalHost
 from accord.errors import InvalidParams, ResourceNotFound
 from accord.schema import (
     CreateTerminalRequest,

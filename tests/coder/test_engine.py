@@ -10,8 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from accord.coder import CoderConfig, CoderEngine, _open, _search
-from accord.coder._prompt import CoderState
+from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
 from accord.errors import AuthRequired
 from accord.events import (
     ModeChanged,

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from accord.agent._engine import (
+from accord.agent import (
     Engine,
     EngineCapabilities,
     EngineSession,

@@ -29,9 +29,14 @@ from accord.events import (
 from accord.jsonrpc import Connection
 from accord.schema import DiffToolCallContent, PlanEntry, TextContentBlock
 from accord.store import MemorySessionStore, SessionRecord
-from accord.transports import Transport, memory_transport_pair, stdio_transport
-from accord.transports._fd import FdReceiveStream, FdSendStream
-from accord.transports._stream import StreamTransport
+from accord.transports import (
+    FdReceiveStream,
+    FdSendStream,
+    StreamTransport,
+    Transport,
+    memory_transport_pair,
+    stdio_transport,
+)
 
 pytestmark = pytest.mark.anyio
 

@@ -30,8 +30,7 @@ from accord.agent import AgentRuntime
 from accord.client import AllowAll, connect
 from accord.jsonrpc import is_request_id
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import ScriptedEngine
-from accord.testing._transport_check import pipe_transport_pair
+from accord.testing import ScriptedEngine, pipe_transport_pair
 from accord.transports import MalformedFrame, StreamTransport, decode_line
 
 from ._schema_strategies import methods, mutated_line, params_for

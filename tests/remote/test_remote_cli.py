@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accord.cli._exit_codes import ExitCode
+from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(240)]
