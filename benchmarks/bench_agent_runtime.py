@@ -68,7 +68,8 @@ from accord.transports import memory_transport_pair
 MEMORY_TARGET = 50 * 1024
 REPLAY_TARGET = 50_000
 APPEND_TARGET = 20_000
-CWD = "/work/project"
+#: The sessions' working directory: a real one (the runtime refuses a missing ``cwd``).
+CWD = tempfile.gettempdir()
 
 CAPABILITIES = EngineCapabilities(
     modes=(SessionMode(id="ask", name="Ask"), SessionMode(id="code", name="Code")),

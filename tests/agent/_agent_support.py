@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -51,7 +53,10 @@ from accord.transports import memory_transport_pair
 #: Upper bound of any single wait in these tests; they finish in milliseconds.
 TIMEOUT = 10
 
-CWD = "/work/project"
+#: The sessions' working directory: a real one (the runtime refuses a ``cwd`` that is not an
+#: existing directory), made once per test process and removed when it ends.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="accord-agent-tests-")
+CWD = os.path.realpath(_SCRATCH.name)
 
 #: Modes, options and commands of a "full" engine.
 MODES = (

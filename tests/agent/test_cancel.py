@@ -162,7 +162,7 @@ async def test_a_client_that_disconnects_mid_turn_cancels_its_turn() -> None:
             ):
                 await conn.initialize()
                 session_id = (
-                    await conn.new_session(NewSessionRequest(cwd="/w", mcp_servers=[]))
+                    await conn.new_session(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
                 ).session_id
 
                 async def prompt() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from accord.schema import (
     SetSessionConfigOptionRequest,
     SetSessionModeRequest,
 )
-from accord.store import SessionStore, SqliteSessionStore
+from accord.store import SessionRecord, SessionStore, SqliteSessionStore
 from accord.testing import (
     Say,
     ScriptedEngine,
@@ -114,17 +114,106 @@ async def test_new_session_records_cwd_directories_and_mcp_servers(store: Sessio
         assert context.history is None
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [{"cwd": "relative/dir"}, {"cwd": CWD, "additionalDirectories": ["lib"]}],
-    ids=["cwd", "additional-directory"],
-)
-async def test_new_session_requires_absolute_paths(fields: dict[str, Any]) -> None:
-    async with serve() as h:
+def _bad_cwd(tmp_path: Path, problem: str) -> tuple[str, str]:
+    """A ``cwd`` with ``problem``, and the words the refusal must use for it."""
+    if problem == "missing":
+        return str(tmp_path / "gone"), "does not exist"
+    if problem == "file":
+        (tmp_path / "file.txt").write_text("not a directory")
+        return str(tmp_path / "file.txt"), "is not a directory"
+    if problem == "under-a-file":
+        (tmp_path / "file.txt").write_text("not a directory")
+        return str(tmp_path / "file.txt" / "sub"), "a component of it is not a directory"
+    if problem == "relative":
+        return "relative/dir", "is not an absolute path"
+    assert problem == "nul"
+    return str(tmp_path) + "\0x", "contains a NUL character"
+
+
+BAD_CWDS = ["missing", "file", "under-a-file", "relative", "nul"]
+
+
+@pytest.mark.parametrize("problem", BAD_CWDS)
+async def test_new_session_refuses_a_cwd_that_is_not_an_existing_directory(
+    store: SessionStore, tmp_path: Path, problem: str
+) -> None:
+    cwd, words = _bad_cwd(tmp_path, problem)
+    async with serve(store=store) as h:
         with pytest.raises(RequestError) as caught:
-            await h.new_session(**fields)
+            await h.new_session(cwd=cwd)
         assert caught.value.code == -32602
-        assert "absolute" in caught.value.message
+        assert words in caught.value.message and repr(cwd) in caught.value.message
+        [error] = caught.value.data["errors"]
+        assert error["field"] == "cwd" and error["value"] == cwd and words in error["problem"]
+        assert not (await store.list_sessions()).sessions  # nothing stored
+
+
+@pytest.mark.parametrize("method", ["load", "resume", "fork"])
+@pytest.mark.parametrize("problem", BAD_CWDS)
+async def test_load_resume_and_fork_refuse_a_cwd_that_is_not_an_existing_directory(
+    store: SessionStore, tmp_path: Path, problem: str, method: str
+) -> None:
+    cwd, words = _bad_cwd(tmp_path, problem)
+    session_id = "stored"
+    now = datetime.now(UTC)
+    # Stored with that cwd (by an older accord, or its directory has gone since).
+    stored = cwd if method != "fork" else CWD
+    await store.create_session(
+        SessionRecord(session_id=session_id, cwd=stored, created_at=now, updated_at=now)
+    )
+    async with serve(store=store) as h:
+        if method == "load":
+            attempt = _load(h, session_id, cwd=cwd)
+        elif method == "resume":
+            attempt = _resume(h, session_id, cwd=cwd)
+        else:
+            attempt = h.conn.fork_session(ForkSessionRequest(session_id=session_id, cwd=cwd))
+        with pytest.raises(RequestError) as caught:
+            await attempt
+        assert caught.value.code == -32602
+        assert words in caught.value.message and repr(cwd) in caught.value.message
+        assert len((await store.list_sessions()).sessions) == 1  # no fork stored
+
+
+@pytest.mark.parametrize("method", ["load", "resume"])
+async def test_a_stored_session_whose_cwd_was_removed_is_refused_and_kept(
+    store: SessionStore, tmp_path: Path, method: str
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    engine = scripted([Say("kept")])
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session(cwd=str(project))
+        await h.prompt(session_id, "remember this")
+    before = await store.read_events(session_id)
+    project.rmdir()
+    restore = _load if method == "load" else _resume
+    async with serve(store=store) as h:
+        with pytest.raises(RequestError) as caught:
+            await restore(h, session_id, cwd=str(project))
+        assert caught.value.code == -32602
+        assert "does not exist" in caught.value.message
+        assert "still stored" in caught.value.message
+        assert [
+            s.session_id for s in (await h.conn.list_sessions(ListSessionsRequest())).sessions
+        ] == [session_id]
+    assert await store.read_events(session_id) == before  # the history is untouched
+    project.mkdir()
+    async with serve(store=store) as h:
+        await _load(h, session_id, cwd=str(project))
+        assert [t for _, t in message_texts(h.client.updates(session_id))] == [
+            "remember this",
+            "kept",
+        ]
+
+
+async def test_new_session_refuses_relative_and_nul_additional_directories() -> None:
+    async with serve() as h:
+        for directory, words in [("lib", "absolute"), ("/work/\0lib", "NUL")]:
+            with pytest.raises(RequestError) as caught:
+                await h.new_session(additionalDirectories=[directory])
+            assert caught.value.code == -32602
+            assert words in caught.value.message and "additionalDirectories" in caught.value.message
 
 
 # --------------------------------------------------------------------------- load
@@ -319,26 +408,25 @@ async def test_resume_of_an_unknown_session_is_resource_not_found() -> None:
 
 
 async def test_fork_copies_the_history_under_a_new_id_and_leaves_the_source(
-    store: SessionStore,
+    store: SessionStore, tmp_path: Path
 ) -> None:
+    elsewhere = str(tmp_path)
     engine = scripted([Say("original")], [Say("in the fork")])
     async with serve(engine, store=store) as h:
         source = await h.new_session()
         await h.prompt(source, "start")
         before = await store.read_events(source)
         with anyio.fail_after(TIMEOUT):
-            forked = await h.conn.fork_session(
-                ForkSessionRequest(session_id=source, cwd="/work/elsewhere")
-            )
+            forked = await h.conn.fork_session(ForkSessionRequest(session_id=source, cwd=elsewhere))
         fork_id = forked.session_id
         assert fork_id != source
         assert engine.session(fork_id).context.history == {"turns": 1, "prompts": ["start"]}
         await h.prompt(fork_id, "branch")
         assert await store.read_events(source) == before
         fork_record = await store.get_session(fork_id)
-        assert fork_record is not None and fork_record.cwd == "/work/elsewhere"
+        assert fork_record is not None and fork_record.cwd == elsewhere
     async with serve(store=store) as h:
-        await _load(h, fork_id, cwd="/work/elsewhere")
+        await _load(h, fork_id, cwd=elsewhere)
         assert [t for _, t in message_texts(h.client.updates(fork_id))] == [
             "start",
             "original",
@@ -429,12 +517,12 @@ async def test_delete_of_a_running_session_cancels_its_turn(store: SessionStore)
 
 
 async def test_list_pages_with_a_cursor_filters_by_cwd_and_shows_titles(
-    store: SessionStore,
+    store: SessionStore, tmp_path: Path
 ) -> None:
     engine = ScriptedEngine(respond=lambda text: [SetTitle(f"title {text}")])
     async with serve(engine, store=store, list_page_size=3) as h:
         ids = [await h.new_session() for _ in range(7)]
-        other = await h.new_session(cwd="/other")
+        other = await h.new_session(cwd=str(tmp_path))
         await h.prompt(ids[0], "zero")
         seen: list[str] = []
         cursor: str | None = None

@@ -8,6 +8,8 @@ check what the model was sent (history, tools, model name).
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -38,7 +40,10 @@ from accord.events import (
 from accord.schema import PermissionOption, TextContentBlock, ToolCallUpdate
 from accord.testing import FakeOpenAIServer, Outcome, RecordedRequest
 
-CWD = "/work/project"
+#: The sessions' working directory: a real one (the runtime refuses a ``cwd`` that is not an
+#: existing directory), made once per test process and removed when it ends.
+_SCRATCH = tempfile.TemporaryDirectory(prefix="accord-engine-tests-")
+CWD = os.path.realpath(_SCRATCH.name)
 
 
 @dataclass

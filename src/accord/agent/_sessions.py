@@ -3,9 +3,11 @@
 :class:`SessionTable` keeps the live sessions of one client connection and implements the
 ACP session methods against the store and the engine:
 
-* **new**: the record is stored first (``cwd`` and every additional directory must be
-  absolute; MCP servers are recorded as sent), then the engine opens the session.
+* **new**: the record is stored first (``cwd`` must be an existing directory and every
+  additional directory absolute, see :mod:`._directories`; MCP servers are recorded as
+  sent), then the engine opens the session.
 * **load**: an unknown id answers -32002; the request's ``cwd`` must equal the stored one.
+  That directory must still exist (else -32602, the history kept: :mod:`._directories`).
   The whole stored chain is replayed (:func:`._restore.replay`) before the response; tool
   calls it leaves unfinished (a crash mid-turn) are then ended as ``failed``.
 * **resume**: as load, without the replay.
@@ -36,7 +38,6 @@ runtime (``AgentRuntime``), which owns one table.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -61,6 +62,7 @@ from ..schema import (
 from ..store import SessionRecord, SessionStore
 from ._client_services import client_services
 from ._controls import Controls
+from ._directories import check_absolute, check_working_directory
 from ._elsewhere import ElsewhereFeed
 from ._engine import Engine, EngineCapabilities, SessionContext
 from ._errors import session_not_found
@@ -72,7 +74,7 @@ from ._turn import CLEANUP_TIMEOUT_SECONDS
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
 
-__all__ = ("SessionTable", "check_absolute", "iso_time")
+__all__ = ("SessionTable", "iso_time")
 
 _ANNOUNCEMENT: dict[str, Any] = {"accord": {"announcement": True}}
 """``_meta`` of an activation announcement (counted by accord's client, see the module)."""
@@ -83,20 +85,6 @@ _MCP_SERVERS: TypeAdapter[list[McpServer]] = TypeAdapter(list[McpServer])
 def iso_time(moment: datetime) -> str:
     """ISO 8601 in UTC with a ``Z`` suffix, as ACP shows times."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def check_absolute(field: str, paths: Sequence[str]) -> None:
-    """Refuse relative paths (ACP requires absolute ones).
-
-    Raises:
-        InvalidParams: one of ``paths`` is not absolute.
-    """
-    for path in paths:
-        if not os.path.isabs(path):
-            raise InvalidParams(
-                f"{field} must be an absolute path, got {path!r}",
-                {"errors": [{"field": field, "problem": "not an absolute path", "value": path}]},
-            )
 
 
 class _KeyedLocks:
@@ -191,11 +179,12 @@ class SessionTable:
         """``session/new``: store a new session and open it.
 
         Raises:
-            InvalidParams: ``cwd`` or a directory is not absolute.
+            InvalidParams: ``cwd`` is not an existing directory, or a directory is not
+                absolute (:mod:`._directories`).
             RequestError: the engine refused the session (nothing stays stored).
         """
-        check_absolute("cwd", [cwd])
         check_absolute("additionalDirectories", additional_directories)
+        await check_working_directory(cwd)
         controls = Controls(self._capabilities)
         now = datetime.now(UTC)
         record = SessionRecord(
@@ -229,10 +218,11 @@ class SessionTable:
 
         Raises:
             SessionNotActive: the source is not stored (-32002).
-            InvalidParams: ``cwd`` or a directory is not absolute.
+            InvalidParams: ``cwd`` is not an existing directory, or a directory is not
+                absolute (:mod:`._directories`).
         """
-        check_absolute("cwd", [cwd])
         check_absolute("additionalDirectories", additional_directories)
+        await check_working_directory(cwd)
         source = await self._stored(source_id)
         now = datetime.now(UTC)
         forked = await self._store.fork_session(
@@ -275,7 +265,8 @@ class SessionTable:
 
         Raises:
             SessionNotActive: no such session is stored (-32002).
-            InvalidParams: ``cwd`` differs from the stored one, or a path is not absolute.
+            InvalidParams: ``cwd`` differs from the stored one or is no longer an existing
+                directory, or a path is not absolute (:mod:`._directories`).
         """
         check_absolute("cwd", [cwd])
         check_absolute("additionalDirectories", additional_directories)
@@ -286,6 +277,7 @@ class SessionTable:
                     f"session {session_id!r} belongs to {record.cwd!r}, not {cwd!r}",
                     {"sessionId": session_id, "cwd": cwd, "storedCwd": record.cwd},
                 )
+            await check_working_directory(cwd, stored=True)
             live = self.live.get(session_id)
             session: LiveSession | None = None
             try:
