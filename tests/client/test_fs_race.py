@@ -9,13 +9,12 @@ temporary file there, never raise a bare ``OSError``.
 
 from __future__ import annotations
 
-import ctypes
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from swapping import swapping_tree
 
 from accord.client import FileSystemHost
 from accord.errors import RequestError
@@ -31,59 +30,14 @@ pytestmark = [
 #: Requests made while the tree is being swapped; a lost race showed in one read of four.
 ROUNDS = 400
 
-SWAPPER = r"""
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-a, b = sys.argv[1].encode(), sys.argv[2].encode()
-print("ready", flush=True)
-while True:
-    if libc.renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
-        raise SystemExit(f"renameat2 failed: errno {ctypes.get_errno()}")
-"""
-
-
-def _has_rename_exchange(directory: Path) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    (directory / "x").mkdir()
-    (directory / "y").mkdir()
-    ok = libc.renameat2(-100, str(directory / "x").encode(), -100, str(directory / "y").encode(), 2)
-    (directory / "x").rmdir()
-    (directory / "y").rmdir()
-    return ok == 0
-
 
 @pytest.fixture(params=["absolute", "relative"])
 def tree(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[tuple[Path, Path, Callable[[], None]]]:
     """(root, outside, stop): ``root/d`` swaps places with a symlink to ``outside`` until stop."""
-    root = tmp_path / "project"
-    outside = tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    if not _has_rename_exchange(root):
-        pytest.skip("this file system cannot exchange names atomically")
-    (root / "d").mkdir()
-    (root / "d" / "f.txt").write_text("inside")
-    (outside / "f.txt").write_text("outside")
-    target = outside if request.param == "absolute" else Path("..") / "outside"
-    (root / "swap").symlink_to(target)
-    swapper = subprocess.Popen(
-        [sys.executable, "-c", SWAPPER, str(root / "d"), str(root / "swap")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-    def stop() -> None:
-        if swapper.poll() is None:
-            swapper.kill()
-        assert swapper.wait() == -9, "the swapper stopped on its own (renameat2 failed)"
-
-    try:
-        assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
-        yield root, outside, stop
-    finally:
-        stop()
+    with swapping_tree(tmp_path, relative=request.param == "relative") as swapped:
+        yield swapped
 
 
 async def test_reads_never_escape_while_a_directory_is_swapped(

@@ -7,7 +7,7 @@ path is confined to the session's roots (its ``cwd`` plus any additional directo
 * it is resolved with symlinks followed, and the result must lie inside one of the (resolved)
   roots, so ``..`` traversal and symlinks that leave the roots are refused, while symlinks that
   stay inside are followed;
-* resolution and use happen on directory descriptors (:mod:`accord.client._confined`), never
+* resolution and use happen on directory descriptors (:mod:`accord.confined`), never
   on path strings, so an agent that swaps a directory for a symlink meanwhile (a
   rename-exchange race) cannot make a read or a write, or its temporary file, land outside;
 * refusals are :class:`~accord.errors.InvalidParams` naming the path; a file that does not exist is
@@ -40,6 +40,7 @@ from typing import BinaryIO, TypeAlias
 
 import anyio.to_thread
 
+from accord.confined import MAX_SYMLINKS, Confined, confined
 from accord.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
 from accord.schema import (
     ReadTextFileRequest,
@@ -47,8 +48,6 @@ from accord.schema import (
     WriteTextFileRequest,
     WriteTextFileResponse,
 )
-
-from ._confined import MAX_SYMLINKS, Confined, confined
 
 __all__ = ("MAX_READ_BYTES", "FileSystemHost", "OpenBuffer", "resolve_within")
 
@@ -269,7 +268,7 @@ def _slice_lines(text: str, line: int, limit: int | None) -> str:
 
 
 def _open_for_reading(path: str, roots: Sequence[str | os.PathLike[str]]) -> Confined:
-    """Worker thread: resolve and open ``path`` inside the roots (see ``_confined``)."""
+    """Worker thread: resolve and open ``path`` inside the roots (see :mod:`accord.confined`)."""
     return confined(path, roots, final="open")
 
 

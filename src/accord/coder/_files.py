@@ -4,7 +4,9 @@ A :class:`Workspace` is one session's view of its files. When the client adverti
 ``fs.readTextFile`` (``fs.writeTextFile``) it reads (writes) through the client, so the model
 sees the editor's unsaved buffers and the editor sees the change as the user's own edit;
 otherwise it reads and writes the disk itself. Either way every path is confined to the
-session's roots first (:meth:`Roots.resolve`).
+session's roots first (:meth:`Roots.resolve`); on disk it is then resolved and opened on
+directory descriptors (:mod:`accord.confined`, the client's walker too), so a directory
+swapped for a symlink between the check and the use cannot move a read or write outside.
 
 The three operations return what the tools need: :func:`read_file` the text for the model
 (bounded by :data:`MAX_READ_CHARS`, with a note on how to read on); :func:`write_file` and
@@ -19,14 +21,14 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal, overload
 
 import anyio.to_thread
 
 from ..agent import TextFileReader, TextFileWriter
 from ..errors import RequestError
 from ._paths import Roots, ToolError
-from ._reading import describe_mode, read_regular
+from ._reading import describe_mode, open_confined, read_confined
 
 __all__ = (
     "MAX_READ_CHARS",
@@ -103,6 +105,8 @@ class Workspace:
         Raises:
             ToolError: it exists but cannot be read.
         """
+        if self.reader is None:
+            return await anyio.to_thread.run_sync(_read_disk, path, self.roots, True)
         if not await anyio.to_thread.run_sync(os.path.lexists, path):
             return None
         return await self.read_text(path)
@@ -122,11 +126,20 @@ class Workspace:
         await anyio.to_thread.run_sync(_write_disk, path, content, self.roots)
 
 
-def _read_disk(path: str, roots: Roots) -> str:
+@overload
+def _read_disk(path: str, roots: Roots, missing_ok: Literal[False] = False) -> str: ...
+@overload
+def _read_disk(path: str, roots: Roots, missing_ok: bool) -> str | None: ...
+def _read_disk(path: str, roots: Roots, missing_ok: bool = False) -> str | None:
+    """Read a text file on descriptors inside the roots (:func:`read_confined`: no race)."""
     shown = roots.display(path)
     if os.path.isdir(path):
         raise ToolError(f"{shown} is a directory; use list_directory")
-    data = read_regular(path, limit=MAX_READ_FILE_BYTES, shown=shown)
+    data = read_confined(path, roots.all, limit=MAX_READ_FILE_BYTES, shown=shown)
+    if data is None:
+        if missing_ok:
+            return None
+        raise ToolError(f"{shown} does not exist")
     if b"\0" in data[:8192]:
         raise ToolError(f"{roots.display(path)} is a binary file")
     try:
@@ -141,19 +154,25 @@ _WRITE_FLAGS: Final = (
     | os.O_TRUNC
     | os.O_NONBLOCK
     | os.O_NOCTTY
+    | getattr(os, "O_NOFOLLOW", 0)
     | getattr(os, "O_CLOEXEC", 0)
 )
 
 
 def _write_disk(path: str, content: str, roots: Roots) -> None:
-    """Write a regular file; never waits on a FIFO (no reader: refused), never writes a device."""
+    """Write a regular file; never waits on a FIFO (no reader: refused), never writes a device.
+
+    The missing parents are created, and the file opened, relative to descriptors of
+    directories inside the roots (:func:`open_confined`): a directory on the way swapped for
+    a link meanwhile cannot make the write, or a directory it creates, land outside.
+    """
     shown = roots.display(path)
+    found = open_confined(path, roots.all, "stat", shown=shown, create_parents=True)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if os.path.exists(path) and not os.path.isfile(path):
-            kind = describe_mode(os.stat(path).st_mode)
+        if found.existing is not None and not stat.S_ISREG(found.existing.st_mode):
+            kind = describe_mode(found.existing.st_mode)
             raise ToolError(f"{shown} is {kind}; only regular files are written")
-        fd = os.open(path, _WRITE_FLAGS, 0o666)
+        fd = os.open(found.name, _WRITE_FLAGS, 0o666, dir_fd=found.parent_fd)
         with open(fd, "w", encoding="utf-8", newline="", closefd=True) as file:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 kind = describe_mode(os.fstat(fd).st_mode)
@@ -161,6 +180,8 @@ def _write_disk(path: str, content: str, roots: Roots) -> None:
             file.write(content)
     except OSError as exc:
         raise ToolError(f"cannot write {shown}: {exc.strerror}") from exc
+    finally:
+        found.close()
 
 
 async def read_file(

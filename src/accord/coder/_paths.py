@@ -41,6 +41,16 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _real(given: str, absolute: str) -> str:
+    """``absolute`` with its symbolic links resolved (a swap under way fails, never crashes)."""
+    try:
+        return os.path.realpath(absolute)
+    except OSError as exc:  # a link replaced by a directory (or back) while it was read
+        raise ToolError(
+            f"{given!r} changed while it was being resolved ({exc.strerror or exc}); try again"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Roots:
     """The directories a session may touch: ``cwd`` first, then the additional ones.
@@ -74,7 +84,7 @@ class Roots:
         if "\0" in path:
             raise ToolError(f"{path!r} contains a NUL character; no file has such a name")
         absolute = os.path.normpath(os.path.join(self.cwd, path))
-        real = os.path.realpath(absolute)
+        real = _real(path, absolute)
         for root in self.all:
             if _inside(absolute, os.path.normpath(root)) and _inside(real, os.path.realpath(root)):
                 return absolute
@@ -87,7 +97,10 @@ class Roots:
 
         What a search asks of every link it meets: one whose target is outside is skipped.
         """
-        real = os.path.realpath(path)
+        try:
+            real = _real(path, path)
+        except ToolError:
+            return False
         return any(_inside(real, os.path.realpath(root)) for root in self.all)
 
     def display(self, path: str) -> str:

@@ -28,8 +28,8 @@ from typing import Final
 
 from pydantic import JsonValue
 
-from ._paths import Roots
-from ._reading import Unreadable, read_regular
+from ._paths import Roots, ToolError
+from ._reading import read_confined
 
 __all__ = (
     "MAX_PROJECT_NOTES_CHARS",
@@ -140,10 +140,12 @@ def read_project_notes(cwd: str) -> str | None:
         )
         return None
     limit = MAX_PROJECT_NOTES_CHARS * 4  # UTF-8: at most 4 bytes a character
-    try:
-        data = read_regular(path, limit=limit, truncate=True)
-    except Unreadable as refused:
+    try:  # on descriptors: a link swapped in since the check cannot lead out either
+        data = read_confined(path, [cwd], limit=limit, truncate=True)
+    except ToolError as refused:
         _log.warning("%s: not used in the system prompt", refused.message)
+        return None
+    if data is None:
         return None
     text = data.decode("utf-8", errors="replace").strip()
     if not text:

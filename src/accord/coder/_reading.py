@@ -1,17 +1,22 @@
 """Opening the files the model names, safely: regular files only, never blocking, bounded.
 
 Every file the coder reads from disk for the model (``read_file``, ``grep``, the project notes)
-is opened here. A project can hold anything: a named pipe (opening it for reading waits for a
-writer, forever), a link to ``/dev/zero`` (reading never ends) or to a terminal, a socket, a
-file of many gigabytes. So a file is opened with ``O_NONBLOCK`` (a FIFO opens at once instead
-of waiting) and ``O_NOCTTY``, its type and size are checked on the open descriptor (``fstat``:
+is opened here. A path inside the session's roots is resolved and opened by
+:func:`read_confined` on directory descriptors (:mod:`accord.confined`, the walker the client's
+file host uses too): a directory of the project swapped for a symlink while the coder works
+cannot make it read a file outside the roots.
+
+A project can hold anything: a named pipe (opening it for reading waits for a writer,
+forever), a link to ``/dev/zero`` (reading never ends) or to a terminal, a socket, a file of
+many gigabytes. So a file is opened with ``O_NONBLOCK`` (a FIFO opens at once instead of
+waiting) and ``O_NOCTTY``, its type and size are checked on the open descriptor (``fstat``:
 what is read is what was checked), and only a regular file is read, at most ``limit`` bytes
 (a file that grows past the limit while being read is refused too).
 
 :class:`Unreadable` says why a file was not read, in words the model understands; the tools
 turn it into a failed call (``read_file``) or a skipped file (``grep``).
 
-Above: :mod:`._files`, :mod:`._search`, :mod:`._prompt`. Below: the OS.
+Above: :mod:`._files`, :mod:`._search`, :mod:`._prompt`. Below: :mod:`accord.confined`, the OS.
 """
 
 from __future__ import annotations
@@ -19,20 +24,31 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 from typing import Final
 
+from ..confined import Confined, Finish, confined
+from ..errors import InvalidParams
 from ._paths import ToolError
 
-__all__ = ("READ_FLAGS", "Unreadable", "describe_mode", "read_regular")
-
-READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-"""How files are opened: never blocking on a FIFO, never becoming a controlling terminal."""
+__all__ = (
+    "Missing",
+    "Unreadable",
+    "describe_mode",
+    "open_confined",
+    "read_confined",
+    "read_regular_fd",
+)
 
 _CHUNK: Final = 1024 * 1024
 
 
 class Unreadable(ToolError):
     """A file that is not read: not a regular file, too large, or not openable."""
+
+
+class Missing(Unreadable):
+    """A directory on the path does not exist (so neither does the file)."""
 
 
 def describe_mode(mode: int) -> str:
@@ -52,33 +68,17 @@ def describe_mode(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(
-    path: str, *, limit: int, shown: str | None = None, truncate: bool = False
-) -> bytes:
-    """The content of the regular file at ``path``, at most ``limit`` bytes.
+def read_regular_fd(fd: int, name: str, *, limit: int, truncate: bool = False) -> bytes:
+    """The content of the open file ``fd`` (named ``name`` in messages), at most ``limit`` bytes.
 
-    Args:
-        path: The file (links are followed; confine it first).
-        limit: The largest size read; a larger file is refused, not cut (but see ``truncate``).
-        shown: How the file is named in messages (default: ``path``).
-        truncate: Return the first ``limit + 1`` bytes of a larger file instead of refusing it
-            (the caller sees it was cut by the length).
+    Only a regular file is read (its type and size checked on the open descriptor: what is
+    read is what was checked); a file that grows past ``limit`` while being read is refused
+    too, unless ``truncate``, which returns the first ``limit + 1`` bytes (the caller sees
+    it was cut by the length).
 
     Raises:
-        Unreadable: it is missing, not a regular file (FIFO, device, socket, directory),
-            larger than ``limit``, or cannot be opened or read.
+        Unreadable: not a regular file, larger than ``limit``, or unreadable.
     """
-    name = shown or path
-    try:
-        fd = os.open(path, READ_FLAGS)
-    except FileNotFoundError:
-        raise Unreadable(f"{name} does not exist") from None
-    except IsADirectoryError:
-        raise Unreadable(f"{name} is a directory") from None
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a socket, or a device without its driver
-            raise Unreadable(f"{name} is {_kind_of(path)}; only regular files are read") from None
-        raise Unreadable(f"cannot read {name}: {exc.strerror or exc}") from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -99,15 +99,70 @@ def read_regular(
         return b"".join(chunks)
     except OSError as exc:
         raise Unreadable(f"cannot read {name}: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
 
 
-def _kind_of(path: str) -> str:
+def open_confined(
+    path: str,
+    roots: Sequence[str],
+    finish: Finish,
+    *,
+    shown: str | None = None,
+    create_parents: bool = False,
+) -> Confined:
+    """Resolve absolute ``path`` inside ``roots``, on descriptors (``accord.confined``).
+
+    The caller closes the result. A missing final component is not an error here (its ``fd``
+    or ``existing`` is None).
+
+    Raises:
+        ToolError: the path leads outside the roots (a symlink swapped in meanwhile), or the
+            tree refused (a parent missing or not a directory, a loop, a permission).
+    """
+    name = shown or path
     try:
-        return describe_mode(os.stat(path).st_mode)
-    except OSError:
-        return "not a regular file"
+        return confined(path, roots, final=finish, create_parents=create_parents)
+    except InvalidParams as exc:
+        raise ToolError(f"{name} is outside the workspace ({exc.message})") from None
+    except IsADirectoryError:
+        raise Unreadable(f"{name} is a directory") from None
+    except NotADirectoryError:
+        raise Unreadable(f"{name}: a component of the path is not a directory") from None
+    except FileNotFoundError:
+        raise Missing(f"{name} does not exist (a directory on its path is missing)") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a device without its driver
+            raise Unreadable(f"{name} is not a regular file; only regular files are read") from None
+        raise Unreadable(f"cannot open {name}: {exc.strerror or exc}") from exc
+
+
+def read_confined(
+    path: str,
+    roots: Sequence[str],
+    *,
+    limit: int,
+    shown: str | None = None,
+    truncate: bool = False,
+) -> bytes | None:
+    """The content of the regular file at ``path`` inside ``roots``, opened with no race.
+
+    Returns:
+        The bytes (at most ``limit``, or ``limit + 1`` with ``truncate``), or None when the
+        file (or a directory on its path) does not exist.
+
+    Raises:
+        ToolError: outside the roots; Unreadable: not a regular file, too large, unreadable.
+    """
+    name = shown or path
+    try:
+        found = open_confined(path, roots, "open", shown=name)
+    except Missing:
+        return None
+    try:
+        if found.fd is None:
+            return None
+        return read_regular_fd(found.fd, name, limit=limit, truncate=truncate)
+    finally:
+        found.close()
 
 
 def _too_large(name: str, size: int, limit: int) -> str:

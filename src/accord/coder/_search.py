@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, cast
 
 from ._paths import Roots, ToolError
-from ._reading import Unreadable, read_regular
+from ._reading import Unreadable, open_confined, read_confined
 
 __all__ = (
     "MAX_ENTRIES",
@@ -101,14 +101,24 @@ def list_directory(roots: Roots, path: str = ".") -> str:
     Raises:
         ToolError: the path is outside the roots or not a directory.
     """
-    directory = _directory(roots, path)
+    directory = roots.resolve(path)
+    shown = roots.display(directory)
+    # Opened on descriptors inside the roots: a directory swapped for a link meanwhile is
+    # either refused or still the one inside (never a listing of somewhere else).
     try:
-        with os.scandir(directory) as scan:
+        found = open_confined(directory, roots.all, "directory", shown=shown)
+    except Unreadable as refused:
+        raise ToolError(f"{path!r} is not a directory ({refused.message})") from None
+    try:
+        if found.fd is None:
+            raise ToolError(f"{path!r} is not a directory (it does not exist)")
+        with os.scandir(found.fd) as scan:
             entries = sorted(scan, key=lambda e: (not e.is_dir(), e.name))
+            names = [f"{e.name}/" if e.is_dir() else e.name for e in entries]
     except OSError as exc:
         raise ToolError(f"cannot list {path!r}: {exc.strerror}") from exc
-    names = [f"{e.name}/" if e.is_dir() else e.name for e in entries]
-    shown = roots.display(directory)
+    finally:
+        found.close()
     if not names:
         return f"{shown} is empty"
     return _bounded(names, MAX_ENTRIES, f"{shown}:")
@@ -305,13 +315,15 @@ def grep(
     target = roots.resolve(path)
     walk = _Walk(time.monotonic() + MAX_SEARCH_SECONDS, stop)
     if os.path.isdir(target):
-        files = ((a, rel, _text_lines(a, walk)) for a, rel in _walk(roots, target, walk))
-    elif os.path.lexists(target):
-        # One file, named by the model: it hears why it is not searched.
-        data = read_regular(target, limit=MAX_GREP_FILE_BYTES, shown=roots.display(target))
-        files = iter([(target, os.path.basename(target), _lines_of(data))])
+        files = ((a, rel, _text_lines(a, roots, walk)) for a, rel in _walk(roots, target, walk))
     else:
-        raise ToolError(f"{path!r} does not exist")
+        # One file, named by the model: it hears why it is not searched.
+        data = read_confined(
+            target, roots.all, limit=MAX_GREP_FILE_BYTES, shown=roots.display(target)
+        )
+        if data is None:
+            raise ToolError(f"{path!r} does not exist")
+        files = iter([(target, os.path.basename(target), _lines_of(data))])
     matches: list[str] = []
     more = 0
     for absolute, relative, lines in files:
@@ -341,16 +353,21 @@ def _quoted(pattern: str) -> str:
     return repr(shown)
 
 
-def _text_lines(path: str, walk: _Walk) -> Iterator[tuple[int, str]]:
-    """Yield the numbered lines of a text file; nothing for large, binary or unreadable ones."""
+def _text_lines(path: str, roots: Roots, walk: _Walk) -> Iterator[tuple[int, str]]:
+    """Yield the numbered lines of a text file; nothing for large, binary or unreadable ones.
+
+    The file is opened on descriptors inside the roots (:func:`read_confined`): whatever the
+    walk saw, a link or directory swapped in since cannot make it read a file outside.
+    """
     try:
         if os.path.getsize(path) > MAX_GREP_FILE_BYTES:
             walk.large += 1
             return
-        data = read_regular(path, limit=MAX_GREP_FILE_BYTES)
-    except (OSError, Unreadable):
+        data = read_confined(path, roots.all, limit=MAX_GREP_FILE_BYTES)
+    except (OSError, ToolError):
         return
-    yield from _lines_of(data)
+    if data is not None:
+        yield from _lines_of(data)
 
 
 def _lines_of(data: bytes) -> Iterator[tuple[int, str]]:

@@ -11,8 +11,10 @@ pops one directory and is refused above the root. Whatever the tree does meanwhi
 descriptor in hand is a directory inside a root, so the final open (or create, or rename),
 relative to the last of them, lands inside the roots or fails.
 
-Above: the file-system host (:mod:`accord.client._fs`), which maps the ``OSError`` raised here
-to ACP errors. Below: the POSIX ``*at`` calls of :mod:`os` (``dir_fd=``). Nothing else of ours
+Above: the client's file-system host (:mod:`accord.client._fs`), which maps the ``OSError``
+raised here to ACP errors, and the coder's own file tools (:mod:`accord.coder._files`,
+:mod:`accord.coder._search`), which map it to messages for the model: one implementation for
+both sides. Below: the POSIX ``*at`` calls of :mod:`os` (``dir_fd=``). Nothing else of ours
 but the error tree.
 """
 
@@ -28,7 +30,11 @@ from typing import Literal
 
 from accord.errors import InvalidParams
 
-__all__ = ("MAX_SYMLINKS", "Confined", "confined")
+__all__ = ("MAX_SYMLINKS", "Confined", "Finish", "confined")
+
+Finish = Literal["open", "stat", "directory"]
+"""What :func:`confined` does with the final component: open it for reading, ``lstat`` it (for
+a write, which creates or renames onto it), or open it as a directory (for a listing)."""
 
 #: Most symlinks one path may go through, as the kernel's own limit (``ELOOP`` past it).
 MAX_SYMLINKS = 40
@@ -39,7 +45,9 @@ _O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 # A FIFO or device must not block the open; regular files ignore the flag.
 _O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 _DIRECTORY_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC
+# A terminal opened for reading must not become the controlling one.
+_O_NOCTTY: int = getattr(os, "O_NOCTTY", 0)
+_READ_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
 # How an open with O_NOFOLLOW reports a symlink: ELOOP (Linux, BSD), EMLINK (FreeBSD), and
 # ENOTDIR with O_DIRECTORY (Linux).
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
@@ -50,10 +58,12 @@ class Confined:
     """A resolved path inside the roots, held by descriptors; :meth:`close` releases them.
 
     Attributes:
-        parent_fd: a descriptor of the directory holding the final component.
+        parent_fd: a descriptor of the directory holding the final component (-1 when the
+            path named a root itself, with ``final="directory"``).
         name: the final component's name in that directory.
         real: the resolved absolute path, for messages and the editor's buffer lookup.
-        fd: for ``final="open"``, the opened file (None when it does not exist).
+        fd: for ``final="open"``, the opened file; for ``final="directory"``, the opened
+            directory (None when it does not exist).
         existing: for ``final="stat"``, the final component's ``lstat`` (None when absent).
     """
 
@@ -123,7 +133,7 @@ def confined(
     path: str,
     roots: Sequence[str | os.PathLike[str]],
     *,
-    final: Literal["open", "stat"],
+    final: Finish,
     create_parents: bool = False,
 ) -> Confined:
     """Resolve ``path`` inside ``roots`` by descriptors; see the module docstring.
@@ -133,7 +143,8 @@ def confined(
         roots: the session's directories, ``cwd`` first (trusted: the client chose them).
         final: ``"open"`` opens the final component for reading (``O_NOFOLLOW``,
             ``O_NONBLOCK``); ``"stat"`` only ``lstat``s it (for a write, which renames onto
-            it). Either way a final symlink is followed, inside the roots.
+            it); ``"directory"`` opens it as a directory (a root itself included). Either
+            way a final symlink is followed, inside the roots.
         create_parents: create missing directories on the way (``mkdir`` relative to the
             parent's descriptor), for writes.
 
@@ -142,7 +153,8 @@ def confined(
             leads outside every root.
         OSError: the tree refused: a missing parent (``FileNotFoundError``), a parent that is
             not a directory (``NotADirectoryError``), too many symlinks (``ELOOP``), the
-            final component is a directory (``IsADirectoryError``), a permission.
+            final component is a directory (``IsADirectoryError``), or not one for
+            ``final="directory"`` (``NotADirectoryError``), a permission.
     """
     if "\0" in path:
         raise InvalidParams(f"path contains a NUL character: {path!r}", {"path": path})
@@ -189,13 +201,16 @@ class _Walk:
         #: (descriptor, real path) of each directory from the root down to the current one.
         self._stack: list[tuple[int, str]] = []
 
-    def run(self, root: _Root, rest: list[str], final: Literal["open", "stat"]) -> Confined:
+    def run(self, root: _Root, rest: list[str], final: Finish) -> Confined:
         try:
             self._enter_root(root)
             queue = deque(rest)
             while True:
                 if not queue:
                     # The path names a directory (a root, or ``x/..``): no file there.
+                    if final == "directory":
+                        fd, where = self._stack.pop()  # handed over: not closed with the rest
+                        return Confined(-1, "", where, fd)
                     raise IsADirectoryError(errno.EISDIR, "is a directory", self._path)
                 name = queue.popleft()
                 if name == "..":
@@ -251,12 +266,13 @@ class _Walk:
         raise FileNotFoundError(errno.ENOENT, "directory keeps vanishing", self._path)
 
     def _final(
-        self, name: str, fd: int, where: str, queue: deque[str], final: Literal["open", "stat"]
+        self, name: str, fd: int, where: str, queue: deque[str], final: Finish
     ) -> Confined | None:
         real = os.path.join(where, name)
-        if final == "open":
+        if final != "stat":
+            flags = _READ_FLAGS if final == "open" else _DIRECTORY_FLAGS
             try:
-                opened = os.open(name, _READ_FLAGS, dir_fd=fd)
+                opened = os.open(name, flags, dir_fd=fd)
             except FileNotFoundError:
                 return self._result(name, real, None, None)
             except OSError as exc:
@@ -264,6 +280,8 @@ class _Walk:
                     raise
                 target = _readlink(name, fd)
                 if target is None:
+                    if final == "directory":
+                        raise NotADirectoryError(errno.ENOTDIR, "not a directory", real) from None
                     raise
                 self._follow(target, where, queue)
                 return None
