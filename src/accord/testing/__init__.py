@@ -9,9 +9,12 @@ Importable without pytest:
 * ``HostileModel``, ``HostileWorkspace``, ``hostile_calls``: a hostile model (tool calls with
   path escapes, special files, backtracking patterns, NULs, invalid arguments...) and a project
   full of traps, for testing coding agents (the coder's tests use them);
-* ``run_hostile_agent``, ``HOSTILE_ATTACKS``: a hostile agent (path escapes, ids of the wrong
-  type, floods for unknown sessions, ambiguous permission questions, escape sequences, NULs,
-  lone surrogates), for testing ACP clients (accord's client tests use it);
+* ``run_hostile_agent``, ``play_hostile_agent``, ``HOSTILE_ATTACKS``, ``HostileOptions``: a
+  hostile agent (path escapes, ids of the wrong type, floods for unknown sessions, ambiguous
+  permission questions, escape sequences, NULs, lone surrogates, lines over the limit, messages
+  trickled byte by byte, a line that never ends, a flood of notifications), for testing ACP
+  clients (accord's client tests use it); also an agent command over stdio, ``python -m
+  accord.testing.hostile_agent [--attack NAME]``, to point any client at;
 * ``check_transport``: the conformance suite every transport pair must pass, and
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
@@ -31,7 +34,9 @@ from ._fake_openai_script import dump_script as dump_script
 from ._fake_openai_script import load_script as load_script
 from ._hostile_agent import HOSTILE_ATTACKS as HOSTILE_ATTACKS
 from ._hostile_agent import HostileExchange as HostileExchange
+from ._hostile_agent import HostileOptions as HostileOptions
 from ._hostile_agent import HostileReport as HostileReport
+from ._hostile_agent import play_hostile_agent as play_hostile_agent
 from ._hostile_agent import run_hostile_agent as run_hostile_agent
 from ._hostile_model import BACKTRACKING_PATTERN as BACKTRACKING_PATTERN
 from ._hostile_model import HostileAnswer as HostileAnswer
@@ -75,6 +80,7 @@ __all__ = (
     "HostileCall",
     "HostileExchange",
     "HostileModel",
+    "HostileOptions",
     "HostileReport",
     "HostileWorkspace",
     "MakeTransportPair",
@@ -105,5 +111,6 @@ __all__ = (
     "hostile_calls",
     "load_script",
     "pipe_transport_pair",
+    "play_hostile_agent",
     "run_hostile_agent",
 )
