@@ -39,12 +39,6 @@ def tree(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tree]:
         yield swapped
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    """No model code here: both backends."""
-    return request.param
-
-
 def _tally(outcomes: dict[str, int], outcome: str) -> None:
     outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
