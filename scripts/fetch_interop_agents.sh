@@ -5,6 +5,10 @@
 #   .interop/acp-sdk-1/    npm @agentclientprotocol/sdk (1.x): dist/examples/agent.js (plays tool
 #                          calls and a permission request without a model) and
 #                          dist/examples/dual-version-agent.js (one process serving ACP v1 and v2)
+#   .interop/acp-sdk-2/    npm @agentclientprotocol/sdk 2.x with `ws` and `zod`: its remote transports
+#                          (WebSocket and Streamable HTTP, client and server), driven by the
+#                          programs in tests/interop/remote_sdk/ (the examples are not in the
+#                          npm package)
 #   .interop/fast-agent/   PyPI fast-agent-mcp in its own venv (venv/bin/fast-agent), run as
 #                          `fast-agent acp` with the built-in `passthrough` model or the `generic`
 #                          provider pointed at a local FakeOpenAIServer; needs Python >= 3.12
@@ -26,6 +30,9 @@ DEST="$ROOT/.interop"
 mkdir -p "$DEST"
 
 SDK1_VERSION="1.9.0"
+SDK2_VERSION="2.4.0"
+WS_VERSION="8.18.3"
+ZOD_VERSION="3.25.76"
 FAST_AGENT_VERSION="0.10.48"
 GEMINI_CLI_VERSION="0.61.0"
 UV_VERSION="0.13.9"
@@ -63,6 +70,31 @@ else
     done
     echo "$SDK1_VERSION" >"$SDK1/.installed"
     log "installed @agentclientprotocol/sdk@$SDK1_VERSION in $(elapsed "$start")"
+fi
+
+# --- @agentclientprotocol/sdk 2.x with ws and zod (npm): the remote transports ---------------
+SDK2="$DEST/acp-sdk-2"
+SDK2_STAMP="$SDK2_VERSION ws $WS_VERSION zod $ZOD_VERSION"
+SDK2_TRANSPORTS="$SDK2/node_modules/@agentclientprotocol/sdk/dist/transports"
+if stamp_is "$SDK2" "$SDK2_STAMP" && [[ -s "$SDK2_TRANSPORTS/server.js" ]]; then
+    :
+elif ! command -v npm >/dev/null; then
+    skip "npm not found: cannot install @agentclientprotocol/sdk@$SDK2_VERSION"
+else
+    start=$SECONDS
+    rm -rf "$SDK2"
+    mkdir -p "$SDK2"
+    (cd "$SDK2" && npm init -y >/dev/null &&
+        npm install --silent --no-audit --no-fund --save-exact \
+            "@agentclientprotocol/sdk@$SDK2_VERSION" "ws@$WS_VERSION" "zod@$ZOD_VERSION" >/dev/null)
+    for module in server.js ws-stream.js http-stream.js node-adapter.js; do
+        [[ -s "$SDK2_TRANSPORTS/$module" ]] || {
+            log "error: @agentclientprotocol/sdk@$SDK2_VERSION has no dist/transports/$module"
+            exit 1
+        }
+    done
+    echo "$SDK2_STAMP" >"$SDK2/.installed"
+    log "installed @agentclientprotocol/sdk@$SDK2_VERSION (ws, zod) in $(elapsed "$start")"
 fi
 
 # --- @google/gemini-cli (npm) -------------------------------------------------------------

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INTEROP = ROOT / ".interop"
 SDK1_EXAMPLES = INTEROP / "acp-sdk-1" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist"
 SDK1_EXAMPLES = SDK1_EXAMPLES / "examples"
+SDK2_MODULES = INTEROP / "acp-sdk-2" / "node_modules"
 FAST_AGENT = INTEROP / "fast-agent" / "venv" / "bin" / "fast-agent"
 GEMINI = INTEROP / "gemini-cli" / "node_modules" / ".bin" / "gemini"
 FETCH = "bash scripts/fetch_interop_agents.sh  (or: make interop-deps)"
@@ -67,3 +68,25 @@ def fast_agent() -> Path:
 def gemini_cli() -> list[str]:
     """The ``gemini`` program of @google/gemini-cli."""
     return [_node(), str(_require(GEMINI, "@google/gemini-cli"))]
+
+
+@pytest.fixture
+def sdk2_program(tmp_path: Path) -> object:
+    """Run a program of ``tests/interop/remote_sdk/`` with @agentclientprotocol/sdk 2.x.
+
+    Returns ``program(name) -> [node, path]``: the script is copied next to a link to the
+    installed ``node_modules``, so its imports resolve there.
+    """
+    modules = _require(
+        SDK2_MODULES / "@agentclientprotocol" / "sdk", "@agentclientprotocol/sdk 2.x"
+    )
+    node = _node()
+    (tmp_path / "node_modules").symlink_to(modules.parent.parent)
+    source = Path(__file__).resolve().parent / "remote_sdk"
+
+    def program(name: str) -> list[str]:
+        target = tmp_path / name
+        target.write_text((source / name).read_text())
+        return [node, str(target)]
+
+    return program

@@ -48,10 +48,11 @@ async def test_without_reconnect_a_drop_ends_the_connection() -> None:
     assert len(server.served) == 1
 
 
-async def test_a_wrong_token_is_not_retried() -> None:
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+async def test_a_wrong_token_is_not_retried(scheme: str) -> None:
     async with served_agent() as server:
         with pytest.raises(ConnectionRefused), anyio.fail_after(30):
-            async with connect(server.url(), token="wrong-token-0123456789abcdef"):
+            async with connect(server.url(scheme), token="wrong-token-0123456789abcdef"):
                 pass
         assert server.served == []
 

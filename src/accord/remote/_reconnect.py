@@ -122,6 +122,7 @@ class ReconnectingTransport:
         self._sessions: dict[str, _Session] = {}
         self._internal: dict[str, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._ids = itertools.count(1)
+        self._established = False  # initialize was answered on some connection
         self.reconnects = 0
 
     # ------------------------------------------------------------------ Transport
@@ -140,7 +141,11 @@ class ReconnectingTransport:
             try:
                 await self._inner.send(message)
                 return
-            except (TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            except (TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                if not self._established or _refused_for_good(exc):
+                    # Never connected (or refused): nothing to resume, say so to the caller.
+                    self._give_up_quietly()
+                    raise
                 if "method" in message and "id" in message:
                     return  # its error answer comes with the drop
                 if self._ready.is_set():
@@ -186,7 +191,7 @@ class ReconnectingTransport:
             except (TransportError, OSError, TimeoutError) as exc:
                 if first:
                     raise
-                if isinstance(exc, ConnectionRefused) and exc.status in (401, 403):
+                if _refused_for_good(exc):
                     self._give_up(f"the agent's server refused to reconnect: {exc}")
                     return
                 _log.info("reconnect attempt failed: %s", exc)
@@ -194,6 +199,9 @@ class ReconnectingTransport:
             if self._ready.is_set():
                 self._ready = anyio.Event()
             if self._closed:
+                return
+            if not self._established:
+                self._give_up_quietly()
                 return
             self._fail_pending()
             if not await self._wait_to_retry():
@@ -216,6 +224,9 @@ class ReconnectingTransport:
 
     def _give_up(self, why: str) -> None:
         self._on_status(why)
+        self._give_up_quietly()
+
+    def _give_up_quietly(self) -> None:
         self._closed = True
         self._ready.set()
         self._to_client.close()
@@ -247,6 +258,8 @@ class ReconnectingTransport:
         try:
             await self._restore(inner)
         except (TransportError, TimeoutError, anyio.BrokenResourceError) as exc:
+            if _refused_for_good(exc):
+                self._give_up(f"the agent's server refused to reconnect: {exc}")
             _log.info("restoring the sessions failed: %s", exc)
             return False
         return True
@@ -296,6 +309,14 @@ class ReconnectingTransport:
 
     def _track_inbound(self, message: dict[str, Any]) -> None:
         method = message.get("method")
+        if (
+            not self._established
+            and method is None
+            and self._initialize is not None
+            and "result" in message
+            and message.get("id") == self._initialize.get("id")
+        ):
+            self._established = True
         if method == "session/update":
             session_id = session_of(message)
             cursor = _object(_object(message.get("params")).get("_meta")).get(CURSOR_META)
@@ -341,3 +362,8 @@ class ReconnectingTransport:
 def _object(value: Any) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty one."""
     return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _refused_for_good(exc: BaseException) -> bool:
+    """A refusal retrying cannot fix: the token (401) or the origin (403)."""
+    return isinstance(exc, ConnectionRefused) and exc.status in (401, 403)
