@@ -1,9 +1,9 @@
 """``accord chat --agent ws://...``: the TUI on an agent served by a real ``accord serve
 --listen`` process on loopback (the built-in agent on the fake model server).
 
-What the remote issue's second half adds (an observer mark for a second client, reconnecting
-and resuming from a cursor after a drop) is not on main yet; these tests cover what is: the
-conversation over the network, and a server that goes away shown as a failure, not a hang.
+The conversation over the network; a server that goes away and comes back (the app says it
+is reconnecting, then carries on in the same session); a wrong token. (The observer mark of
+a second client attached to a live session is not covered: that part is not on main yet.)
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ SLOW = 120.0
 
 
 @contextmanager
-def accord_serve(model_url: str, store: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``accord serve --listen 127.0.0.1:0`` on the fake model; yields its URL once listening."""
+def accord_serve(
+    model_url: str, store: Path, port: int = 0
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``accord serve --listen 127.0.0.1:PORT`` on the fake model; yields its URL once it
+    listens (port 0: any free port)."""
     dropped = ("ACCORD_MODEL", "ACCORD_BASE_URL", "ACCORD_TOKEN", "NO_COLOR")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env |= {
@@ -42,7 +45,7 @@ def accord_serve(model_url: str, store: Path) -> Iterator[tuple[str, subprocess.
         "OPENAI_API_KEY": "test-key",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "accord.cli", "serve", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "accord.cli", "serve", "--listen", f"127.0.0.1:{port}",
          "--model", "openai:fake", "--base-url", model_url, "--store", str(store)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -65,33 +68,57 @@ def accord_serve(model_url: str, store: Path) -> Iterator[tuple[str, subprocess.
         process.wait(timeout=30)
 
 
-async def test_chat_with_a_served_agent_over_websocket(
+async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A prompt typed in the TUI goes over the WebSocket to the served agent and its reply is
-    drawn; when the server goes away the app says the connection closed (it does not hang)."""
+    drawn. The server is stopped: the footer says ``reconnecting`` (no failure, no hang); a
+    new server on the same port and store comes up: the app resumes the session by itself,
+    and the next prompt continues the same conversation."""
     monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
-    script = [ScriptedReply(text=["Served ", "over the network."])]
+    store = tmp_path / "store.sqlite3"
+    script = [
+        ScriptedReply(text=["Served ", "over the network."]),
+        ScriptedReply(text=["Still here after the restart."]),
+    ]
     with (
         FakeOpenAIServer(script) as model,
-        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, server),
+        accord_serve(model.base_url, store) as (url, server),
     ):
         assert url.startswith("ws://127.0.0.1:")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
         app = chat_app(url, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.active_pane is not None or app.failed, within=SLOW)
+            await until(pilot, lambda: app.active_pane is not None or app.failed, SLOW)
             assert not app.failed, text_of(app.query_one("#failure"))
             pane = app.active_pane
             assert pane is not None
+            session_id = pane.session.session_id
             await pilot.press(*"hello", "enter")
             await until(pilot, lambda: app.last_stop_reason, within=SLOW)
             await until(pilot, lambda: not pane.conversation.pending)
-            assert [m.source for m in pane.query(AgentMessage)] == ["Served over the network."]
-            assert app.last_stop_reason[pane.session.session_id] == "end_turn"
+            replies = [m.source for m in pane.query(AgentMessage)]
+            assert replies == ["Served over the network."]
 
             server.terminate()
-            await until(pilot, lambda: app.failed, within=SLOW)
-            assert "closed" in text_of(app.query_one("#failure"))
+            server.wait(timeout=30)
+            await until(pilot, lambda: app.reconnecting, within=SLOW)
+            assert "reconnecting" in text_of(app.query_one("#footer"))
+            assert not app.failed
+
+            with accord_serve(model.base_url, store, port):
+                await until(pilot, lambda: not app.reconnecting, within=SLOW)
+                assert not app.failed
+                assert app.connection_status is not None
+                assert app.connection_status.startswith("reconnected")
+                assert app.active_pane is pane and pane.session.session_id == session_id
+                app.last_stop_reason.clear()
+                await pilot.press(*"again", "enter")
+                await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+                await until(pilot, lambda: not pane.conversation.pending)
+                assert app.last_stop_reason[session_id] == "end_turn"
+                replies = [m.source for m in pane.query(AgentMessage)]
+                assert replies == ["Served over the network.", "Still here after the restart."]
 
 
 async def test_a_wrong_token_is_said_in_the_app(

@@ -15,7 +15,10 @@ tab's session, Ctrl-T unfolds or folds every tool card and thought, Ctrl-PageUp/
 Ctrl-A/E/K/U/W among them.)
 
 While a permission question waits the terminal bell rings and the window title says so.
-When the agent fails to start or dies, the app shows why, with what it wrote to stderr.
+When the agent fails to start or dies, the app shows why, with what it wrote to stderr. When
+the connection to a served agent (``--agent ws://...``) drops, ``connect`` reconnects and
+resumes the open sessions by itself; meanwhile the footer says ``reconnecting`` and a notice
+says what happened.
 
 Above: :mod:`accord.cli._chat`. Below: :mod:`accord.client` and the widgets of this package.
 """
@@ -168,6 +171,9 @@ class ChatApp(App[int]):
         self._questions: list[ModalScreen[Any]] = []
         # Panes to redraw at the next turn of the event loop (an ordered set).
         self._stale_panes: dict[SessionPane, None] = {}
+        #: What the connection to a served agent last said (it dropped, or is back).
+        self.connection_status: str | None = None
+        self._reconnecting = False
         self._refresh_scheduled = False
         #: Bells rung (for questions), counted so headless tests can see them.
         self.bells = 0
@@ -240,6 +246,7 @@ class ChatApp(App[int]):
                     permission_policy=AskCallback(self._ask_permission),
                     elicitation_policy=ElicitationCallback(self._ask_elicitation),
                     update_listener=self._session_updated,
+                    on_status=self._connection_status,
                 ) as connection,
             ):
                 self.connection = connection
@@ -266,6 +273,19 @@ class ChatApp(App[int]):
                 if isinstance(transport, SubprocessTransport) and transport.returncode is not None:
                     raise AgentProcessExited(transport.returncode, transport.stderr_tail())
                 raise ConnectionClosed("the connection to the agent closed")
+
+    def _connection_status(self, line: str) -> None:
+        """A served agent's connection dropped, or is back (``connect`` reconnects by
+        itself and resumes the open sessions): say so in a notice and in the footer."""
+        self.connection_status = line
+        self._reconnecting = not line.startswith("reconnected")
+        self.notify(clean(line), severity="warning" if self._reconnecting else "information")
+        self._update_footer()
+
+    @property
+    def reconnecting(self) -> bool:
+        """Whether the connection to a served agent dropped and is not back yet."""
+        return self._reconnecting
 
     def _stderr(self) -> str:
         connection = self.connection
@@ -632,6 +652,8 @@ class ChatApp(App[int]):
         if state is None:
             if self._failed:
                 state = "failed"
+            elif self._reconnecting:
+                state = "reconnecting"
             elif pane is None:
                 state = "starting"
             else:
