@@ -42,6 +42,9 @@ CLOSE_WRITE_TIMEOUT = 2.0
 
 _READ_SIZE = 65536
 
+#: Bytes of frames queued behind a write before senders wait for it (backpressure).
+WRITE_HIGH_WATER = 1 << 20
+
 
 class WebSocketTransport:
     """A :class:`~accord.transports.Transport` over one WebSocket connection."""
@@ -62,10 +65,18 @@ class WebSocketTransport:
         self._stream = stream
         self._ws = ws
         self._max = max_message_bytes
+        from wsproto.events import TextMessage
+
+        self._text_message = TextMessage
         self._ready: deque[Any] = deque(pending or ())
         self._parts: list[str | bytes | bytearray] = []
         self._size = 0
-        self._send_lock = anyio.Lock()
+        self._queue: list[bytes] = []
+        self._queued = 0
+        self._writing = False
+        self._written = anyio.Event()
+        self._writer_running = False
+        self._has_data = anyio.Event()
         self._closed = False
         self._peer_closed = False
         self._close_reason = ""
@@ -83,10 +94,8 @@ class WebSocketTransport:
         Raises:
             ConnectionClosed: the connection is closed.
         """
-        from wsproto.events import TextMessage
-
         text = encode_message(message)[:-1].decode("utf-8")
-        await self._write(TextMessage(data=text))
+        await self._write(self._text_message(data=text))
         self._last_activity = anyio.current_time()
 
     async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
@@ -183,17 +192,81 @@ class WebSocketTransport:
         await self._shut_socket()
 
     async def _write(self, event: Any, *, closing: bool = False) -> None:
+        """Queue one frame and write the queue out (coalescing a burst into one write).
+
+        The first sender writes; frames sent while it writes join the queue and are written
+        with the next write, their senders returning at once unless the queue is over
+        :data:`WRITE_HIGH_WATER` (then they wait: the backpressure).
+        """
         if self._closed and not closing:
             raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
         from wsproto.utilities import LocalProtocolError as WsLocalError
 
-        async with self._send_lock:
-            try:
-                data = self._ws.send(event)
-                await self._stream.send(data)
-            except (WsLocalError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                self._peer_closed = True
-                raise ConnectionClosed("the WebSocket connection is closed") from exc
+        try:
+            data = self._ws.send(event)
+        except WsLocalError as exc:
+            self._peer_closed = True
+            raise ConnectionClosed("the WebSocket connection is closed") from exc
+        self._queue.append(data)
+        self._queued += len(data)
+        if self._writer_running and not closing:
+            self._has_data.set()
+        elif not self._writing:
+            await self._flush()
+            return
+        while self._queued > WRITE_HIGH_WATER and not self._peer_closed:
+            await self._written.wait()
+
+    async def run_writer(self) -> None:
+        """Write queued frames in the background until closed (the connection runs it).
+
+        A message sent while this runs is queued and the sender goes on; the frames queued
+        meanwhile go out in one write. Senders wait only past :data:`WRITE_HIGH_WATER`.
+
+        Raises:
+            RuntimeError: it is already running.
+        """
+        if self._writer_running:
+            raise RuntimeError("run_writer is already running for this transport")
+        self._writer_running = True
+        try:
+            while not self.closed:
+                if not self._queue:
+                    await self._has_data.wait()
+                    self._has_data = anyio.Event()
+                    continue
+                if self._writing:
+                    await self._written.wait()
+                    continue
+                try:
+                    await self._flush()
+                except ConnectionClosed:
+                    return
+        finally:
+            self._writer_running = False
+
+    async def _flush(self) -> None:
+        self._writing = True
+        try:
+            while self._queue:
+                chunk = b"".join(self._queue)
+                self._queue.clear()
+                self._queued = 0
+                await self._stream.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._peer_closed = True
+            self._queue.clear()
+            raise ConnectionClosed("the WebSocket connection is closed") from exc
+        finally:
+            self._writing = False
+            self._written.set()
+            self._written = anyio.Event()
+
+    async def _drain(self) -> None:
+        while self._writing:
+            await self._written.wait()
+        if self._queue:
+            await self._flush()
 
     async def _close(self, code: int, reason: str) -> None:
         from wsproto.connection import ConnectionState
@@ -202,6 +275,7 @@ class WebSocketTransport:
         if self._closed:
             return
         self._closed = True
+        self._has_data.set()  # the background writer stops
         self._close_reason = reason or "the WebSocket connection is closed"
         if reason:
             _log.info("closing a WebSocket connection (%d): %s", code, reason)
@@ -209,6 +283,7 @@ class WebSocketTransport:
             if self._ws.state is ConnectionState.OPEN:
                 try:
                     await self._write(CloseConnection(code=code, reason=reason), closing=True)
+                    await self._drain()
                 except ConnectionClosed:
                     pass
             await self._shut_socket()
