@@ -92,10 +92,14 @@ async def idle_connections(count: int) -> None:
             nonlocal ready
             async with open_remote(url, token=TOKEN, heartbeat_interval=3600) as transport:
                 init = {"protocolVersion": 1, "clientCapabilities": {}}
-                await transport.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+                await transport.send(
+                    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+                )
                 await transport.receive()
                 new = {"cwd": "/", "mcpServers": []}
-                await transport.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new})
+                await transport.send(
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new}
+                )
                 while "result" not in (await transport.receive()):
                     pass
                 ready += 1
