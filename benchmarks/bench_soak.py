@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from accord.client import AgentConnection, ClientSession, connect
+from accord.client import ClientSession, ConnectedAgent, connect
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 
@@ -142,7 +142,7 @@ async def soak(args: argparse.Namespace) -> Tally:
                     await anyio.sleep(args.sample)
                     tally.rss.append((time.monotonic() - start, rss_of(pid)))
 
-            async def list_sessions(conn: AgentConnection) -> None:
+            async def list_sessions(conn: ConnectedAgent) -> None:
                 while time.monotonic() < end:
                     began = time.perf_counter()
                     await conn.list_sessions()

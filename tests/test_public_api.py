@@ -54,3 +54,81 @@ def test_every_public_module_is_documented(module_name: str) -> None:
         value = getattr(module, name)
         if callable(value) and getattr(value, "__module__", "").startswith("accord"):
             assert value.__doc__, f"{module_name}.{name} has no docstring"
+
+
+def _exports() -> dict[str, list[tuple[str, object]]]:
+    """Every exported name -> the (module, object) pairs that export it."""
+    found: dict[str, list[tuple[str, object]]] = {}
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            found.setdefault(name, []).append((module_name, getattr(module, name)))
+    return found
+
+
+def _clashes(exports: dict[str, list[tuple[str, object]]]) -> dict[str, list[str]]:
+    """Names exported by several modules as different objects: name -> those modules.
+
+    A re-export is the same object; a type alias may be an equal one (``RequestId`` is
+    ``int | str | None`` in the schema and in JSON-RPC).
+    """
+    return {
+        name: [module for module, _ in exporters]
+        for name, exporters in exports.items()
+        if any(other is not exporters[0][1] and other != exporters[0][1] for _, other in exporters)
+    }
+
+
+def test_one_public_name_means_one_thing_across_packages() -> None:
+    assert _clashes(_exports()) == {}
+
+
+def test_the_collision_check_sees_a_clash() -> None:
+    engines = importlib.import_module("accord.engines")
+    client = importlib.import_module("accord.client")
+    # Before the renames, both exported ``ToolCallStarted`` (an engine event, a client view).
+    exports = {
+        "ToolCallStarted": [
+            ("accord.engines", engines.ToolCallStarted),
+            ("accord.client", client.ToolCallAdded),
+        ],
+        "TextChunk": [("accord.engines", engines.TextChunk), ("accord.events", engines.TextChunk)],
+        "RequestId": [("accord.schema", int | str | None), ("accord.jsonrpc", int | str | None)],
+    }
+    assert _clashes(exports) == {"ToolCallStarted": ["accord.engines", "accord.client"]}
+
+
+@pytest.mark.parametrize(
+    ("module_name", "old", "new"),
+    [
+        ("accord.agent", "PermissionDecision", "PermissionAnswer"),
+        ("accord.agent", "TerminalHost", "TerminalService"),
+        ("accord.agent", "Terminal", "TerminalHandle"),
+        ("accord.agent", "SessionState", "LifecycleState"),
+        ("accord.agent", "SessionTrigger", "LifecycleTrigger"),
+        ("accord.client", "ToolCallStarted", "ToolCallAdded"),
+        ("accord.client", "ModeChanged", "ModeUpdated"),
+        ("accord.client", "ConfigChanged", "ConfigUpdated"),
+        ("accord.client", "CommandsChanged", "CommandsUpdated"),
+        ("accord.client", "TitleChanged", "TitleUpdated"),
+        ("accord.client", "AgentConnection", "ConnectedAgent"),
+        ("accord.client", "AgentConnectionStatistics", "ConnectedAgentStatistics"),
+        ("accord.events", "PlanUpdated", "PlanChanged"),
+        ("accord.tui", "AgentFactory", "AgentSpecFactory"),
+    ],
+)
+def test_a_renamed_name_still_imports_with_a_deprecation_warning(
+    module_name: str, old: str, new: str
+) -> None:
+    if module_name == "accord.tui":
+        pytest.importorskip("textual")
+    module = importlib.import_module(module_name)
+    assert old not in module.__all__
+    with pytest.warns(DeprecationWarning, match=f"{old} is renamed .*{new}"):
+        value = getattr(module, old)
+    assert value is getattr(module, new)
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        _ = importlib.import_module("accord.agent").NoSuchName

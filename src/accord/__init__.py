@@ -9,7 +9,7 @@ Packages, from the wire up (nothing imports what sits above it):
 * ``accord.events`` and ``accord.store``: the canonical event chain and session persistence;
 * ``accord.agent``: the agent runtime that serves any engine; ``accord.engines``: engines
   (pydantic-ai); ``accord.coder``: the accord coding agent;
-* ``accord.client``: the client runtime that drives any ACP agent;
+* ``accord.client``: the client library that drives any ACP agent;
 * ``accord.cli``: the ``accord`` command; ``accord.testing``: the public test kit.
 
 Importing ``accord`` itself is cheap: it imports none of these.

@@ -1,6 +1,6 @@
 """Elicitation end to end: an engine asks through its turn, accord's client answers by policy.
 
-The agent runtime is served in process and driven by the real client runtime over the memory
+The agent runtime is served in process and driven by the real client library over the memory
 pair; a wire tap records every message, so the tests assert what crosses the wire and in
 which order (the suite-wide observer checks each one against the schema).
 """

@@ -1,4 +1,4 @@
-"""In-process agents for the client runtime tests, and small builders of updates.
+"""In-process agents for the client library tests, and small builders of updates.
 
 ``ScriptedAgent`` runs each prompt turn through a test-supplied async function, which sends
 updates with the helpers (:meth:`ScriptedAgent.say`, :meth:`ScriptedAgent.send`, ...) and

@@ -1,4 +1,4 @@
-"""Fixtures for the client runtime tests: a wire-level agent."""
+"""Fixtures for the client library tests: a wire-level agent."""
 
 from __future__ import annotations
 

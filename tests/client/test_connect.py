@@ -9,7 +9,7 @@ import anyio
 import pytest
 from _client_agents import TIMEOUT, FullAgent, ModesAgent, ScriptedAgent, WireAgent
 
-from accord.client import AgentConnection, connect
+from accord.client import ConnectedAgent, connect
 from accord.errors import (
     AuthRequired,
     LocalProtocolError,
@@ -51,7 +51,7 @@ async def test_an_agent_object_is_served_in_process() -> None:
     agent = RecordingAgent()
     with anyio.fail_after(TIMEOUT):
         async with connect(agent, client_info=Implementation(name="bot", version="2")) as conn:
-            assert isinstance(conn, AgentConnection)
+            assert isinstance(conn, ConnectedAgent)
             assert conn.protocol_version == 1
             assert conn.agent_info == Implementation(name="scripted-agent", version="1.0")
             assert conn.auth_methods == []

@@ -1,4 +1,4 @@
-"""accord's client runtime against every attack of accord.testing's hostile agent, over pipes.
+"""accord's client library against every attack of accord.testing's hostile agent, over pipes.
 
 Twice: the kit played in this process over a pair of OS pipes, and the kit's agent command
 (``python -m accord.testing.hostile_agent``) spawned as a real subprocess over its stdio, the

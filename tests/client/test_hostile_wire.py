@@ -1,4 +1,4 @@
-"""A hostile agent at the wire level, over real OS pipes: the client runtime must survive it.
+"""A hostile agent at the wire level, over real OS pipes: the client library must survive it.
 
 Each case once crashed ``accord run`` (or any ``connect()`` user) or made it misbehave; the
 agent here is a script speaking raw JSON-RPC through a real pipe pair.

@@ -7,17 +7,17 @@ import tracemalloc
 from _client_agents import chunk, text_content, thought, tool_call, tool_update, user_chunk
 
 from accord.client import (
-    CommandsChanged,
-    ConfigChanged,
+    CommandsUpdated,
+    ConfigUpdated,
     Message,
-    ModeChanged,
+    ModeUpdated,
     OtherUpdate,
     PlanUpdated,
     SessionView,
     TextDelta,
     ThoughtDelta,
-    TitleChanged,
-    ToolCallStarted,
+    TitleUpdated,
+    ToolCallAdded,
     ToolCallState,
     ToolCallUpdated,
     UsageUpdated,
@@ -185,7 +185,7 @@ def test_tool_call_then_updates_patch_only_the_fields_given() -> None:
             raw_input={"path": "/w/app.py"},
         )
     )
-    assert isinstance(started, ToolCallStarted)
+    assert isinstance(started, ToolCallAdded)
     assert started.tool_call.status == "pending"
     updated = view.apply(tool_update("t1", status="in_progress"))
     assert isinstance(updated, ToolCallUpdated)
@@ -211,7 +211,7 @@ def test_snapshots_in_events_do_not_change_afterwards() -> None:
     view = SessionView("s")
     started = view.apply(tool_call("t1", "Run"))
     view.apply(tool_update("t1", status="completed"))
-    assert isinstance(started, ToolCallStarted)
+    assert isinstance(started, ToolCallAdded)
     assert started.tool_call.status == "pending"
     assert view.tool_calls["t1"].status == "completed"
 
@@ -233,7 +233,7 @@ def test_a_repeated_tool_call_is_an_upsert() -> None:
 def test_an_update_for_an_unknown_tool_call_creates_it() -> None:
     view = SessionView("s")
     event = view.apply(tool_update("t9", title="Search", kind="search", status="in_progress"))
-    assert isinstance(event, ToolCallStarted)
+    assert isinstance(event, ToolCallAdded)
     assert event.tool_call == ToolCallState(
         tool_call_id="t9", title="Search", kind="search", status="in_progress"
     )
@@ -296,20 +296,20 @@ def test_latest_usage_mode_config_commands_title() -> None:
     assert usage == UsageUpdated(used=20, size=100, cost=Cost(amount=0.5, currency="USD"))
     assert (view.usage_used, view.usage_size) == (20, 100)
     assert view.usage_cost == Cost(amount=0.5, currency="USD")
-    assert view.apply(CurrentModeUpdateSessionUpdate(current_mode_id="code")) == ModeChanged(
+    assert view.apply(CurrentModeUpdateSessionUpdate(current_mode_id="code")) == ModeUpdated(
         mode_id="code"
     )
     assert view.current_mode_id == "code"
     assert isinstance(
-        view.apply(ConfigOptionUpdateSessionUpdate(config_options=[option])), ConfigChanged
+        view.apply(ConfigOptionUpdateSessionUpdate(config_options=[option])), ConfigUpdated
     )
     assert view.config_options == (option,)
     command = AvailableCommand(name="test", description="run the tests")
     event = view.apply(AvailableCommandsUpdateSessionUpdate(available_commands=[command]))
-    assert event == CommandsChanged(commands=(command,))
+    assert event == CommandsUpdated(commands=(command,))
     view.apply(SessionInfoUpdateSessionUpdate(title="Fix bug", updated_at="2026-01-01T00:00:00Z"))
     event = view.apply(SessionInfoUpdateSessionUpdate(title=None))
-    assert event == TitleChanged(title=None, updated_at="2026-01-01T00:00:00Z")
+    assert event == TitleUpdated(title=None, updated_at="2026-01-01T00:00:00Z")
     assert view.updates_applied == 7
 
 

@@ -12,7 +12,7 @@ import anyio
 import anyio.to_thread
 
 from accord.agent import (
-    PermissionDecision,
+    PermissionAnswer,
     PermissionOutcome,
     SessionContext,
     TurnContext,
@@ -72,12 +72,12 @@ class Permissions:
 
     async def __call__(
         self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         self.requests.append((agent_id, tool_call))
         if self.on_request is not None:
             await self.on_request()
         outcome = self.answers.pop(0)
-        return PermissionDecision(
+        return PermissionAnswer(
             outcome=outcome, option_id=None if outcome == "cancelled" else outcome
         )
 

@@ -14,7 +14,7 @@ from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
 from accord.errors import AuthRequired
 from accord.events import (
     ModeChanged,
-    PlanUpdated,
+    PlanChanged,
     StateSnapshot,
     SubAgentEvent,
     SubAgentStarted,
@@ -237,7 +237,7 @@ async def test_the_plan_is_sent(project: Path) -> None:
     with FakeOpenAIServer([call("update_plan", steps=steps), say("ok")]) as server:
         async with opened(engine_on(server), str(project)) as session:
             outputs = await run_turn(session)
-    (plan,) = root(outputs, PlanUpdated)
+    (plan,) = root(outputs, PlanChanged)
     assert [(e.content, e.status, e.priority) for e in plan.entries] == [
         ("read", "completed", "medium"),
         ("fix", "pending", "high"),
@@ -291,7 +291,7 @@ async def test_slash_commands_never_reach_the_model(project: Path) -> None:
             (snapshot,) = root(cleared, StateSnapshot)
             state = CoderState.from_json(snapshot.state)
             assert state is not None and state.engine is None
-            assert root(cleared, PlanUpdated) == [PlanUpdated(entries=())]
+            assert root(cleared, PlanChanged) == [PlanChanged(entries=())]
             requests_so_far = len(server.requests)
             assert requests_so_far == 1  # the commands never reached the model
             await run_turn(session, "what did I say?", Turn(mode_id="ask"))

@@ -23,9 +23,9 @@ import anyio.to_thread
 import pytest
 
 from accord.client import (
-    AgentConnection,
     AllowAll,
     AskCallback,
+    ConnectedAgent,
     PermissionContext,
     PermissionDecision,
     PermissionPolicy,
@@ -63,7 +63,7 @@ async def agent(
     server: FakeOpenAIServer | None,
     project: Path,
     policy: PermissionPolicy | None = None,
-) -> AsyncGenerator[AgentConnection]:
+) -> AsyncGenerator[ConnectedAgent]:
     """``accord serve`` in a subprocess, connected with files and terminals enabled."""
     env = {"OPENAI_API_KEY": "test", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
     async with connect(

@@ -20,7 +20,7 @@ import anyio
 import pytest
 from pg_support import fresh_schema
 
-from accord.client import AgentConnection, AllowAll, ClientSession, ToolCallUpdated, connect
+from accord.client import AllowAll, ClientSession, ConnectedAgent, ToolCallUpdated, connect
 from accord.errors import RequestError
 from accord.schema import TerminalToolCallContent
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
@@ -42,7 +42,7 @@ def serve_command(server: FakeOpenAIServer, url: str) -> list[str]:
 @asynccontextmanager
 async def agent(
     server: FakeOpenAIServer, project: Path, url: str
-) -> AsyncGenerator[AgentConnection]:
+) -> AsyncGenerator[ConnectedAgent]:
     async with connect(
         serve_command(server, url),
         cwd=project,

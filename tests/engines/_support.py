@@ -20,7 +20,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from accord.agent import (
-    PermissionDecision,
+    PermissionAnswer,
     PermissionOutcome,
     SessionContext,
     TurnContext,
@@ -99,7 +99,7 @@ class Permissions:
 
     async def __call__(
         self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         self.requests.append(tool_call)
         self.options.append(options)
         if self.on_request is not None:
@@ -107,7 +107,7 @@ class Permissions:
         if self.block:
             await anyio.sleep_forever()
         outcome = self.answers.pop(0)
-        return PermissionDecision(
+        return PermissionAnswer(
             outcome=outcome, option_id=None if outcome == "cancelled" else outcome
         )
 

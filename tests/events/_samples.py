@@ -14,7 +14,7 @@ from accord.events import (
     ModelCallEnded,
     ModelCallStarted,
     PermissionPending,
-    PlanUpdated,
+    PlanChanged,
     StateSnapshot,
     SubAgentStarted,
     SubAgentStopped,
@@ -142,7 +142,7 @@ def sample_events() -> list[Event]:
             raw_output={"stdout": SECRET_OUTPUT},
         ),
         ToolCallEnded(tool_call_id="call-2", status="failed"),
-        PlanUpdated(
+        PlanChanged(
             entries=(
                 PlanEntry(content=SECRET_PLAN, priority="high", status="in_progress"),
                 PlanEntry(content=SECRET_PATH, priority="low", status="pending"),

@@ -8,11 +8,11 @@ from typing import Any
 import anyio
 import pytest
 
-from accord.agent import (
+from accord.engines import (
     Engine,
     EngineCapabilities,
     EngineSession,
-    PermissionDecision,
+    PermissionAnswer,
     SessionContext,
     TurnContext,
     TurnOutput,
@@ -127,10 +127,10 @@ class MiniRuntime:
 
     async def _ask(
         self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         self.asked.append((agent_id, tool_call.tool_call_id))
         chosen = next(o for o in options if o.option_id == self.answer)
-        return PermissionDecision(outcome=chosen.kind, option_id=chosen.option_id)
+        return PermissionAnswer(outcome=chosen.kind, option_id=chosen.option_id)
 
     async def _publish(self, event: Event, turn_id: str, agent_id: str = ROOT_AGENT_ID) -> None:
         if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
@@ -248,9 +248,9 @@ async def test_permission_after_cancel_is_cancelled_without_asking() -> None:
 
     async def ask(
         agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         asked.append(agent_id)
-        return PermissionDecision(outcome="allow_once", option_id="yes")
+        return PermissionAnswer(outcome="allow_once", option_id="yes")
 
     cancel = anyio.Event()
     turn = TurnContext(turn_id="t", request_permission=ask, cancel_event=cancel)
@@ -261,7 +261,7 @@ async def test_permission_after_cancel_is_cancelled_without_asking() -> None:
     assert turn.cancelled
     assert sub.cancelled
     decision = await turn.request_permission(ToolCallUpdate(tool_call_id="c"), OPTIONS)
-    assert decision == PermissionDecision(outcome="cancelled")
+    assert decision == PermissionAnswer(outcome="cancelled")
     assert not decision.allowed
     assert asked == ["sub"]
 

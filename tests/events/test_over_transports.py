@@ -16,7 +16,7 @@ from accord.agent import Attachment, ClientChannel, DeliveryPipeline
 from accord.events import (
     EXT_EVENT_METHOD,
     Event,
-    PlanUpdated,
+    PlanChanged,
     SubAgentStarted,
     TextChunk,
     ThinkingChunk,
@@ -53,7 +53,7 @@ def _script() -> list[Event]:
             status="completed",
             content=(DiffToolCallContent(path="/w/a.py", old_text="a", new_text="b\u00e9\n"),),
         ),
-        PlanUpdated(entries=(PlanEntry(content="ship", priority="high", status="completed"),)),
+        PlanChanged(entries=(PlanEntry(content="ship", priority="high", status="completed"),)),
         UsageReported(used=10, size=100),
         TurnCompleted(stop_reason="end_turn"),
     ]

@@ -3,7 +3,7 @@
 Each example sends a few lines to a live peer over a real OS pipe pair: messages shaped by the
 official schema (``_schema_strategies``), most of them mutated into something invalid. Then
 a probe request. The properties, for the accord agent runtime (scripted engine) and for the
-accord client runtime facing a hostile agent:
+accord client library facing a hostile agent:
 
 * the peer never crashes and keeps serving (the probe is answered);
 * every line it writes is JSON;

@@ -786,7 +786,7 @@ async def test_gemini_cli_fake_responses(
 
 
 def client_runtime() -> Any:
-    """``accord.client`` (the client runtime), or skip while it has not landed."""
+    """``accord.client`` (the client library), or skip while it has not landed."""
     module = pytest.importorskip("accord.client", reason="accord.client is not available")
     if not hasattr(module, "connect"):
         pytest.skip("accord.client.connect is not available")
@@ -796,7 +796,7 @@ def client_runtime() -> Any:
 async def test_sdk1_example_agent_through_connect(
     sdk1_agent: list[str], tmp_path: Path, wire: WireLog
 ) -> None:
-    """The same agent through the client runtime: a prompt allowed by policy, then a streamed
+    """The same agent through the client library: a prompt allowed by policy, then a streamed
     turn cancelled with ``session.cancel()`` at its first text."""
     client = client_runtime()
     async with client.connect(
@@ -828,7 +828,7 @@ async def test_sdk1_example_agent_through_connect(
 
 
 async def test_fast_agent_through_connect(fast_agent: Path, tmp_path: Path, wire: WireLog) -> None:
-    """fast-agent's passthrough model through the client runtime, with the real file-system
+    """fast-agent's passthrough model through the client library, with the real file-system
     host: a read and a write of files in the session's directory, allowed by policy."""
     client = client_runtime()
     (tmp_path / "notes.txt").write_text("real notes\n")
@@ -860,7 +860,7 @@ async def test_fast_agent_through_connect(fast_agent: Path, tmp_path: Path, wire
 async def test_gemini_cli_through_connect(
     gemini_cli: list[str], tmp_path: Path, wire: WireLog
 ) -> None:
-    """Gemini CLI through the client runtime with the real file-system host: the write lands
+    """Gemini CLI through the client library with the real file-system host: the write lands
     on disk, and the tool call the agent never announced still shows up, completed."""
     client = client_runtime()
     fake, env, workspace = gemini_setup(tmp_path, [])

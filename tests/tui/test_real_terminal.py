@@ -3,7 +3,7 @@
 The built-in coding agent runs in the ``accord chat`` process with the model pointed at the
 fake OpenAI server of :mod:`accord.testing` on loopback (in this test process), so everything
 between the keyboard and the model's HTTP API is the real thing: the terminal, Textual's
-driver, the client runtime, the agent runtime, pydantic-ai's OpenAI provider.
+driver, the client library, the agent runtime, pydantic-ai's OpenAI provider.
 """
 
 from __future__ import annotations

@@ -11,59 +11,62 @@ chain) around an *engine* that only produces events::
     run_agent_stdio(AgentRuntime(MyEngine(), store=SqliteSessionStore("sessions.db")))
 
 The engine protocol (:class:`Engine`, :class:`EngineSession`, :class:`EngineCapabilities`,
-:class:`SessionContext`, :class:`TurnContext`, :class:`PermissionDecision`) is what an engine
+:class:`SessionContext`, :class:`TurnContext`, :class:`PermissionAnswer`) is what an engine
 implements; the content parts (:class:`TextPart`, :class:`ImagePart`, ...) and
 :func:`part_from_block` / :func:`part_to_block` convert prompt content with bytes inside.
 ``accord.testing.ScriptedEngine`` is a scripted engine for tests and examples.
 
-Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above:
-:mod:`accord.engines` (adapters), the coding agent and the CLI.
+Below: :mod:`accord.engines` (the contract), :mod:`accord.roles`, :mod:`accord.events`,
+:mod:`accord.store`. Above: the coding agent and the CLI.
 """
 
+import warnings
+from typing import Final
+
+from ..engines import BASELINE_BLOCK_TYPES as BASELINE_BLOCK_TYPES
+from ..engines import AudioPart as AudioPart
+from ..engines import BlobResourcePart as BlobResourcePart
+from ..engines import BlockType as BlockType
+from ..engines import ConfigValue as ConfigValue
+from ..engines import ContentPart as ContentPart
+from ..engines import Elicitation as Elicitation
+from ..engines import ElicitationAction as ElicitationAction
+from ..engines import ElicitationAnswer as ElicitationAnswer
+from ..engines import ElicitationMode as ElicitationMode
+from ..engines import Engine as Engine
+from ..engines import EngineCapabilities as EngineCapabilities
+from ..engines import EngineSession as EngineSession
+from ..engines import ImagePart as ImagePart
+from ..engines import PermissionAnswer as PermissionAnswer
+from ..engines import PermissionOutcome as PermissionOutcome
+from ..engines import PermissionRequester as PermissionRequester
+from ..engines import ResourceLinkPart as ResourceLinkPart
+from ..engines import SessionContext as SessionContext
+from ..engines import TerminalHandle as TerminalHandle
+from ..engines import TerminalService as TerminalService
+from ..engines import TextFileReader as TextFileReader
+from ..engines import TextFileWriter as TextFileWriter
+from ..engines import TextPart as TextPart
+from ..engines import TextResourcePart as TextResourcePart
+from ..engines import TurnContext as TurnContext
+from ..engines import TurnOutput as TurnOutput
+from ..engines import accepted_block_types as accepted_block_types
+from ..engines import check_prompt as check_prompt
+from ..engines import part_from_block as part_from_block
+from ..engines import part_to_block as part_to_block
+from ..engines import prompt_parts as prompt_parts
 from ._activity_log import ActivityLog as ActivityLog
 from ._client_services import ClientFiles as ClientFiles
 from ._client_services import ClientTerminal as ClientTerminal
 from ._client_services import ClientTerminals as ClientTerminals
-from ._content import BASELINE_BLOCK_TYPES as BASELINE_BLOCK_TYPES
-from ._content import AudioPart as AudioPart
-from ._content import BlobResourcePart as BlobResourcePart
-from ._content import BlockType as BlockType
-from ._content import ContentPart as ContentPart
-from ._content import ImagePart as ImagePart
-from ._content import ResourceLinkPart as ResourceLinkPart
-from ._content import TextPart as TextPart
-from ._content import TextResourcePart as TextResourcePart
-from ._content import accepted_block_types as accepted_block_types
-from ._content import check_prompt as check_prompt
-from ._content import part_from_block as part_from_block
-from ._content import part_to_block as part_to_block
-from ._content import prompt_parts as prompt_parts
 from ._controls import Controls as Controls
 from ._elicitation import ClientElicitation as ClientElicitation
-from ._elicitation import Elicitation as Elicitation
-from ._elicitation import ElicitationAction as ElicitationAction
-from ._elicitation import ElicitationAnswer as ElicitationAnswer
-from ._elicitation import ElicitationMode as ElicitationMode
-from ._engine import ConfigValue as ConfigValue
-from ._engine import Engine as Engine
-from ._engine import EngineCapabilities as EngineCapabilities
-from ._engine import EngineSession as EngineSession
-from ._engine import PermissionDecision as PermissionDecision
-from ._engine import PermissionOutcome as PermissionOutcome
-from ._engine import PermissionRequester as PermissionRequester
-from ._engine import SessionContext as SessionContext
-from ._engine import Terminal as Terminal
-from ._engine import TerminalHost as TerminalHost
-from ._engine import TextFileReader as TextFileReader
-from ._engine import TextFileWriter as TextFileWriter
-from ._engine import TurnContext as TurnContext
-from ._engine import TurnOutput as TurnOutput
 from ._errors import PromptInProgress as PromptInProgress
 from ._errors import SessionNotActive as SessionNotActive
 from ._lifecycle import TRANSITIONS as SESSION_TRANSITIONS
+from ._lifecycle import LifecycleState as LifecycleState
+from ._lifecycle import LifecycleTrigger as LifecycleTrigger
 from ._lifecycle import SessionLifecycle as SessionLifecycle
-from ._lifecycle import SessionState as SessionState
-from ._lifecycle import SessionTrigger as SessionTrigger
 from ._lifecycle import transition_diagram as session_transition_diagram
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS as DEFAULT_TURN_LEASE_SECONDS
 from ._ownership import SessionChangedElsewhere as SessionChangedElsewhere
@@ -115,7 +118,9 @@ __all__ = (
     "EngineCapabilities",
     "EngineSession",
     "ImagePart",
-    "PermissionDecision",
+    "LifecycleState",
+    "LifecycleTrigger",
+    "PermissionAnswer",
     "PermissionOutcome",
     "PermissionRequester",
     "PipelineStatistics",
@@ -128,11 +133,9 @@ __all__ = (
     "SessionLifecycle",
     "SessionNotActive",
     "SessionOwnedElsewhere",
-    "SessionState",
-    "SessionTrigger",
     "Tap",
-    "Terminal",
-    "TerminalHost",
+    "TerminalHandle",
+    "TerminalService",
     "TextFileReader",
     "TextFileWriter",
     "TextPart",
@@ -147,3 +150,23 @@ __all__ = (
     "prompt_parts",
     "session_transition_diagram",
 )
+
+#: Old public names of this package -> their names now (the same objects).
+_RENAMED: Final = {
+    "PermissionDecision": "PermissionAnswer",
+    "SessionState": "LifecycleState",
+    "SessionTrigger": "LifecycleTrigger",
+    "Terminal": "TerminalHandle",
+    "TerminalHost": "TerminalService",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"accord.agent.{name} is renamed accord.agent.{new}", DeprecationWarning, stacklevel=2
+    )
+    return globals()[new]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..engines import TerminalHandle, TerminalService, TextFileReader, TextFileWriter
 from ..schema import (
     CreateTerminalRequest,
     EnvVariable,
@@ -26,7 +27,6 @@ from ..schema import (
     WaitForTerminalExitResponse,
     WriteTextFileRequest,
 )
-from ._engine import Terminal, TerminalHost, TextFileReader, TextFileWriter
 
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
@@ -130,7 +130,7 @@ class ClientTerminals:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         output_byte_limit: int | None = None,
-    ) -> Terminal:
+    ) -> TerminalHandle:
         """Start ``command``; returns at once.
 
         Raises:
@@ -151,7 +151,7 @@ class ClientTerminals:
 
 def client_services(
     connection: AgentSideConnection, session_id: str
-) -> tuple[TextFileReader | None, TextFileWriter | None, TerminalHost | None]:
+) -> tuple[TextFileReader | None, TextFileWriter | None, TerminalService | None]:
     """The reader, writer and terminal host the client advertised, for ``session_id``."""
     capabilities = connection.client_capabilities
     if capabilities is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engines import ConfigValue, EngineCapabilities
 from ..errors import InvalidParams
 from ..schema import (
     BooleanSessionConfigOption,
@@ -34,7 +35,6 @@ from ..schema import (
     SessionConfigSelectGroup,
     SessionModeState,
 )
-from ._engine import ConfigValue, EngineCapabilities
 
 __all__ = ("Controls", "select_values")
 

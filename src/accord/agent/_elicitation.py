@@ -5,7 +5,7 @@ described by an :class:`~accord.schema.ElicitationSchema`) or sends them to a UR
 (``mode: "url"``, e.g. a sign-in page; the agent may later send ``elicitation/complete``). The
 client answers ``accept`` (with the form's content), ``decline`` or ``cancel``.
 
-An engine asks through its :class:`~accord.agent.TurnContext` (``elicit_form``,
+An engine asks through its :class:`~accord.engines.TurnContext` (``elicit_form``,
 ``elicit_url``, ``complete_elicitation``); the runtime builds a :class:`ClientElicitation`
 for each turn, scoped to the session (and, when given, a tool call):
 
@@ -24,7 +24,8 @@ for each turn, scoped to the session (and, when given, a tool call):
 Form mode must not be used for secrets (passwords, API keys, tokens): use a URL.
 
 Below: :mod:`accord.roles` (the connection, the content check), :mod:`accord.schema`. Above:
-the engine protocol (:mod:`._engine`) and the turn (:mod:`._turn`).
+the turn (:mod:`._turn`). The engine's side (:class:`~accord.engines.Elicitation`, the
+answer types) is part of the engine contract, :mod:`accord.engines`.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
+from typing import TYPE_CHECKING, Final, Protocol, final
 
 import anyio
 
+from ..engines import ElicitationAction, ElicitationAnswer, ElicitationMode
 from ..errors import LocalProtocolError, RemoteProtocolError, RequestCancelled, TransportError
 from ..roles import content_problems
 from ..schema import (
@@ -51,79 +52,12 @@ from ..schema import (
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
 
-__all__ = (
-    "ClientElicitation",
-    "Elicitation",
-    "ElicitationAction",
-    "ElicitationAnswer",
-    "ElicitationMode",
-    "advertised_modes",
-)
+__all__ = ("ClientElicitation", "advertised_modes")
 
 logger = logging.getLogger("accord.agent")
 
-ElicitationMode: TypeAlias = Literal["form", "url"]
-"""How a question is asked: a form the client renders, or a URL the user opens."""
-
-ElicitationAction: TypeAlias = Literal["accept", "decline", "cancel"]
-"""How the user answered: accepted (a form's content, or consent to open the URL), declined,
-or dismissed / cancelled (also when the turn was cancelled or the client is gone)."""
-
 _EMPTY: Final[Mapping[str, ElicitationContentValue]] = MappingProxyType({})
 _NO_MODES: Final[frozenset[ElicitationMode]] = frozenset()
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ElicitationAnswer:
-    """The user's answer to one question.
-
-    Attributes:
-        action: ``accept``, ``decline`` or ``cancel``.
-        content: An accepted form's values, by field name, checked against the schema
-            (fields the user left empty are absent); empty otherwise.
-        elicitation_id: The id of a URL question (pass it to ``complete_elicitation`` when
-            the out-of-band step is done); ``None`` for forms.
-    """
-
-    action: ElicitationAction
-    content: Mapping[str, ElicitationContentValue] = field(default_factory=lambda: _EMPTY)
-    elicitation_id: str | None = None
-
-    @property
-    def accepted(self) -> bool:
-        """Whether the user accepted."""
-        return self.action == "accept"
-
-
-class Elicitation(Protocol):
-    """The runtime's side of elicitation for one turn (see the module docstring)."""
-
-    @property
-    def modes(self) -> frozenset[ElicitationMode]:
-        """The modes the client advertised (empty: it cannot be asked anything)."""
-        ...
-
-    async def form(
-        self, message: str, schema: ElicitationSchema, *, tool_call_id: str | None = None
-    ) -> ElicitationAnswer:
-        """Ask ``message`` with a form of ``schema``; see :meth:`TurnContext.elicit_form`."""
-        ...
-
-    async def url(
-        self,
-        message: str,
-        url: str,
-        *,
-        elicitation_id: str | None = None,
-        tool_call_id: str | None = None,
-    ) -> ElicitationAnswer:
-        """Ask the user to open ``url``; see :meth:`TurnContext.elicit_url`."""
-        ...
-
-    async def complete(self, elicitation_id: str) -> None:
-        """Tell the client that URL question ``elicitation_id`` is done."""
-        ...
 
 
 class _TurnScopes(Protocol):

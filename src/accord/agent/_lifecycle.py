@@ -31,17 +31,17 @@ from typing import Final, Literal, TypeAlias
 from ..errors import LocalProtocolError
 from ._errors import PromptInProgress, session_not_found
 
-__all__ = ("TRANSITIONS", "SessionLifecycle", "SessionState", "SessionTrigger")
+__all__ = ("TRANSITIONS", "LifecycleState", "LifecycleTrigger", "SessionLifecycle")
 
-SessionState: TypeAlias = Literal["idle", "running", "cancelling", "loading", "closing", "closed"]
+LifecycleState: TypeAlias = Literal["idle", "running", "cancelling", "loading", "closing", "closed"]
 """Where a live session is in its lifecycle."""
 
-SessionTrigger: TypeAlias = Literal["prompt", "cancel", "turn_end", "reload", "ready", "close"]
+LifecycleTrigger: TypeAlias = Literal["prompt", "cancel", "turn_end", "reload", "ready", "close"]
 """What happened to it: a client request (``prompt``, ``cancel``, ``reload`` for load and
 resume, ``close`` for close and delete) or the runtime's own progress (``turn_end``,
 ``ready``)."""
 
-TRANSITIONS: Final[Mapping[tuple[SessionState, SessionTrigger], SessionState]] = {
+TRANSITIONS: Final[Mapping[tuple[LifecycleState, LifecycleTrigger], LifecycleState]] = {
     ("idle", "prompt"): "running",
     ("idle", "cancel"): "idle",
     ("idle", "reload"): "loading",
@@ -81,12 +81,12 @@ class SessionLifecycle:
 
     __slots__ = ("session_id", "state")
 
-    def __init__(self, session_id: str, state: SessionState = "idle") -> None:
+    def __init__(self, session_id: str, state: LifecycleState = "idle") -> None:
         """Start ``session_id`` in ``state`` (a session becomes live ``idle``)."""
         self.session_id = session_id
-        self.state: SessionState = state
+        self.state: LifecycleState = state
 
-    def apply(self, trigger: SessionTrigger) -> SessionState:
+    def apply(self, trigger: LifecycleTrigger) -> LifecycleState:
         """Advance by ``trigger`` and return the new state.
 
         Raises:
@@ -102,7 +102,7 @@ class SessionLifecycle:
         self.state = target
         return target
 
-    def _illegal(self, trigger: SessionTrigger) -> Exception:
+    def _illegal(self, trigger: LifecycleTrigger) -> Exception:
         if trigger in _RUNTIME_TRIGGERS:
             return LocalProtocolError(
                 f"session {self.session_id!r}: {trigger} while {self.state} is not a legal "

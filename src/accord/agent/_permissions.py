@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
+from ..engines import PermissionAnswer
 from ..schema import PermissionOption
-from ._engine import PermissionDecision
 
 __all__ = (
     "DEFAULT_PERMISSION_OPTIONS",
@@ -56,10 +56,10 @@ def permission_key(*, name: str | None, kind: str | None, title: str | None) -> 
 
 def decision_for_rule(
     rule: RememberedRule, options: Sequence[PermissionOption]
-) -> PermissionDecision:
+) -> PermissionAnswer:
     """The decision a remembered rule gives, naming the request's option of that kind if any."""
     option_id = next((o.option_id for o in options if o.kind == rule), None)
-    return PermissionDecision(outcome=rule, option_id=option_id)
+    return PermissionAnswer(outcome=rule, option_id=option_id)
 
 
 class PermissionMemory:

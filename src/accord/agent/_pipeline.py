@@ -40,7 +40,7 @@ flag: once the connection is closed, sends are skipped silently (the store still
 everything).
 
 Below: :mod:`accord.events`, :mod:`accord.store`, :mod:`accord.roles`. Above: the runtime
-(:mod:`._session` holds one pipeline per live session).
+(:mod:`._live_session` holds one pipeline per live session).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Restoring a stored session: its state, and (for ``session/load``) its replay.
 
-:class:`RestoredState` starts from the session's state record (:mod:`._session` documents the
+:class:`RestoredState` starts from the session's state record (:mod:`._live_session` documents the
 layout) and folds in the events stored after ``stateSeq``: a crash between an event's commit
 and the record's update loses nothing a client saw. The events that change state are
 ``ModeChanged``, ``ConfigChanged``, ``TitleChanged``, ``CommandsChanged`` and
@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import JsonValue, TypeAdapter
 
+from ..engines import EngineCapabilities
 from ..errors import InvalidParams, LocalProtocolError
 from ..events import (
     CommandsChanged,
@@ -43,7 +44,6 @@ from ..events import (
 from ..schema import AvailableCommand
 from ..store import SessionRecord, SessionStore, iter_events
 from ._controls import Controls
-from ._engine import EngineCapabilities
 from ._permissions import PermissionMemory
 
 __all__ = ("RestoredState", "replay")

@@ -3,7 +3,7 @@
 The runtime is an :class:`accord.roles.Agent`: serve it with :func:`accord.roles.serve_agent`
 or :func:`accord.roles.run_agent_stdio` (or :meth:`AgentRuntime.serve`, which also closes the
 sessions at the end). Everything ACP asks of an agent happens here or in the modules it
-delegates to; the engine only produces events (:mod:`._engine`).
+delegates to; the engine only produces events (:mod:`accord.engines`).
 
 What it advertises is derived, never written by hand: every session method is implemented,
 so ``loadSession`` and ``sessionCapabilities`` (``list``, ``delete``, ``resume``, ``close``,
@@ -14,12 +14,12 @@ providers, ...) answer -32601.
 
 Per method (details in the modules named):
 
-* session methods: :mod:`._sessions`;
-* ``session/prompt``: checks the content (:mod:`._content`), takes the session's lifecycle
-  to ``running`` (one prompt at a time: a concurrent one answers -32602, see
+* session methods: :mod:`._session_table`;
+* ``session/prompt``: checks the content (:func:`accord.engines.check_prompt`), takes the
+  session's lifecycle to ``running`` (one prompt at a time: a concurrent one answers -32602, see
   :mod:`._errors`), opens a :class:`~accord.store.GroupCommitWriter` for the turn, runs it
   (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
-* ``session/cancel``: asks the running turn to stop (:class:`._session.TurnHandle`);
+* ``session/cancel``: asks the running turn to stop (:class:`._live_session.TurnHandle`);
 * ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
   the engine's hook runs (``set_mode`` also for the ``mode``-category option); the change is
   published (``current_mode_update``, ``config_option_update``: both when the mode changes
@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
+from ..engines import Engine, check_prompt, prompt_capabilities
 from ..errors import MethodNotFound
 from ..events import (
     ConfigChanged,
@@ -54,8 +55,7 @@ from ..events import (
     new_id,
     wants_extended_events,
 )
-from ..roles import Agent, serve_agent
-from ..roles._trace import TraceContext
+from ..roles import Agent, TraceContext, serve_agent
 from ..schema import (
     AgentCapabilities,
     CancelNotification,
@@ -97,12 +97,10 @@ from ..store import (
     StoreError,
 )
 from ._activity_log import ActivityLog
-from ._content import check_prompt, prompt_capabilities
-from ._engine import Engine
+from ._live_session import LiveSession, TurnHandle
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._pipeline import ClientChannel
-from ._session import LiveSession, TurnHandle
-from ._sessions import SessionTable
+from ._session_table import SessionTable
 from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
 
@@ -352,7 +350,7 @@ class AgentRuntime(Agent):
         return NewSessionResponse(session_id=session.session_id, **self._session_fields(session))
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
-        """``session/load``: replay everything, then answer (see :mod:`._sessions`)."""
+        """``session/load``: replay everything, then answer (see :mod:`._session_table`)."""
         session = await self._sessions.restore(
             request.session_id,
             request.cwd,

@@ -46,7 +46,7 @@ from ..events import (
     TurnCompleted,
     TurnError,
 )
-from ..roles._trace import TraceContext, use_trace
+from ..roles import TraceContext, use_trace
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context

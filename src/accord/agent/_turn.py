@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
+from ..engines import PermissionAnswer, TurnContext, TurnOutput
 from ..errors import (
     InternalError,
     InvalidParams,
@@ -82,9 +83,8 @@ from ..schema import (
 )
 from ..store import SessionStore
 from ._elicitation import ClientElicitation
-from ._engine import PermissionDecision, TurnContext, TurnOutput
+from ._live_session import LiveSession, TurnHandle
 from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
-from ._session import LiveSession, TurnHandle
 from ._tracing import observe_event
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ CLEANUP_TIMEOUT_SECONDS: Final = 10.0
 
 _RUNTIME_ONLY: Final = frozenset({"user_message_chunk", "permission_pending", "turn_error"})
 _ALWAYS: Final = frozenset({"allow_always", "reject_always"})
-_CANCELLED: Final = PermissionDecision(outcome="cancelled")
+_CANCELLED: Final = PermissionAnswer(outcome="cancelled")
 
 
 @dataclass(slots=True)
@@ -356,7 +356,7 @@ class TurnRunner:
 
     async def _request_permission(
         self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         session, turn = self._session, self._turn
         if turn.cancelled:
             return _CANCELLED
@@ -409,7 +409,7 @@ class TurnRunner:
             return _CANCELLED
         if chosen.kind in _ALWAYS and session.permissions.remember(key, chosen.kind):  # pyright: ignore[reportArgumentType]
             await session.save(self._store)
-        return PermissionDecision(outcome=chosen.kind, option_id=chosen.option_id)
+        return PermissionAnswer(outcome=chosen.kind, option_id=chosen.option_id)
 
 
 def _wire_error(error: Exception) -> RequestError:

@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module and imports what it needs only when it runs, so
 ``accord serve`` answers ``initialize`` quickly and ``accord --help`` is instant. This package
-sits at the top: it uses the client runtime (``accord.client``), the agent runtime
+sits at the top: it uses the client library (``accord.client``), the agent runtime
 (``accord.agent``) and the coding agent (``accord.coder``).
 """
 

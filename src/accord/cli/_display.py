@@ -34,17 +34,17 @@ from typing import Any, TextIO
 import orjson
 
 from ..client import (
-    CommandsChanged,
-    ConfigChanged,
-    ModeChanged,
+    CommandsUpdated,
+    ConfigUpdated,
+    ModeUpdated,
     OtherUpdate,
     PermissionRequested,
     PermissionResolved,
     PlanUpdated,
     TextDelta,
     ThoughtDelta,
-    TitleChanged,
-    ToolCallStarted,
+    TitleUpdated,
+    ToolCallAdded,
     ToolCallState,
     ToolCallUpdated,
     TurnEvent,
@@ -357,7 +357,7 @@ class Display:
         match event:
             case TextDelta() | ThoughtDelta() | UserMessageDelta():
                 self._text(event)
-            case ToolCallStarted(tool_call=call) | ToolCallUpdated(tool_call=call):
+            case ToolCallAdded(tool_call=call) | ToolCallUpdated(tool_call=call):
                 self.final_text = ""
                 self._tool(call)
             case PermissionRequested(tool_call=call):
@@ -380,9 +380,9 @@ class Display:
                 self.line(self.style.dim(text) if self.terminal else text)
             case UsageUpdated(used=used, size=size):
                 self.context = (used, size)
-            case ModeChanged(mode_id=mode_id):
+            case ModeUpdated(mode_id=mode_id):
                 self.line(self.style.dim(f"[mode] {neutralise(mode_id, multiline=False)}"))
-            case ConfigChanged(config_options=options):
+            case ConfigUpdated(config_options=options):
                 values = ", ".join(
                     neutralise(
                         f"{o.name}={'on' if o.current_value else 'off'}"
@@ -393,10 +393,10 @@ class Display:
                     for o in options
                 )
                 self.line(self.style.dim(f"[config] {values}"))
-            case TitleChanged(title=title):
+            case TitleUpdated(title=title):
                 if title is not None:
                     self.line(self.style.dim(f"[title] {neutralise(title, multiline=False)}"))
-            case CommandsChanged() | OtherUpdate():
+            case CommandsUpdated() | OtherUpdate():
                 pass  # bookkeeping the person does not need to watch scroll by
             case TurnFinished(usage=usage):
                 self.usage = usage

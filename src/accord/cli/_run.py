@@ -30,10 +30,10 @@ import anyio
 import orjson
 
 from ..client import (
-    AgentConnection,
     AgentSpec,
     AllowAll,
     ClientSession,
+    ConnectedAgent,
     DenyAll,
     PermissionPolicy,
     PermissionRequested,
@@ -374,7 +374,7 @@ def _say_connection_status(line: str) -> None:
 
 
 async def _open_session(
-    conn: AgentConnection, args: argparse.Namespace, choice: AgentChoice
+    conn: ConnectedAgent, args: argparse.Namespace, choice: AgentChoice
 ) -> ClientSession:
     cwd: str = args.cwd
     extra: list[str] = args.add_dir
@@ -422,7 +422,7 @@ async def _set_mode(session: ClientSession, mode: str | None) -> None:
 
 
 async def _turn(
-    conn: AgentConnection,
+    conn: ConnectedAgent,
     session: ClientSession,
     prompt: str,
     display: Display,
@@ -454,7 +454,7 @@ def _is_refusal(event: PermissionResolved) -> bool:
 
 
 async def _cancel_on_interrupt(
-    conn: AgentConnection, session: ClientSession, display: Display
+    conn: ConnectedAgent, session: ClientSession, display: Display
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         interrupted = False
@@ -467,7 +467,7 @@ async def _cancel_on_interrupt(
             await session.cancel()
 
 
-def _quit_now(conn: AgentConnection) -> None:
+def _quit_now(conn: ConnectedAgent) -> None:
     """The second Ctrl-C: ask a spawned agent to stop (SIGTERM) and exit without waiting."""
     transport: object = conn.transport
     while not isinstance(transport, SubprocessTransport) and hasattr(transport, "inner"):

@@ -19,7 +19,7 @@ import sys
 import anyio
 import orjson
 
-from ..client import AgentConnection, SessionView, connect
+from ..client import ConnectedAgent, SessionView, connect
 from ..errors import AcpError, LocalProtocolError
 from ..schema import SessionNotification
 from ._agent_spec import AgentChoice, AgentSpecError, agent_spec, choose_agent, close_builtin_agent
@@ -82,7 +82,7 @@ async def _sessions(args: argparse.Namespace, settings: Settings, choice: AgentC
         await close_builtin_agent(spec)
 
 
-async def _list(conn: AgentConnection, args: argparse.Namespace) -> int:
+async def _list(conn: ConnectedAgent, args: argparse.Namespace) -> int:
     out = sys.stdout
     count = 0
     async for info in conn.iter_sessions(args.cwd):
@@ -101,7 +101,7 @@ async def _list(conn: AgentConnection, args: argparse.Namespace) -> int:
 
 
 async def _show(
-    conn: AgentConnection, args: argparse.Namespace, replayed: list[SessionNotification]
+    conn: ConnectedAgent, args: argparse.Namespace, replayed: list[SessionNotification]
 ) -> int:
     session_id: str = args.ids[0]
     cwd: str | None = args.cwd
@@ -128,7 +128,7 @@ async def _show(
     return ExitCode.OK
 
 
-async def _delete(conn: AgentConnection, args: argparse.Namespace) -> int:
+async def _delete(conn: ConnectedAgent, args: argparse.Namespace) -> int:
     code = ExitCode.OK
     for session_id in args.ids:
         try:

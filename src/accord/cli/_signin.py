@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..client import AgentConnection, AgentSpec, run_terminal_auth, terminal_auth_methods
+from ..client import AgentSpec, ConnectedAgent, run_terminal_auth, terminal_auth_methods
 from ._elicit import Ask, printable
 
 __all__ = ("SignedIn", "offer_terminal_auth")
@@ -32,7 +32,7 @@ def can_sign_in(spec: AgentSpec) -> bool:
 
 
 async def offer_terminal_auth(
-    conn: AgentConnection, spec: AgentSpec, cwd: str | os.PathLike[str], ask: Ask
+    conn: ConnectedAgent, spec: AgentSpec, cwd: str | os.PathLike[str], ask: Ask
 ) -> bool:
     """Offer the agent's terminal auth method and run it; whether it succeeded.
 

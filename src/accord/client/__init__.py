@@ -1,8 +1,8 @@
-"""The client side of ACP as a runtime: drive any ACP agent from a Python program.
+"""The client side of ACP as a library: drive any ACP agent from a Python program.
 
 ``async with connect(agent) as conn:`` spawns an agent (or takes a transport, or serves an
 in-process :class:`accord.roles.Agent`), initializes it, and yields an
-:class:`AgentConnection` with typed calls for every agent method. A :class:`ClientSession`
+:class:`ConnectedAgent` with typed calls for every agent method. A :class:`ClientSession`
 prompts (``await session.prompt("...")``) or streams a turn (``async for event in
 session.stream("...")``: a closed union of :data:`TurnEvent` dataclasses ending with
 :class:`TurnFinished`), and folds everything the agent reports into its :class:`SessionView`.
@@ -14,11 +14,14 @@ Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 :mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
 """
 
+import warnings
+from typing import Final
+
 from ._connect import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
 from ._connect import AgentSpec as AgentSpec
 from ._connect import connect as connect
-from ._connection import AgentConnection as AgentConnection
-from ._connection import AgentConnectionStatistics as AgentConnectionStatistics
+from ._connection import ConnectedAgent as ConnectedAgent
+from ._connection import ConnectedAgentStatistics as ConnectedAgentStatistics
 from ._elicitation import Accept as Accept
 from ._elicitation import AcceptDefaults as AcceptDefaults
 from ._elicitation import CompletionListener as CompletionListener
@@ -29,17 +32,17 @@ from ._elicitation import ElicitationContext as ElicitationContext
 from ._elicitation import ElicitationDecision as ElicitationDecision
 from ._elicitation import ElicitationModeName as ElicitationModeName
 from ._elicitation import ElicitationPolicy as ElicitationPolicy
-from ._events import CommandsChanged as CommandsChanged
-from ._events import ConfigChanged as ConfigChanged
-from ._events import ModeChanged as ModeChanged
+from ._events import CommandsUpdated as CommandsUpdated
+from ._events import ConfigUpdated as ConfigUpdated
+from ._events import ModeUpdated as ModeUpdated
 from ._events import OtherUpdate as OtherUpdate
 from ._events import PermissionRequested as PermissionRequested
 from ._events import PermissionResolved as PermissionResolved
 from ._events import PlanUpdated as PlanUpdated
 from ._events import TextDelta as TextDelta
 from ._events import ThoughtDelta as ThoughtDelta
-from ._events import TitleChanged as TitleChanged
-from ._events import ToolCallStarted as ToolCallStarted
+from ._events import TitleUpdated as TitleUpdated
+from ._events import ToolCallAdded as ToolCallAdded
 from ._events import ToolCallUpdated as ToolCallUpdated
 from ._events import TurnEvent as TurnEvent
 from ._events import TurnFinished as TurnFinished
@@ -85,16 +88,16 @@ __all__ = (
     "TURN_EVENT_BUFFER",
     "Accept",
     "AcceptDefaults",
-    "AgentConnection",
-    "AgentConnectionStatistics",
     "AgentSpec",
     "AllowAll",
     "AskCallback",
     "Cancel",
     "ClientSession",
-    "CommandsChanged",
+    "CommandsUpdated",
     "CompletionListener",
-    "ConfigChanged",
+    "ConfigUpdated",
+    "ConnectedAgent",
+    "ConnectedAgentStatistics",
     "Decline",
     "DeclineAll",
     "DenyAll",
@@ -106,7 +109,7 @@ __all__ = (
     "FileSystemHost",
     "Message",
     "MessageRole",
-    "ModeChanged",
+    "ModeUpdated",
     "OtherUpdate",
     "PermissionContext",
     "PermissionDecision",
@@ -125,8 +128,8 @@ __all__ = (
     "TerminalHost",
     "TextDelta",
     "ThoughtDelta",
-    "TitleChanged",
-    "ToolCallStarted",
+    "TitleUpdated",
+    "ToolCallAdded",
     "ToolCallState",
     "ToolCallStatusView",
     "ToolCallUpdated",
@@ -143,3 +146,25 @@ __all__ = (
     "run_terminal_auth",
     "terminal_auth_methods",
 )
+
+#: Old public names of this package -> their names now (the same objects).
+_RENAMED: Final = {
+    "AgentConnection": "ConnectedAgent",
+    "AgentConnectionStatistics": "ConnectedAgentStatistics",
+    "CommandsChanged": "CommandsUpdated",
+    "ConfigChanged": "ConfigUpdated",
+    "ModeChanged": "ModeUpdated",
+    "TitleChanged": "TitleUpdated",
+    "ToolCallStarted": "ToolCallAdded",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"accord.client.{name} is renamed accord.client.{new}", DeprecationWarning, stacklevel=2
+    )
+    return globals()[new]

@@ -4,14 +4,14 @@
 drained, and shut down on exit), a :class:`~accord.transports.Transport`, or an in-process
 :class:`accord.roles.Agent` (served through the in-memory transport pair: the canonical test
 idiom). It negotiates the protocol version and capabilities with ``initialize`` (bounded by a
-timeout; slow agents are fine) and yields an :class:`~accord.client.AgentConnection`. It owns
+timeout; slow agents are fine) and yields an :class:`~accord.client.ConnectedAgent`. It owns
 the transport, the typed connection, the host services and one task group (streamed turns,
 the in-process agent), and closes them in order on exit: the connection, the terminals, the
 tasks, the agent process. An exception raised in the block leaves it as itself, not wrapped
 in the task groups' ``ExceptionGroup``.
 
 Above: programs. Below: :mod:`accord.roles`, :mod:`accord.transports`, the connection,
-routing hub and host services of this package.
+session router and host services of this package.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..remote import is_remote_url
 from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
 from ..schema import AuthCapabilities, Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
-from ._connection import AgentConnection, absolute_path
+from ._connection import ConnectedAgent, absolute_path
 from ._elicitation import (
     ElicitationModeName,
     ElicitationPolicy,
@@ -37,9 +37,9 @@ from ._elicitation import (
     checked_modes,
 )
 from ._fs import FileSystemHost
-from ._handlers import Hub, UpdateListener, client_class
+from ._handlers import SessionRouter, UpdateListener, client_class
 from ._permissions import DenyAll, PermissionPolicy
-from ._session import _Runtime
+from ._session import _SessionShared
 from ._terminals import TerminalHost
 from ._turn import TURN_EVENT_BUFFER
 
@@ -83,7 +83,7 @@ async def connect(
     ssl_context: ssl.SSLContext | None = None,
     reconnect: bool = True,
     on_status: Callable[[str], None] | None = None,
-) -> AsyncGenerator[AgentConnection]:
+) -> AsyncGenerator[ConnectedAgent]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
     Args:
@@ -178,28 +178,30 @@ async def connect(
             stack.callback(task_group.cancel_scope.cancel)
             if owns_terminals and terminal_host is not None:
                 await stack.enter_async_context(terminal_host)
-            hub = Hub(fs_host, terminal_host, update_listener)
+            router = SessionRouter(fs_host, terminal_host, update_listener)
             if elicitation_policy is not None:
-                hub.elicitation = ElicitationService(elicitation_policy, elicitation_modes, hub)
+                router.elicitation = ElicitationService(
+                    elicitation_policy, elicitation_modes, router
+                )
             client = client_class(
                 fs=fs_host is not None,
                 terminals=terminal_host is not None,
-                elicitation=hub.elicitation is not None,
-            )(hub, client_info or _default_client_info())
+                elicitation=router.elicitation is not None,
+            )(router, client_info or _default_client_info())
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if in_process is not None:
                 task_group.start_soon(serve_agent, *in_process, name="in-process agent")
             await _initialize(calls, client, transport, initialize_timeout, terminal_auth)
-            runtime = _Runtime(
+            shared = _SessionShared(
                 calls=calls,
                 task_group=task_group,
                 policy=permission_policy or DenyAll(),
                 terminals=terminal_host,
-                forget=hub.forget,
+                forget=router.forget,
                 permission_ids=itertools.count(1),
                 event_buffer=event_buffer,
             )
-            connection = AgentConnection(calls, hub, runtime, transport, default_cwd)
+            connection = ConnectedAgent(calls, router, shared, transport, default_cwd)
             try:
                 yield connection
             finally:

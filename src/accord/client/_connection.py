@@ -1,4 +1,4 @@
-"""``AgentConnection``: a live, initialized connection to an agent, with typed calls.
+"""``ConnectedAgent``: a live, initialized connection to an agent, with typed calls.
 
 Made by :func:`~accord.client.connect`. It owns nothing itself (``connect`` owns the transport,
 the task group and the host services) and offers: what was negotiated (protocol version,
@@ -8,7 +8,7 @@ agent info and capabilities, auth methods), sessions (``new_session``, ``load_se
 advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
 
 Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
-:class:`~accord.roles.ClientSideConnection`, the sessions and the routing hub of this package.
+:class:`~accord.roles.ClientSideConnection`, the sessions and the session router of this package.
 """
 
 from __future__ import annotations
@@ -45,18 +45,18 @@ from ..schema import (
     SessionInfo,
 )
 from ..transports import Transport
-from ._handlers import Hub
-from ._session import ClientSession, _Runtime
+from ._handlers import SessionRouter
+from ._session import ClientSession, _SessionShared
 
-__all__ = ("AgentConnection", "AgentConnectionStatistics", "absolute_path")
+__all__ = ("ConnectedAgent", "ConnectedAgentStatistics", "absolute_path")
 
 _ReopenRequest = LoadSessionRequest | ResumeSessionRequest | ForkSessionRequest
 _ReopenResponse = LoadSessionResponse | ResumeSessionResponse | ForkSessionResponse
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AgentConnectionStatistics:
-    """A snapshot of an :class:`AgentConnection`.
+class ConnectedAgentStatistics:
+    """A snapshot of an :class:`ConnectedAgent`.
 
     Attributes:
         sessions: sessions open on this connection.
@@ -79,20 +79,20 @@ class AgentConnectionStatistics:
     dropped_early_updates: int = 0
 
 
-class AgentConnection:
+class ConnectedAgent:
     """A live, initialized connection to an agent; made by :func:`connect`."""
 
     def __init__(
         self,
         calls: ClientSideConnection,
-        hub: Hub,
-        runtime: _Runtime,
+        router: SessionRouter,
+        shared: _SessionShared,
         transport: Transport,
         default_cwd: str,
     ) -> None:
         self._calls = calls
-        self._hub = hub
-        self._runtime = runtime
+        self._router = router
+        self._shared = shared
         self._transport = transport
         self._default_cwd = default_cwd
         response = calls.initialize_response
@@ -102,7 +102,7 @@ class AgentConnection:
     def __repr__(self) -> str:
         info = self.agent_info
         name = f"{info.name} {info.version}" if info else "unnamed agent"
-        return f"AgentConnection({name!r}, sessions={len(self._hub.sessions)})"
+        return f"ConnectedAgent({name!r}, sessions={len(self._router.sessions)})"
 
     # ------------------------------------------------------------------ what was negotiated
 
@@ -154,17 +154,17 @@ class AgentConnection:
         """
         return is_advertised(self._calls.agent_capabilities, capability)
 
-    def statistics(self) -> AgentConnectionStatistics:
+    def statistics(self) -> ConnectedAgentStatistics:
         """Counts of sessions, turns, pending permissions and queued messages."""
-        sessions = self._hub.sessions.values()
-        return AgentConnectionStatistics(
+        sessions = self._router.sessions.values()
+        return ConnectedAgentStatistics(
             sessions=len(sessions),
             running_turns=sum(s.state in ("running", "cancelling") for s in sessions),
             pending_permissions=sum(len(s._pending_permissions) for s in sessions),
-            early_updates=self._hub.early_updates,
+            early_updates=self._router.early_updates,
             connection=self._calls.statistics(),
-            early_update_bytes=self._hub.early_update_bytes,
-            dropped_early_updates=self._hub.dropped_early_updates,
+            early_update_bytes=self._router.early_update_bytes,
+            dropped_early_updates=self._router.dropped_early_updates,
         )
 
     # ------------------------------------------------------------------ authentication
@@ -190,7 +190,7 @@ class AgentConnection:
     @property
     def sessions(self) -> Mapping[str, ClientSession]:
         """The sessions open on this connection, by id."""
-        return self._hub.sessions
+        return self._router.sessions
 
     def session(self, session_id: str) -> ClientSession:
         """The open session with that id.
@@ -198,7 +198,7 @@ class AgentConnection:
         Raises:
             SessionNotFound: no such session is open on this connection.
         """
-        session = self._hub.sessions.get(session_id)
+        session = self._router.sessions.get(session_id)
         if session is None:
             raise SessionNotFound(f"no session {session_id!r} is open on this connection")
         return session
@@ -321,7 +321,7 @@ class AgentConnection:
         A loaded or resumed session is registered before the request goes out, so the
         updates the agent replays ahead of its answer fold into it (and is dropped again if
         the agent refuses); a fork's id is the agent's to choose, so it is registered once
-        the answer names it (its earlier updates wait for it in the hub).
+        the answer names it (its earlier updates wait for it in the router).
         """
         root, extra = self._roots(cwd, additional_directories)
         request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
@@ -336,7 +336,7 @@ class AgentConnection:
             try:
                 response = await send(request)
             except BaseException:
-                self._hub.forget(session_id)
+                self._router.forget(session_id)
                 raise
         session._apply_setup(response.modes, response.config_options)
         await session._await_announcements(response.meta)
@@ -381,7 +381,7 @@ class AgentConnection:
             LocalProtocolError: the session is not open here and the agent does not offer
                 ``session/close``.
         """
-        session = self._hub.sessions.get(session_id)
+        session = self._router.sessions.get(session_id)
         if session is not None:
             await session.close()
         else:
@@ -426,18 +426,18 @@ class AgentConnection:
         return root, extra
 
     def _open(self, session_id: str, cwd: str, extra: Sequence[str]) -> ClientSession:
-        if session_id in self._hub.sessions:
+        if session_id in self._router.sessions:
             raise LocalProtocolError(f"session {session_id!r} is already open on this connection")
-        session = ClientSession(self._runtime, session_id, cwd, extra)
-        self._hub.add(session)
+        session = ClientSession(self._shared, session_id, cwd, extra)
+        self._router.add(session)
         return session
 
     async def _shutdown(self, owns_terminals: bool) -> None:
         """Leave every session (answering pending permission requests ``cancelled``)."""
-        sessions = list(self._hub.sessions.values())
+        sessions = list(self._router.sessions.values())
         for session in sessions:
             session._answer_pending_cancelled()
-        terminals = self._runtime.terminals
+        terminals = self._shared.terminals
         if terminals is not None and not owns_terminals:
             with anyio.CancelScope(shield=True):
                 for session in sessions:

@@ -55,7 +55,7 @@ from ._permissions import Cancel
 from ._state import ToolCallState
 
 if TYPE_CHECKING:
-    from ._handlers import Hub
+    from ._handlers import SessionRouter
 
 __all__ = (
     "MAX_OPEN_URL_ELICITATIONS",
@@ -216,20 +216,23 @@ def checked_modes(modes: Collection[str]) -> frozenset[ElicitationModeName]:
 
 
 class ElicitationService:
-    """The client runtime's side of elicitation: checks, asks the policy, answers.
+    """The client library's side of elicitation: checks, asks the policy, answers.
 
     Args:
         policy: Decides each question.
         modes: The modes advertised (and accepted).
-        hub: The connection's sessions (scopes, tool calls, cancellation).
+        router: The connection's sessions (scopes, tool calls, cancellation).
     """
 
     def __init__(
-        self, policy: ElicitationPolicy, modes: Collection[ElicitationModeName], hub: Hub
+        self,
+        policy: ElicitationPolicy,
+        modes: Collection[ElicitationModeName],
+        router: SessionRouter,
     ) -> None:
         self.policy = policy
         self.modes = checked_modes(modes)
-        self._hub = hub
+        self._router = router
         self._ids = itertools.count(1)
         self._open_urls: OrderedDict[str, None] = OrderedDict()
 
@@ -246,7 +249,7 @@ class ElicitationService:
             InternalError: the policy accepted with content that does not match the form.
         """
         context = self._context(request)
-        session = None if request.session_id is None else self._hub.session(request.session_id)
+        session = None if request.session_id is None else self._router.session(request.session_id)
         scope = anyio.CancelScope()
         key = -next(self._ids)  # negative: never one of the permission requests' ids
         decision: ElicitationDecision = Cancel()
@@ -280,7 +283,7 @@ class ElicitationService:
             raise InvalidParams("an elicitation must be scoped to a sessionId or a requestId")
         tool_call = None
         if request.session_id is not None and request.tool_call_id is not None:
-            session = self._hub.session(request.session_id)
+            session = self._router.session(request.session_id)
             tool_call = session.view.tool_calls.get(request.tool_call_id)
         return ElicitationContext(request=request, tool_call=tool_call)
 

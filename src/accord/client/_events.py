@@ -31,17 +31,17 @@ from ._permissions import PermissionDecision
 from ._state import ToolCallState
 
 __all__ = (
-    "CommandsChanged",
-    "ConfigChanged",
-    "ModeChanged",
+    "CommandsUpdated",
+    "ConfigUpdated",
+    "ModeUpdated",
     "OtherUpdate",
     "PermissionRequested",
     "PermissionResolved",
     "PlanUpdated",
     "TextDelta",
     "ThoughtDelta",
-    "TitleChanged",
-    "ToolCallStarted",
+    "TitleUpdated",
+    "ToolCallAdded",
     "ToolCallUpdated",
     "TurnEvent",
     "TurnFinished",
@@ -120,7 +120,7 @@ new_user_message_delta = _delta_factory(UserMessageDelta)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallStarted:
+class ToolCallAdded:
     """A tool call the session had not seen; ``tool_call`` is its first snapshot."""
 
     tool_call: ToolCallState
@@ -166,7 +166,7 @@ class UsageUpdated:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModeChanged:
+class ModeUpdated:
     """The agent switched the session's mode."""
 
     mode_id: str
@@ -174,7 +174,7 @@ class ModeChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ConfigChanged:
+class ConfigUpdated:
     """The session's configuration options, complete, with their current values."""
 
     config_options: tuple[SessionConfigOption, ...]
@@ -182,7 +182,7 @@ class ConfigChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CommandsChanged:
+class CommandsUpdated:
     """The slash commands the agent offers, complete."""
 
     commands: tuple[AvailableCommand, ...]
@@ -190,7 +190,7 @@ class CommandsChanged:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TitleChanged:
+class TitleUpdated:
     """The session's title or last-activity time changed (None = cleared or unknown)."""
 
     title: str | None
@@ -258,14 +258,14 @@ TurnEvent: TypeAlias = (
     TextDelta
     | ThoughtDelta
     | UserMessageDelta
-    | ToolCallStarted
+    | ToolCallAdded
     | ToolCallUpdated
     | PlanUpdated
     | UsageUpdated
-    | ModeChanged
-    | ConfigChanged
-    | CommandsChanged
-    | TitleChanged
+    | ModeUpdated
+    | ConfigUpdated
+    | CommandsUpdated
+    | TitleUpdated
     | OtherUpdate
     | PermissionRequested
     | PermissionResolved

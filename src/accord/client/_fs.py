@@ -1,6 +1,6 @@
 """The client's file-system host service: ``fs/read_text_file`` and ``fs/write_text_file``.
 
-The client runtime calls :class:`FileSystemHost` when an agent asks to read or write a file. Every
+The client library calls :class:`FileSystemHost` when an agent asks to read or write a file. Every
 path is confined to the session's roots (its ``cwd`` plus any additional directories):
 
 * the path must be absolute (the spec says so; a relative path is refused, never guessed at);
@@ -21,7 +21,7 @@ existing file's permissions, and create the file and any missing parent director
 the roots (the spec says the client MUST create the file; a missing directory is the same
 request one level up). All blocking I/O runs in a worker thread.
 
-Above: the client runtime (``accord.client``), which advertises ``fs.readTextFile`` /
+Above: the client library (``accord.client``), which advertises ``fs.readTextFile`` /
 ``fs.writeTextFile`` only when a host is configured and passes each session's roots. Below:
 the wire models of ``accord.schema`` and the error tree of ``accord.errors``; nothing else of
 ours. The terminal host reuses :func:`resolve_within` for its working directories.

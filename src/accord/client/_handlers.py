@@ -1,6 +1,6 @@
 """The client's side of incoming traffic: the typed ``Client`` that routes what the agent sends.
 
-:class:`Hub` keeps the connection's open sessions and routes each message from the agent:
+:class:`SessionRouter` keeps the connection's open sessions and routes each message from the agent:
 ``session/update`` to the session's view and running turn, ``session/request_permission`` to the
 session (which asks the policy), ``fs/*`` and ``terminal/*`` to the host services with the
 session's roots. Updates for a session id not known yet (``session/new`` and ``session/fork``
@@ -12,7 +12,7 @@ Capabilities are derived from the handlers a ``Client`` class overrides
 class per combination, chosen by :func:`client_class`. Without a file-system host the agent's
 ``fs/read_text_file`` is answered -32601, and an accord agent refuses to even send it.
 
-Above: :class:`~accord.client.AgentConnection`. Below: :class:`accord.roles.Client`, the
+Above: :class:`~accord.client.ConnectedAgent`. Below: :class:`accord.roles.Client`, the
 sessions, the host services.
 """
 
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from ._session import ClientSession
     from ._terminals import TerminalHost
 
-__all__ = ("MAX_EARLY_UPDATES", "MAX_EARLY_UPDATE_BYTES", "Hub", "client_class")
+__all__ = ("MAX_EARLY_UPDATES", "MAX_EARLY_UPDATE_BYTES", "SessionRouter", "client_class")
 
 logger = logging.getLogger("accord.client")
 
@@ -76,7 +76,7 @@ UpdateListener = Callable[[SessionNotification], None]
 """Sees every ``session/update`` as received, before it is folded (e.g. ``accord run --json``)."""
 
 
-class Hub:
+class SessionRouter:
     """The open sessions of a connection, and where each incoming message goes."""
 
     def __init__(
@@ -194,18 +194,18 @@ class Hub:
         return self.session(session_id).roots
 
 
-class _RuntimeClient(Client):
+class _HostClient(Client):
     """Routes updates and permission requests; hosts nothing."""
 
-    def __init__(self, hub: Hub, client_info: Implementation | None) -> None:
-        self._hub = hub
+    def __init__(self, router: SessionRouter, client_info: Implementation | None) -> None:
+        self._router = router
         self.client_info = client_info
 
     async def session_update(self, notification: SessionNotification) -> None:
         """Fold the update into its session (and its running turn's stream)."""
-        hub = self._hub
-        if hub.update_listener is None:  # the common case, without a call in between
-            session = hub.sessions.get(notification.session_id)
+        router = self._router
+        if router.update_listener is None:  # the common case, without a call in between
+            session = router.sessions.get(notification.session_id)
             if session is not None:
                 update = notification.update
                 event = session._fold(update)
@@ -214,47 +214,47 @@ class _RuntimeClient(Client):
                 if event is not None:  # the turn's stream is full: wait for its reader
                     await session._emit(event)
                 return
-        await hub.on_update(notification)
+        await router.on_update(notification)
 
     async def request_permission(
         self, request: RequestPermissionRequest
     ) -> RequestPermissionResponse:
         """Ask the session's policy."""
-        return await self._hub.session(request.session_id)._on_permission(request)
+        return await self._router.session(request.session_id)._on_permission(request)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """Extension notifications are ignored (logged at debug level)."""
         logger.debug("extension notification %r ignored", method)
 
 
-class _FsClient(_RuntimeClient):
+class _FsClient(_HostClient):
     """Also serves ``fs/*`` from the file-system host, inside the session's roots."""
 
     async def read_text_file(self, request: ReadTextFileRequest) -> ReadTextFileResponse:
         """Read a file inside the session's roots."""
-        hub = self._hub
-        assert hub.fs is not None
-        return await hub.fs.read_text_file(request, hub.roots(request.session_id))
+        router = self._router
+        assert router.fs is not None
+        return await router.fs.read_text_file(request, router.roots(request.session_id))
 
     async def write_text_file(self, request: WriteTextFileRequest) -> WriteTextFileResponse:
         """Write a file inside the session's roots."""
-        hub = self._hub
-        assert hub.fs is not None
-        return await hub.fs.write_text_file(request, hub.roots(request.session_id))
+        router = self._router
+        assert router.fs is not None
+        return await router.fs.write_text_file(request, router.roots(request.session_id))
 
 
-class _TerminalClient(_RuntimeClient):
+class _TerminalClient(_HostClient):
     """Also serves ``terminal/*`` from the terminal host."""
 
     def _host(self, session_id: str) -> TerminalHost:
-        self._hub.session(session_id)  # refuse sessions this client does not know
-        assert self._hub.terminals is not None
-        return self._hub.terminals
+        self._router.session(session_id)  # refuse sessions this client does not know
+        assert self._router.terminals is not None
+        return self._router.terminals
 
     async def create_terminal(self, request: CreateTerminalRequest) -> CreateTerminalResponse:
         """Start a command, its working directory inside the session's roots."""
         host = self._host(request.session_id)
-        return await host.create_terminal(request, self._hub.roots(request.session_id))
+        return await host.create_terminal(request, self._router.roots(request.session_id))
 
     async def terminal_output(self, request: TerminalOutputRequest) -> TerminalOutputResponse:
         """The command's output so far."""
@@ -279,43 +279,43 @@ class _FsTerminalClient(_FsClient, _TerminalClient):
     """Serves both ``fs/*`` and ``terminal/*``."""
 
 
-class _ElicitationClient(_RuntimeClient):
-    """Also answers ``elicitation/*`` through the hub's elicitation service (a mixin)."""
+class _ElicitationClient(_HostClient):
+    """Also answers ``elicitation/*`` through the router's elicitation service (a mixin)."""
 
     def client_capabilities(self) -> ClientCapabilities:
         """The derived capabilities, advertising only the service's elicitation modes."""
         capabilities = super().client_capabilities()
-        assert self._hub.elicitation is not None
-        advertised = ElicitationCapabilities.model_validate(self._hub.elicitation.capability())
+        assert self._router.elicitation is not None
+        advertised = ElicitationCapabilities.model_validate(self._router.elicitation.capability())
         return capabilities.model_copy(update={"elicitation": advertised})
 
     async def create_elicitation(
         self, request: CreateElicitationRequest
     ) -> CreateElicitationResponse:
         """Ask the elicitation policy (see :mod:`accord.client._elicitation`)."""
-        assert self._hub.elicitation is not None
-        return await self._hub.elicitation.create(request)
+        assert self._router.elicitation is not None
+        return await self._router.elicitation.create(request)
 
     async def complete_elicitation(self, notification: CompleteElicitationNotification) -> None:
         """A URL question is done: tell the policy."""
-        assert self._hub.elicitation is not None
-        await self._hub.elicitation.complete(notification)
+        assert self._router.elicitation is not None
+        await self._router.elicitation.complete(notification)
 
 
-def client_class(*, fs: bool, terminals: bool, elicitation: bool = False) -> type[_RuntimeClient]:
+def client_class(*, fs: bool, terminals: bool, elicitation: bool = False) -> type[_HostClient]:
     """The ``Client`` class that advertises (and serves) exactly the requested services."""
     if fs and terminals:
-        base: type[_RuntimeClient] = _FsTerminalClient
+        base: type[_HostClient] = _FsTerminalClient
     elif fs:
         base = _FsClient
     elif terminals:
         base = _TerminalClient
     else:
-        base = _RuntimeClient
+        base = _HostClient
     return _with_elicitation(base) if elicitation else base
 
 
 @functools.cache
-def _with_elicitation(base: type[_RuntimeClient]) -> type[_RuntimeClient]:
+def _with_elicitation(base: type[_HostClient]) -> type[_HostClient]:
     """``base`` that also answers elicitation (one class per base, built once)."""
     return type(f"{base.__name__.lstrip('_')}WithElicitation", (_ElicitationClient, base), {})

@@ -16,7 +16,7 @@ serves a CI bot, a terminal UI and a test.
 Cancellation is not the policy's business: when the turn is cancelled the runtime answers every
 pending request ``cancelled`` and cancels a policy still deciding.
 
-Above: the client runtime (:mod:`accord.client._session`), which calls :meth:`decide`.
+Above: the client library (:mod:`accord.client._session`), which calls :meth:`decide`.
 Below: the wire models of :mod:`accord.schema`.
 """
 

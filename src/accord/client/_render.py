@@ -15,17 +15,17 @@ from typing import assert_never
 
 from ..schema import BooleanSessionConfigOption, SessionConfigOption
 from ._events import (
-    CommandsChanged,
-    ConfigChanged,
-    ModeChanged,
+    CommandsUpdated,
+    ConfigUpdated,
+    ModeUpdated,
     OtherUpdate,
     PermissionRequested,
     PermissionResolved,
     PlanUpdated,
     TextDelta,
     ThoughtDelta,
-    TitleChanged,
-    ToolCallStarted,
+    TitleUpdated,
+    ToolCallAdded,
     ToolCallUpdated,
     TurnEvent,
     TurnFinished,
@@ -46,7 +46,7 @@ def render_event(event: TurnEvent) -> str:
                 if event.text or event.content.type == "text"
                 else (f"[{event.content.type}]")
             )
-        case ToolCallStarted(tool_call=call):
+        case ToolCallAdded(tool_call=call):
             return f"[tool {call.status}] {_tool_label(call)}"
         case ToolCallUpdated(tool_call=call, changed=changed):
             return f"[tool {call.status}] {_tool_label(call)}{_tool_detail(call, changed)}"
@@ -59,13 +59,13 @@ def render_event(event: TurnEvent) -> str:
             share = f" ({used / size:.0%})" if size else ""
             line = f"[usage] {used}/{size} tokens{share}"
             return f"{line}, {cost.amount:g} {cost.currency}" if cost else line
-        case ModeChanged(mode_id=mode_id):
+        case ModeUpdated(mode_id=mode_id):
             return f"[mode] {mode_id}"
-        case ConfigChanged(config_options=options):
+        case ConfigUpdated(config_options=options):
             return "[config] " + ", ".join(_config_value(option) for option in options)
-        case CommandsChanged(commands=commands):
+        case CommandsUpdated(commands=commands):
             return "[commands] " + " ".join(f"/{command.name}" for command in commands)
-        case TitleChanged(title=title):
+        case TitleUpdated(title=title):
             return f"[title] {title}" if title is not None else "[title cleared]"
         case OtherUpdate(update=update):
             return f"[{update.session_update}]"

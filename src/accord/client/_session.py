@@ -7,7 +7,7 @@ A session folds every ``session/update`` for it into its :class:`~accord.client.
 connection's policy. :meth:`ClientSession.cancel` sends ``session/cancel``, answers every
 pending permission request ``cancelled`` and marks unfinished tool calls ``cancelled``.
 
-Above: :class:`~accord.client.AgentConnection`, which creates sessions and routes the agent's
+Above: :class:`~accord.client.ConnectedAgent`, which creates sessions and routes the agent's
 messages to them. Below: the typed calls of :class:`~accord.roles.ClientSideConnection`, the
 view, the turn machinery and the permission policies.
 """
@@ -46,7 +46,7 @@ from ._events import (
     PermissionRequested,
     PermissionResolved,
     TextDelta,
-    ToolCallStarted,
+    ToolCallAdded,
     ToolCallUpdated,
     TurnEvent,
     TurnFinished,
@@ -83,7 +83,7 @@ _GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embedded_cont
 
 
 @dataclass(slots=True, kw_only=True)
-class _Runtime:
+class _SessionShared:
     """What sessions share with their connection."""
 
     calls: ClientSideConnection
@@ -98,18 +98,18 @@ class _Runtime:
 class ClientSession:
     """A session with an agent: prompt it, stream its turns, read its folded state.
 
-    Created by :meth:`AgentConnection.new_session` (or ``load_session``, ``resume_session``,
+    Created by :meth:`ConnectedAgent.new_session` (or ``load_session``, ``resume_session``,
     ``fork_session``); not constructed directly.
     """
 
     def __init__(
         self,
-        runtime: _Runtime,
+        shared: _SessionShared,
         session_id: str,
         cwd: str,
         additional_directories: Sequence[str] = (),
     ) -> None:
-        self._runtime = runtime
+        self._shared = shared
         #: The agent's id for this session.
         self.session_id = session_id
         #: The session's working directory (absolute).
@@ -163,7 +163,7 @@ class ClientSession:
         turn = _Turn(None)
         self._turn = turn
         try:
-            response = await self._runtime.calls.prompt(
+            response = await self._shared.calls.prompt(
                 request, on_answer=functools.partial(self._close_to_updates, turn)
             )
         except anyio.get_cancelled_exc_class():
@@ -191,17 +191,17 @@ class ClientSession:
                 did not advertise.
         """
         request = self._begin(content)
-        send, receive = anyio.create_memory_object_stream[TurnEvent](self._runtime.event_buffer)
+        send, receive = anyio.create_memory_object_stream[TurnEvent](self._shared.event_buffer)
         turn = _Turn(send)
         self._turn = turn
-        self._runtime.task_group.start_soon(
+        self._shared.task_group.start_soon(
             self._run_streamed_turn, turn, request, name=f"turn of session {self.session_id}"
         )
         return TurnStream(turn, receive)
 
     async def _run_streamed_turn(self, turn: _Turn, request: PromptRequest) -> None:
         try:
-            response = await self._runtime.calls.prompt(
+            response = await self._shared.calls.prompt(
                 request, on_answer=functools.partial(self._close_to_updates, turn)
             )
         except Exception as exc:
@@ -292,7 +292,7 @@ class ClientSession:
         await self._send_cancel()
 
     async def _send_cancel(self) -> None:
-        await self._runtime.calls.cancel(CancelNotification(session_id=self.session_id))
+        await self._shared.calls.cancel(CancelNotification(session_id=self.session_id))
 
     def _answer_pending_cancelled(self) -> None:
         for scope in self._pending_permissions.values():
@@ -307,7 +307,7 @@ class ClientSession:
             RequestError: the agent refused (e.g. an unknown mode).
         """
         request = SetSessionModeRequest(session_id=self.session_id, mode_id=mode_id)
-        await self._runtime.calls.set_session_mode(request)
+        await self._shared.calls.set_session_mode(request)
         self._view.current_mode_id = mode_id
 
     async def set_config_option(
@@ -328,7 +328,7 @@ class ClientSession:
             request = SetSessionConfigOptionRequest(
                 session_id=self.session_id, config_id=config_id, value=value
             )
-        response = await self._runtime.calls.set_session_config_option(request)
+        response = await self._shared.calls.set_session_config_option(request)
         self._view._set_config_options(response.config_options)
         return self._view.config_options
 
@@ -346,14 +346,14 @@ class ClientSession:
         self._state = transition(self.session_id, self._state, "close")
         self._answer_pending_cancelled()
         try:
-            calls = self._runtime.calls
+            calls = self._shared.calls
             if _advertised(calls, ("sessionCapabilities", "close")):
                 await calls.close_session(CloseSessionRequest(session_id=self.session_id))
         finally:
-            self._runtime.forget(self.session_id)
+            self._shared.forget(self.session_id)
             self._idle.set()
-            if self._runtime.terminals is not None:
-                await self._runtime.terminals.release_session(self.session_id)
+            if self._shared.terminals is not None:
+                await self._shared.terminals.release_session(self.session_id)
 
     # ------------------------------------------------------------------ from the agent
 
@@ -377,7 +377,7 @@ class ClientSession:
 
         An accord agent says how many in ``_meta.accord.announcements`` (its command list
         and title, sent right after the response and marked ``_meta.accord.announcement``,
-        see :mod:`accord.agent._sessions`); other agents say nothing and nothing is awaited.
+        see :mod:`accord.agent._session_table`); other agents say nothing and nothing is awaited.
         Bounded by :data:`ANNOUNCEMENT_TIMEOUT`.
         """
         count = _accord_meta(meta).get("announcements")
@@ -413,7 +413,7 @@ class ClientSession:
             return None
         if type(event) is TextDelta:
             turn.text_parts.append(event.text)
-        elif isinstance(event, ToolCallStarted | ToolCallUpdated):
+        elif isinstance(event, ToolCallAdded | ToolCallUpdated):
             turn.tool_call_ids[event.tool_call.tool_call_id] = None
         if turn.send is None or turn.emit_nowait(event):
             return None
@@ -426,13 +426,13 @@ class ClientSession:
 
     async def _on_permission(self, request: RequestPermissionRequest) -> RequestPermissionResponse:
         _check_options(request)
-        runtime = self._runtime
+        shared = self._shared
         context = PermissionContext(
             session_id=self.session_id,
             request=request,
             tool_call=self._view._tool_call_with(request.tool_call),
         )
-        request_id = next(runtime.permission_ids)
+        request_id = next(shared.permission_ids)
         turn = self._turn
         if turn is not None:
             await turn.emit(
@@ -448,7 +448,7 @@ class ClientSession:
             self._pending_permissions[request_id] = scope
             try:
                 with scope:
-                    decision = await runtime.policy.decide(context)
+                    decision = await shared.policy.decide(context)
             finally:
                 del self._pending_permissions[request_id]
             if scope.cancelled_caught:
@@ -479,7 +479,7 @@ class ClientSession:
         else:
             items = [content]
         blocks = [TextContentBlock(text=item) if isinstance(item, str) else item for item in items]
-        response = self._runtime.calls.initialize_response
+        response = self._shared.calls.initialize_response
         prompt_caps = response.agent_capabilities.prompt_capabilities if response else None
         for block in blocks:
             flag = _GATED_CONTENT.get(block.type)

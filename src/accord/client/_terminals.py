@@ -23,7 +23,7 @@ An id that is unknown, released, or belongs to another session is
 cannot find is an ordinary terminal that exits with 127 and the shell's message as output, as it
 would in the user's own terminal.
 
-POSIX only (process groups and signals). Above: the client runtime (``accord.client``), which
+POSIX only (process groups and signals). Above: the client library (``accord.client``), which
 advertises ``terminal`` only when a host is configured, passes each session's roots, calls
 :meth:`TerminalHost.release_session` when a session closes, and closes the host with the
 connection. Below: the process-group helpers of :mod:`accord.transports` (spawn, the

@@ -68,13 +68,13 @@ from ..schema import (
     UserMessageChunkSessionUpdate,
 )
 from ._events import (
-    CommandsChanged,
-    ConfigChanged,
-    ModeChanged,
+    CommandsUpdated,
+    ConfigUpdated,
+    ModeUpdated,
     OtherUpdate,
     PlanUpdated,
-    TitleChanged,
-    ToolCallStarted,
+    TitleUpdated,
+    ToolCallAdded,
     ToolCallUpdated,
     TurnEvent,
     UsageUpdated,
@@ -213,16 +213,16 @@ class SessionView:
                 return UsageUpdated(used=used, size=size, cost=cost)
             case CurrentModeUpdateSessionUpdate(current_mode_id=mode_id):
                 self.current_mode_id = mode_id
-                return ModeChanged(mode_id=mode_id)
+                return ModeUpdated(mode_id=mode_id)
             case ConfigOptionUpdateSessionUpdate(config_options=options):
                 self.config_options = tuple(options)
-                return ConfigChanged(config_options=self.config_options)
+                return ConfigUpdated(config_options=self.config_options)
             case AvailableCommandsUpdateSessionUpdate(available_commands=commands):
                 self.available_commands = tuple(commands)
-                return CommandsChanged(commands=self.available_commands)
+                return CommandsUpdated(commands=self.available_commands)
             case SessionInfoUpdateSessionUpdate():
                 self._session_info(update)
-                return TitleChanged(title=self.title, updated_at=self.updated_at)
+                return TitleUpdated(title=self.title, updated_at=self.updated_at)
             case (
                 PlanUpdateSessionUpdate()
                 | PlanRemovedSessionUpdate()
@@ -290,7 +290,7 @@ class SessionView:
             )
             self._tool_calls[state.tool_call_id] = state
             self._timeline.append(state.tool_call_id)
-            return ToolCallStarted(tool_call=state)
+            return ToolCallAdded(tool_call=state)
         # A repeated ``tool_call``: the fields it carries replace, the rest stay.
         given = update.model_fields_set
         changes: dict[str, Any] = {"title": update.title}
@@ -313,7 +313,7 @@ class SessionView:
             state = ToolCallState(tool_call_id=update.tool_call_id, **changes)
             self._tool_calls[state.tool_call_id] = state
             self._timeline.append(state.tool_call_id)
-            return ToolCallStarted(tool_call=state)
+            return ToolCallAdded(tool_call=state)
         state = dataclasses.replace(known, **changes) if changes else known
         self._tool_calls[state.tool_call_id] = state
         return ToolCallUpdated(tool_call=state, changed=frozenset(changes))

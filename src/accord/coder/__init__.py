@@ -29,7 +29,8 @@ What it offers (details in the private modules named):
   and explains how to configure one (:mod:`._config`).
 
 Importing this package loads no model code: pydantic-ai is imported when the first session
-needs it (:mod:`._engine`). Below: :mod:`accord.engines.pydantic_ai`, :mod:`accord.agent`.
+needs it (:mod:`._engine`). Below: :mod:`accord.engines` (the contract and the pydantic-ai
+adapter), :mod:`accord.agent` (the runtime).
 Above: the ``accord serve`` and ``accord run`` commands.
 """
 

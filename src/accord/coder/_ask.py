@@ -13,7 +13,7 @@ not show fails the call with the reason. A cancelled turn withdraws the question
 
 Secrets must never be asked this way (ACP forbids it for forms): the docstring says so.
 
-This module sits on pydantic-ai and the engine protocol's :class:`~accord.agent.TurnContext`.
+This module sits on pydantic-ai and the engine protocol's :class:`~accord.engines.TurnContext`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..agent import TerminalHost, TurnContext
+from ..engines import TerminalService, TurnContext
 from ._files import Workspace
 
 __all__ = ("CoderDeps",)
@@ -31,6 +31,6 @@ class CoderDeps:
 
     session_id: str
     workspace: Workspace
-    terminals: TerminalHost | None = None
+    terminals: TerminalService | None = None
     mode_id: str | None = None
     turn: TurnContext | None = None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio.to_thread
 
-from ..agent import Engine, EngineCapabilities, EngineSession, SessionContext
+from ..engines import Engine, EngineCapabilities, EngineSession, SessionContext
 from ..errors import AuthRequired, InternalError
 from ._commands import COMMANDS
 from ._config import CoderConfig

@@ -25,7 +25,7 @@ from typing import Final, Literal, overload
 
 import anyio.to_thread
 
-from ..agent import TextFileReader, TextFileWriter
+from ..engines import TextFileReader, TextFileWriter
 from ..errors import RequestError
 from ._paths import Roots, ToolError
 from ._reading import describe_mode, open_confined, read_confined

@@ -23,7 +23,7 @@ from typing import Final
 import anyio.to_thread
 from pydantic_ai.exceptions import UserError
 
-from ..agent import EngineSession, SessionContext
+from ..engines import EngineSession, SessionContext
 from ..engines.pydantic_ai import PydanticAIEngine
 from ..errors import AuthRequired, InternalError
 from ._agent import build_engine

@@ -26,15 +26,19 @@ from typing import Protocol
 import anyio
 from pydantic import JsonValue
 
-from ..agent import (
+from ..engines import (
     ConfigValue,
     Engine,
     EngineSession,
+    ModeChanged,
+    PlanChanged,
     SessionContext,
+    StateSnapshot,
+    TextChunk,
     TurnContext,
     TurnOutput,
+    new_id,
 )
-from ..events import ModeChanged, PlanUpdated, StateSnapshot, TextChunk, new_id
 from ..schema import ContentBlock, SessionConfigOption, TextContentBlock
 from ._commands import Command, decide, parse_command
 from ._deps import CoderDeps
@@ -141,7 +145,7 @@ class CoderSession(EngineSession):
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT_SECONDS):
                 await previous.aclose()
             self._state = dataclasses.replace(self._state, engine=None)
-            yield PlanUpdated(entries=())
+            yield PlanChanged(entries=())
             yield StateSnapshot(state=self._state.to_json())
         yield TextChunk(message_id=new_id(), content=TextContentBlock(text=action.reply))
 

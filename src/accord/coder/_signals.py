@@ -11,7 +11,7 @@ events for the tool call that emitted them:
 :class:`ResultContent`
     What the call shows when it completes (an edit's diff of the whole file), instead of the
     result text.
-:class:`PlanChanged`
+:class:`PlanSignal`
     The agent's plan (``plan`` update).
 :class:`SubAgentBegan` / :class:`SubAgentOutput` / :class:`SubAgentEnded`
     A delegated sub-task: the sub-agent's start (attached to the delegating call), each of its
@@ -27,11 +27,11 @@ from typing import Literal
 
 from pydantic_ai import CustomEvent
 
-from ..events import SubAgentEvent
+from ..engines import SubAgentEvent
 from ..schema import PlanEntry, ToolCallContent
 
 __all__ = (
-    "PlanChanged",
+    "PlanSignal",
     "ResultContent",
     "SubAgentBegan",
     "SubAgentEnded",
@@ -55,7 +55,7 @@ class ResultContent(CustomEvent, name="accord_result_content", ui=False):
 
 
 @dataclass(kw_only=True, repr=False)
-class PlanChanged(CustomEvent, name="accord_plan_changed", ui=False):
+class PlanSignal(CustomEvent, name="accord_plan_changed", ui=False):
     """The agent's whole plan, as it is now."""
 
     entries: tuple[PlanEntry, ...] = field(default=())

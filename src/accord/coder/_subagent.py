@@ -29,17 +29,18 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.models import Model
 
-from ..agent import SessionContext, TurnContext
-from ..engines.pydantic_ai import PydanticAIEngine, ToolBehaviour, ToolCallInput
-from ..events import (
+from ..engines import (
     Event,
     ModeChanged,
+    SessionContext,
     StateSnapshot,
     SubAgentEvent,
     TextChunk,
     TurnCompleted,
+    TurnContext,
     new_id,
 )
+from ..engines.pydantic_ai import PydanticAIEngine, ToolBehaviour, ToolCallInput
 from ..schema import TextContentBlock
 from ._deps import CoderDeps
 from ._modes import DELEGATE

@@ -59,7 +59,7 @@ from ._modes import (
 )
 from ._paths import Roots, ToolError
 from ._process import MAX_OUTPUT_BYTES, CommandResult, clamp_timeout, run_local
-from ._signals import PlanChanged, ResultContent, TerminalAttached
+from ._signals import PlanSignal, ResultContent, TerminalAttached
 
 __all__ = (
     "BEHAVIOURS",
@@ -328,7 +328,7 @@ async def update_plan(ctx: RunContext[CoderDeps], steps: list[PlanStep]) -> str:
     entries = tuple(
         PlanEntry(content=s.content, status=s.status, priority=s.priority) for s in steps
     )
-    await ctx.emit(PlanChanged(entries=entries))
+    await ctx.emit(PlanSignal(entries=entries))
     done = sum(1 for s in steps if s.status == "completed")
     return f"Plan updated: {len(steps)} steps, {done} completed."
 

@@ -24,19 +24,19 @@ from typing import Any, cast
 
 from pydantic_ai.messages import AgentStreamEvent, FunctionToolCallEvent, FunctionToolResultEvent
 
-from ..engines.pydantic_ai import EventTranslator
-from ..events import (
+from ..engines import (
     Event,
-    PlanUpdated,
+    PlanChanged,
     SubAgentStarted,
     SubAgentStopped,
     ToolCallEnded,
     ToolCallProgress,
     ToolCallStarted,
 )
+from ..engines.pydantic_ai import EventTranslator
 from ..schema import TerminalToolCallContent, ToolCallContent
 from ._signals import (
-    PlanChanged,
+    PlanSignal,
     ResultContent,
     SubAgentBegan,
     SubAgentEnded,
@@ -97,8 +97,8 @@ class CoderTranslator(EventTranslator):
                 if event.tool_call_id is not None:
                     self._results[event.tool_call_id] = event.content
                 return ()
-            case PlanChanged():
-                return (PlanUpdated(entries=event.entries),)
+            case PlanSignal():
+                return (PlanChanged(entries=event.entries),)
             case SubAgentBegan():
                 parent = self._acp_ids.get(event.tool_call_id or "")
                 return (

@@ -17,6 +17,44 @@ Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. A
 agent runtime (drives engines, owns the pipelines) and the engines.
 """
 
+import warnings
+from typing import Final
+
+from ..engines import ROOT_AGENT_ID as ROOT_AGENT_ID
+from ..engines import TOOL_CALL_TRANSITIONS as TRANSITIONS
+from ..engines import BudgetResource as BudgetResource
+from ..engines import BudgetWarning as BudgetWarning
+from ..engines import CommandsChanged as CommandsChanged
+from ..engines import ConfigChanged as ConfigChanged
+from ..engines import Event as Event
+from ..engines import EventKind as EventKind
+from ..engines import Layer as Layer
+from ..engines import MessagesCompacted as MessagesCompacted
+from ..engines import ModeChanged as ModeChanged
+from ..engines import ModelCallEnded as ModelCallEnded
+from ..engines import ModelCallStarted as ModelCallStarted
+from ..engines import PermissionPending as PermissionPending
+from ..engines import PlanChanged as PlanChanged
+from ..engines import StateSnapshot as StateSnapshot
+from ..engines import SubAgentEvent as SubAgentEvent
+from ..engines import SubAgentStarted as SubAgentStarted
+from ..engines import SubAgentStopped as SubAgentStopped
+from ..engines import TextChunk as TextChunk
+from ..engines import ThinkingChunk as ThinkingChunk
+from ..engines import TitleChanged as TitleChanged
+from ..engines import ToolCallEnded as ToolCallEnded
+from ..engines import ToolCallEvent as ToolCallEvent
+from ..engines import ToolCallProgress as ToolCallProgress
+from ..engines import ToolCallStarted as ToolCallStarted
+from ..engines import ToolCallTracker as ToolCallTracker
+from ..engines import ToolCallTrigger as ToolCallTrigger
+from ..engines import TurnCompleted as TurnCompleted
+from ..engines import TurnError as TurnError
+from ..engines import UsageReported as UsageReported
+from ..engines import UserMessageChunk as UserMessageChunk
+from ..engines import new_id as new_id
+from ..engines import tool_call_transition_diagram as transition_diagram
+from ..engines import tool_call_trigger as tool_call_trigger
 from ._activity import ACTIVITY_SCHEMA_VERSION as ACTIVITY_SCHEMA_VERSION
 from ._activity import LABEL_LIMIT_BYTES as LABEL_LIMIT_BYTES
 from ._activity import ActivityRecord as ActivityRecord
@@ -24,40 +62,11 @@ from ._activity import activity_to_json as activity_to_json
 from ._activity import correlation_id as correlation_id
 from ._activity import to_activity as to_activity
 from ._envelope import Envelope as Envelope
-from ._envelope import SubAgentEvent as SubAgentEvent
 from ._envelope import envelope_from_stored as envelope_from_stored
 from ._envelope import event_from_json as event_from_json
 from ._envelope import event_to_json as event_to_json
 from ._envelope import restamp as restamp
 from ._envelope import stamp as stamp
-from ._events import ROOT_AGENT_ID as ROOT_AGENT_ID
-from ._events import BudgetResource as BudgetResource
-from ._events import BudgetWarning as BudgetWarning
-from ._events import CommandsChanged as CommandsChanged
-from ._events import ConfigChanged as ConfigChanged
-from ._events import Event as Event
-from ._events import EventKind as EventKind
-from ._events import Layer as Layer
-from ._events import MessagesCompacted as MessagesCompacted
-from ._events import ModeChanged as ModeChanged
-from ._events import ModelCallEnded as ModelCallEnded
-from ._events import ModelCallStarted as ModelCallStarted
-from ._events import PermissionPending as PermissionPending
-from ._events import PlanUpdated as PlanUpdated
-from ._events import StateSnapshot as StateSnapshot
-from ._events import SubAgentStarted as SubAgentStarted
-from ._events import SubAgentStopped as SubAgentStopped
-from ._events import TextChunk as TextChunk
-from ._events import ThinkingChunk as ThinkingChunk
-from ._events import TitleChanged as TitleChanged
-from ._events import ToolCallEnded as ToolCallEnded
-from ._events import ToolCallProgress as ToolCallProgress
-from ._events import ToolCallStarted as ToolCallStarted
-from ._events import TurnCompleted as TurnCompleted
-from ._events import TurnError as TurnError
-from ._events import UsageReported as UsageReported
-from ._events import UserMessageChunk as UserMessageChunk
-from ._events import new_id as new_id
 from ._extension import EXT_EVENT_METHOD as EXT_EVENT_METHOD
 from ._extension import EXTENSION_META_KEY as EXTENSION_META_KEY
 from ._extension import ext_event_params as ext_event_params
@@ -69,12 +78,6 @@ from ._mapping import SessionUpdateMapper as SessionUpdateMapper
 from ._mapping import chunk_update as chunk_update
 from ._mapping import to_session_update as to_session_update
 from ._replay import compact_for_replay as compact_for_replay
-from ._tool_state import TRANSITIONS as TRANSITIONS
-from ._tool_state import ToolCallEvent as ToolCallEvent
-from ._tool_state import ToolCallTracker as ToolCallTracker
-from ._tool_state import ToolCallTrigger as ToolCallTrigger
-from ._tool_state import tool_call_trigger as tool_call_trigger
-from ._tool_state import transition_diagram as transition_diagram
 
 __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
@@ -99,7 +102,7 @@ __all__ = (
     "ModelCallEnded",
     "ModelCallStarted",
     "PermissionPending",
-    "PlanUpdated",
+    "PlanChanged",
     "SessionUpdateMapper",
     "StateSnapshot",
     "SubAgentEvent",
@@ -136,3 +139,19 @@ __all__ = (
     "transition_diagram",
     "wants_extended_events",
 )
+
+#: Old public names of this package -> their names now (the same objects).
+_RENAMED: Final = {
+    "PlanUpdated": "PlanChanged",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"accord.events.{name} is renamed accord.events.{new}", DeprecationWarning, stacklevel=2
+    )
+    return globals()[new]

@@ -32,9 +32,7 @@ from typing import Final, assert_never, final
 
 import orjson
 
-from ..schema import ContentBlock, ToolCallContent
-from ._envelope import Envelope
-from ._events import (
+from ..engines import (
     BudgetWarning,
     CommandsChanged,
     ConfigChanged,
@@ -46,7 +44,7 @@ from ._events import (
     ModelCallEnded,
     ModelCallStarted,
     PermissionPending,
-    PlanUpdated,
+    PlanChanged,
     StateSnapshot,
     SubAgentStarted,
     SubAgentStopped,
@@ -61,6 +59,8 @@ from ._events import (
     UsageReported,
     UserMessageChunk,
 )
+from ..schema import ContentBlock, ToolCallContent
+from ._envelope import Envelope
 
 __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
@@ -277,7 +277,7 @@ def _facts(header: ActivityRecord, event: Event) -> ActivityRecord:
                 content_type=_first_tool_content(event.content),
                 count=_count(event.content),
             )
-        case PlanUpdated():
+        case PlanChanged():
             return replace(header, count=len(event.entries))
         case PermissionPending():
             return replace(

@@ -31,13 +31,12 @@ from typing import Annotated, Any, final
 import orjson
 from pydantic import Field, TypeAdapter
 
+from ..engines import Event
 from ..schema import WireModel
 from ..store import StoredEvent
-from ._events import Event
 
 __all__ = (
     "Envelope",
-    "SubAgentEvent",
     "envelope_from_stored",
     "event_from_json",
     "event_to_json",
@@ -141,19 +140,6 @@ def envelope_from_stored(stored: StoredEvent) -> Envelope:
         created_at=stored.created_at,
         event=event_from_json(stored.payload),
     )
-
-
-@final
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SubAgentEvent:
-    """An event an engine yields on behalf of one of its sub-agents.
-
-    The runtime publishes ``event`` with ``agent_id`` as the envelope's agent. Announce the
-    sub-agent first with :class:`SubAgentStarted` (from the parent) so observers can nest it.
-    """
-
-    agent_id: str
-    event: Event
 
 
 def _encode(value: object) -> Any:

@@ -33,6 +33,31 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, assert_never
 
+from ..engines import (
+    BudgetWarning,
+    CommandsChanged,
+    ConfigChanged,
+    Event,
+    MessagesCompacted,
+    ModeChanged,
+    ModelCallEnded,
+    ModelCallStarted,
+    PermissionPending,
+    PlanChanged,
+    StateSnapshot,
+    SubAgentStarted,
+    SubAgentStopped,
+    TextChunk,
+    ThinkingChunk,
+    TitleChanged,
+    ToolCallEnded,
+    ToolCallProgress,
+    ToolCallStarted,
+    TurnCompleted,
+    TurnError,
+    UsageReported,
+    UserMessageChunk,
+)
 from ..schema import (
     AgentMessageChunkSessionUpdate,
     AgentThoughtChunkSessionUpdate,
@@ -48,31 +73,6 @@ from ..schema import (
     UserMessageChunkSessionUpdate,
 )
 from ._envelope import Envelope
-from ._events import (
-    BudgetWarning,
-    CommandsChanged,
-    ConfigChanged,
-    Event,
-    MessagesCompacted,
-    ModeChanged,
-    ModelCallEnded,
-    ModelCallStarted,
-    PermissionPending,
-    PlanUpdated,
-    StateSnapshot,
-    SubAgentStarted,
-    SubAgentStopped,
-    TextChunk,
-    ThinkingChunk,
-    TitleChanged,
-    ToolCallEnded,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnCompleted,
-    TurnError,
-    UsageReported,
-    UserMessageChunk,
-)
 
 __all__ = (
     "CANCELLED_META",
@@ -148,7 +148,7 @@ class SessionUpdateMapper:
                 return self.tool_call_progress(event)
             case ToolCallEnded():
                 return self.tool_call_ended(event)
-            case PlanUpdated():
+            case PlanChanged():
                 return self.plan_updated(event)
             case PermissionPending():
                 return self.permission_pending(event)
@@ -251,7 +251,7 @@ class SessionUpdateMapper:
             fields["raw_output"] = event.raw_output
         return ToolCallUpdateSessionUpdate(**fields)
 
-    def plan_updated(self, event: PlanUpdated) -> SessionUpdate | None:
+    def plan_updated(self, event: PlanChanged) -> SessionUpdate | None:
         """``plan`` with the complete entry list."""
         return PlanSessionUpdate(entries=list(event.entries))
 

@@ -22,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ..schema import TextContentBlock
-from ._envelope import Envelope, restamp
-from ._events import (
+from ..engines import (
     Event,
     TextChunk,
     ThinkingChunk,
@@ -33,6 +31,8 @@ from ._events import (
     ToolCallStarted,
     UserMessageChunk,
 )
+from ..schema import TextContentBlock
+from ._envelope import Envelope, restamp
 
 __all__ = ("compact_for_replay",)
 

@@ -3,7 +3,7 @@
 Above the untyped JSON-RPC layer (``accord.jsonrpc``), this package speaks ACP v1: one typed
 request in and one typed response out per method, dispatched through tables generated from the
 official schema; version negotiation; capabilities derived from what an implementation
-provides and enforced on outgoing calls. The agent and client runtimes (``accord.agent``,
+provides and enforced on outgoing calls. The agent and client librarys (``accord.agent``,
 ``accord.client``) build on it.
 """
 

@@ -2,7 +2,7 @@
 
 ``elicitation/create`` in form mode carries a ``requestedSchema`` (a flat JSON Schema object of
 primitive properties, :class:`~accord.schema.ElicitationSchema`); the answer's ``content`` must
-match it. Both roles check: the client runtime before it sends an answer (a policy's mistake
+match it. Both roles check: the client library before it sends an answer (a policy's mistake
 is caught where it is made), the agent runtime before it hands one to its engine (a client's
 mistake never reaches a tool). :func:`content_problems` lists what is wrong, in words a person
 can act on; :func:`default_content` collects the defaults a schema declares.

@@ -59,31 +59,29 @@ from typing import Any, TypeAlias
 
 import anyio
 
-from ..agent import (
+from ..engines import (
+    CommandsChanged,
     ConfigValue,
     EngineCapabilities,
     EngineSession,
-    PermissionDecision,
-    SessionContext,
-    TextPart,
-    TurnContext,
-    TurnOutput,
-    prompt_parts,
-)
-from ..events import (
-    CommandsChanged,
     ModeChanged,
-    PlanUpdated,
+    PermissionAnswer,
+    PlanChanged,
+    SessionContext,
     StateSnapshot,
     TextChunk,
+    TextPart,
     ThinkingChunk,
     TitleChanged,
     ToolCallEnded,
     ToolCallProgress,
     ToolCallStarted,
     TurnCompleted,
+    TurnContext,
+    TurnOutput,
     UsageReported,
     new_id,
+    prompt_parts,
 )
 from ..schema import (
     ContentBlock,
@@ -224,7 +222,7 @@ class ScriptedSession(EngineSession):
                 async for output in self._tool(step, turn):
                     yield output
             case SetPlan():
-                yield PlanUpdated(entries=step.entries)
+                yield PlanChanged(entries=step.entries)
             case ReportUsage():
                 yield UsageReported(used=step.used, size=step.size, cost=step.cost)
             case SetTitle():
@@ -365,9 +363,7 @@ class ScriptedEngine:
     config_hook: ConfigHook | None = None
     sessions: list[ScriptedSession] = field(default_factory=list[ScriptedSession], init=False)
     tool_runs: list[str] = field(default_factory=list[str], init=False)
-    decisions: list[PermissionDecision] = field(
-        default_factory=list[PermissionDecision], init=False
-    )
+    decisions: list[PermissionAnswer] = field(default_factory=list[PermissionAnswer], init=False)
     _queue: deque[Sequence[ScriptStep]] = field(init=False)
     _tool_calls: int = field(default=0, init=False)
 

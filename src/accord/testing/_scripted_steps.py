@@ -12,7 +12,7 @@ from typing import TypeAlias, final
 import anyio
 from pydantic import JsonValue
 
-from ..agent import TurnOutput
+from ..engines import TurnOutput
 from ..schema import (
     AvailableCommand,
     Cost,

@@ -1,4 +1,4 @@
-"""``ChatApp``: the terminal UI of ``accord chat``, on the client runtime and nothing else.
+"""``ChatApp``: the terminal UI of ``accord chat``, on the client library and nothing else.
 
 The app starts drawing at once and connects in a worker: it builds (or spawns) the agent,
 runs :func:`accord.client.connect` with the file-system and terminal host services and a
@@ -37,11 +37,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
 from ..client import (
-    AgentConnection,
     AgentSpec,
     AskCallback,
     Cancel,
     ClientSession,
+    ConnectedAgent,
     ElicitationCallback,
     ElicitationContext,
     ElicitationDecision,
@@ -71,9 +71,9 @@ from ._picker import PickedSession, SessionAction, SessionPicker
 from ._prompt import PromptBar
 from ._safe import clean, plain
 
-__all__ = ("AgentFactory", "ChatApp", "describe_failure")
+__all__ = ("AgentSpecFactory", "ChatApp", "describe_failure")
 
-AgentFactory = Callable[[], Awaitable[AgentSpec]]
+AgentSpecFactory = Callable[[], Awaitable[AgentSpec]]
 """Builds the agent to connect to (a command line, or an in-process agent)."""
 AgentCloser = Callable[[AgentSpec], Awaitable[None]]
 """Releases what the factory built, once the connection is closed."""
@@ -144,7 +144,7 @@ class ChatApp(App[int]):
 
     def __init__(
         self,
-        agent: AgentFactory,
+        agent: AgentSpecFactory,
         *,
         agent_name: str,
         cwd: str | None = None,
@@ -159,7 +159,7 @@ class ChatApp(App[int]):
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self._initial_session = session_id
         self._resume = resume
-        self.connection: AgentConnection | None = None
+        self.connection: ConnectedAgent | None = None
         self._terminals = TerminalHost()
         self._panes: dict[str, SessionPane] = {}
         self._files = FileIndex(self.cwd)
@@ -263,7 +263,7 @@ class ChatApp(App[int]):
                 with anyio.CancelScope(shield=True):
                     await self._close_agent(spec)
 
-    async def _watch(self, connection: AgentConnection) -> None:
+    async def _watch(self, connection: ConnectedAgent) -> None:
         """Wait for the app to close; notice a spawned agent that dies in between."""
         while not self._quit_event.is_set():
             with anyio.move_on_after(LIVENESS_INTERVAL):
@@ -305,7 +305,7 @@ class ChatApp(App[int]):
         self.query_one("#tabs").display = False
         self._update_footer("failed")
 
-    async def _open_first_session(self, connection: AgentConnection) -> None:
+    async def _open_first_session(self, connection: ConnectedAgent) -> None:
         if self._initial_session is None:
             session = await connection.new_session(self.cwd)
         elif self._resume:
@@ -566,7 +566,7 @@ class ChatApp(App[int]):
         if picked is not None:
             await self._act_on(connection, picked)
 
-    async def _act_on(self, connection: AgentConnection, picked: PickedSession) -> None:
+    async def _act_on(self, connection: ConnectedAgent, picked: PickedSession) -> None:
         info = picked.session
         try:
             if picked.action == "new" or info is None:

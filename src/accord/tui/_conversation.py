@@ -1,6 +1,6 @@
 """The conversation of one session: user messages, the streamed reply, thoughts, tool cards.
 
-The view is drawn from the session's :class:`~accord.client.SessionView` (the client runtime
+The view is drawn from the session's :class:`~accord.client.SessionView` (the client library
 folds every update into it, inside a turn or not), not from a second copy of the state: each
 :meth:`ConversationView.sync` mounts a widget for every timeline item it has not shown yet
 and brings the shown ones up to date (a message that grew gets only its new text appended;

@@ -48,8 +48,8 @@ from pydantic_ai.tools import (
     ToolDenied,
 )
 
-from ...agent import TurnContext
 from ...schema import PermissionOption
+from .. import TurnContext
 from ._pipe import Pipe
 from ._stream import EventTranslator
 

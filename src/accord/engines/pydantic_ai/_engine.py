@@ -18,9 +18,9 @@ from typing import Any, TypeAlias, cast
 
 from pydantic_ai.agent import AbstractAgent
 
-from ...agent import Engine, EngineCapabilities, SessionContext
 from ...errors import InternalError
 from ...schema import PermissionOption
+from .. import Engine, EngineCapabilities, SessionContext
 from ._approval import ApprovalHook, ToolFilter
 from ._history import HistoryError, history_from_json
 from ._models import MODEL_CONFIG_ID, ModelChoice, SessionModel, model_config_option

@@ -36,9 +36,8 @@ from typing import Final
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...agent import TurnOutput
-from ...events import TextChunk, ThinkingChunk
 from ...schema import TextContentBlock
+from .. import TextChunk, ThinkingChunk, TurnOutput
 
 __all__ = ("MAX_BUFFERED_EVENTS", "STOP_TIMEOUT", "Pipe", "Receiver", "run_in_task")
 

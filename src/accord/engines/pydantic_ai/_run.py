@@ -44,17 +44,17 @@ from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
 from pydantic_ai.settings import ModelSettings
 
-from ...agent import TurnContext
-from ...events import (
+from ...schema import Cost, StopReason
+from .. import (
     Event,
     ModelCallEnded,
     ModelCallStarted,
     StateSnapshot,
     TurnCompleted,
+    TurnContext,
     UsageReported,
     new_id,
 )
-from ...schema import Cost, StopReason
 from ._approval import TurnCapability
 from ._history import CostTotal, context_tokens, history_to_json
 from ._pipe import Pipe

@@ -26,9 +26,9 @@ from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import ToolDefinition
 
-from ...agent import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
 from ...errors import InvalidParams
 from ...schema import ContentBlock, PermissionOption, SessionConfigOption
+from .. import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
 from ._history import CostTotal
 from ._models import MODEL_CONFIG_ID, SessionModel

@@ -58,7 +58,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
 
-from ...events import (
+from ...schema import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    TextContentBlock,
+    ToolCallContent,
+    ToolCallUpdate,
+)
+from .. import (
     Event,
     TextChunk,
     ThinkingChunk,
@@ -66,13 +73,6 @@ from ...events import (
     ToolCallProgress,
     ToolCallStarted,
     new_id,
-)
-from ...schema import (
-    ContentToolCallContent,
-    DiffToolCallContent,
-    TextContentBlock,
-    ToolCallContent,
-    ToolCallUpdate,
 )
 from ._tools import BehaviourLookup, ToolBehaviour, ToolCallInput, resolve_behaviour
 

@@ -57,8 +57,9 @@ __all__ = (
     "ModelCallEnded",
     "ModelCallStarted",
     "PermissionPending",
-    "PlanUpdated",
+    "PlanChanged",
     "StateSnapshot",
+    "SubAgentEvent",
     "SubAgentStarted",
     "SubAgentStopped",
     "TextChunk",
@@ -205,7 +206,7 @@ class ToolCallEnded:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanUpdated:
+class PlanChanged:
     """The agent's plan, complete each time (``plan``); the client replaces what it had."""
 
     kind: Literal["plan_updated"] = "plan_updated"
@@ -416,7 +417,7 @@ Event: TypeAlias = (
     | ToolCallStarted
     | ToolCallProgress
     | ToolCallEnded
-    | PlanUpdated
+    | PlanChanged
     | PermissionPending
     | BudgetWarning
     | ModeChanged
@@ -460,3 +461,16 @@ EventKind: TypeAlias = Literal[
     "sub_agent_stopped",
 ]
 """The ``kind`` of every event class (a test keeps it equal to the union)."""
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAgentEvent:
+    """An event an engine yields on behalf of one of its sub-agents.
+
+    The runtime publishes ``event`` with ``agent_id`` as the envelope's agent. Announce the
+    sub-agent first with :class:`SubAgentStarted` (from the parent) so observers can nest it.
+    """
+
+    agent_id: str
+    event: Event

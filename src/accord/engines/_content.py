@@ -47,7 +47,7 @@ from ..schema import (
     TextContentBlock,
     TextResourceContents,
 )
-from ._engine import EngineCapabilities
+from ._protocol import EngineCapabilities
 
 __all__ = (
     "BASELINE_BLOCK_TYPES",

@@ -26,12 +26,12 @@ from typing import Any, Final
 import anyio
 from pydantic import JsonValue
 
+from ..engines import EngineSession
 from ..events import ROOT_AGENT_ID, Envelope, Event, ToolCallTracker
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
 from ._controls import Controls
 from ._elsewhere import ElsewhereFeed
-from ._engine import EngineSession
 from ._lifecycle import SessionLifecycle
 from ._permissions import PermissionMemory
 from ._pipeline import Attachment, DeliveryPipeline

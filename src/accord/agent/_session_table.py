@@ -32,7 +32,7 @@ follow (``_meta.accord.announcements``) and each carries ``_meta.accord.announce
 accord's client can wait for them.
 
 Operations on one session id are serialized (a per-id lock); different sessions proceed
-concurrently. Below: the store, the engine, :mod:`._restore`, :mod:`._session`. Above: the
+concurrently. Below: the store, the engine, :mod:`._restore`, :mod:`._live_session`. Above: the
 runtime (``AgentRuntime``), which owns one table.
 """
 
@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import TypeAdapter
 
+from ..engines import Engine, EngineCapabilities, SessionContext
 from ..errors import InvalidParams
 from ..events import ToolCallEnded, ToolCallTracker, new_id
 from ..jsonrpc import after_reply
@@ -64,11 +65,10 @@ from ._client_services import client_services
 from ._controls import Controls
 from ._directories import check_absolute, check_working_directory
 from ._elsewhere import ElsewhereFeed
-from ._engine import Engine, EngineCapabilities, SessionContext
 from ._errors import session_not_found
+from ._live_session import LiveSession
 from ._pipeline import Attachment, ClientChannel, DeliveryPipeline, Tap
 from ._restore import RestoredState, replay
-from ._session import LiveSession
 from ._turn import CLEANUP_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:

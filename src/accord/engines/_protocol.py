@@ -37,7 +37,7 @@ into the turn, which then fails):
 * Chunk events carry a ``message_id``: the same for every chunk of one message, a fresh
   :func:`~accord.events.new_id` for the next message.
 * Tool calls follow ``pending -> in_progress -> completed | failed``
-  (:mod:`accord.events._tool_state`); ids are unique within the session. Progress events
+  (:mod:`._tool_calls`); ids are unique within the session. Progress events
   carry only what changed.
 * ``TurnCompleted`` is optional and, if yielded, last. Returning without it completes the turn
   with ``end_turn`` (or ``cancelled`` if the turn was cancelled).
@@ -46,8 +46,10 @@ into the turn, which then fails):
 * To persist state across ``session/load``, yield a ``StateSnapshot``; its ``state`` returns
   as :attr:`SessionContext.history`.
 
-This module sits on :mod:`accord.events` and :mod:`accord.schema`; the agent runtime (above)
-drives engines through it, and :mod:`accord.engines` adapts frameworks to it.
+Part of the engine contract (:mod:`accord.engines`); sits on the event classes
+(:mod:`._events`), :mod:`accord.schema` and the trace context of :mod:`accord.roles`. The
+agent runtime (:mod:`accord.agent`, above) drives engines through it; the adapters
+(:mod:`accord.engines.pydantic_ai`) implement it.
 """
 
 from __future__ import annotations
@@ -61,8 +63,7 @@ import anyio
 from pydantic import JsonValue
 
 from ..errors import LocalProtocolError
-from ..events import ROOT_AGENT_ID, Event, SubAgentEvent
-from ..roles._trace import TraceContext, current_trace
+from ..roles import TraceContext, current_trace
 from ..schema import (
     AvailableCommand,
     ContentBlock,
@@ -76,18 +77,19 @@ from ..schema import (
     WaitForTerminalExitResponse,
 )
 from ._elicitation import Elicitation, ElicitationAnswer, ElicitationMode
+from ._events import ROOT_AGENT_ID, Event, SubAgentEvent
 
 __all__ = (
     "ConfigValue",
     "Engine",
     "EngineCapabilities",
     "EngineSession",
-    "PermissionDecision",
+    "PermissionAnswer",
     "PermissionOutcome",
     "PermissionRequester",
     "SessionContext",
-    "Terminal",
-    "TerminalHost",
+    "TerminalHandle",
+    "TerminalService",
     "TextFileReader",
     "TextFileWriter",
     "TurnContext",
@@ -157,7 +159,7 @@ class EngineCapabilities:
 
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PermissionDecision:
+class PermissionAnswer:
     """The answer to :meth:`TurnContext.request_permission`.
 
     Attributes:
@@ -176,7 +178,7 @@ class PermissionDecision:
 
 
 PermissionRequester: TypeAlias = Callable[
-    [str, ToolCallUpdate, Sequence[PermissionOption]], Awaitable[PermissionDecision]
+    [str, ToolCallUpdate, Sequence[PermissionOption]], Awaitable[PermissionAnswer]
 ]
 """The runtime's side of a permission request: ``(agent_id, tool_call, options)``."""
 
@@ -207,7 +209,7 @@ class TextFileWriter(Protocol):
         ...
 
 
-class Terminal(Protocol):
+class TerminalHandle(Protocol):
     """A command running in the client's terminal; release it when done."""
 
     @property
@@ -232,7 +234,7 @@ class Terminal(Protocol):
         ...
 
 
-class TerminalHost(Protocol):
+class TerminalService(Protocol):
     """Runs commands in the client's terminals (``terminal/*``)."""
 
     async def create_terminal(
@@ -243,7 +245,7 @@ class TerminalHost(Protocol):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         output_byte_limit: int | None = None,
-    ) -> Terminal:
+    ) -> TerminalHandle:
         """Start ``command`` with ``args``; returns at once, the command runs on.
 
         Raises:
@@ -283,7 +285,7 @@ class SessionContext:
     config_values: Mapping[str, ConfigValue] = field(default_factory=lambda: _EMPTY)
     file_reader: TextFileReader | None = None
     file_writer: TextFileWriter | None = None
-    terminals: TerminalHost | None = None
+    terminals: TerminalService | None = None
 
 
 @final
@@ -359,7 +361,7 @@ class TurnContext:
 
     async def request_permission(
         self, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionDecision:
+    ) -> PermissionAnswer:
         """Ask the user to confirm a tool call and wait for the answer.
 
         ``tool_call`` names the call (its ``tool_call_id``, and whatever else the user should
@@ -376,7 +378,7 @@ class TurnContext:
             repeated = sorted({i for i in ids if ids.count(i) > 1})
             raise ValueError(f"permission options must have distinct option ids: {repeated}")
         if self.cancelled:
-            return PermissionDecision(outcome="cancelled")
+            return PermissionAnswer(outcome="cancelled")
         return await self._request_permission(self.agent_id, tool_call, options)
 
     @property
