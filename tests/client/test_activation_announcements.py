@@ -19,7 +19,7 @@ from _client_agents import TIMEOUT, WireAgent
 
 import accord.client._session as client_session
 from accord.agent import AgentRuntime, EngineCapabilities
-from accord.client import AgentConnection, connect
+from accord.client import ConnectedAgent, connect
 from accord.errors import SessionNotFound
 from accord.schema import AvailableCommand
 from accord.store import MemorySessionStore
@@ -49,7 +49,7 @@ def _title() -> dict[str, Any]:
     return {"sessionUpdate": "session_info_update", "title": "T", "_meta": _MARK}
 
 
-async def _registered(holder: list[AgentConnection], session_id: str) -> None:
+async def _registered(holder: list[ConnectedAgent], session_id: str) -> None:
     """Wait (yielding, not sleeping) until the client knows ``session_id``."""
     with anyio.fail_after(TIMEOUT):
         while True:
@@ -67,7 +67,7 @@ async def _registered(holder: list[AgentConnection], session_id: str) -> None:
 async def test_announcements_after_the_session_is_known_are_counted(
     wire: WireAgent, caplog: pytest.LogCaptureFixture
 ) -> None:
-    holder: list[AgentConnection] = []
+    holder: list[ConnectedAgent] = []
 
     async def agent_side() -> None:
         initialize = await wire.expect("initialize")
