@@ -21,6 +21,8 @@ from accord.transports import SubprocessTransport
 pytestmark = pytest.mark.anyio
 
 AGENTS = Path(__file__).parent / "agents"
+#: The suite's one crashing agent (shared with the command-line and TUI tests).
+CRASH_AGENT = [sys.executable, str(Path(__file__).parents[1] / "cli" / "agents" / "crash_agent.py")]
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
@@ -137,7 +139,7 @@ async def test_a_spawned_agent_round_trip() -> None:
 
 @pytest.mark.subprocess
 async def test_a_crash_mid_turn_raises_promptly_with_exit_code_and_stderr() -> None:
-    async with connect(agent("crash_agent.py")) as conn:
+    async with connect(CRASH_AGENT) as conn:
         session = await conn.new_session()
         with pytest.raises(AgentProcessExited) as info, anyio.fail_after(TIMEOUT):
             await session.prompt("go")
@@ -160,7 +162,7 @@ async def test_a_crash_mid_stream_ends_the_stream_with_the_error() -> None:
 
 
 async def stream_until_the_end(events: list[TurnEvent]) -> None:
-    async with connect(agent("crash_agent.py")) as conn:
+    async with connect(CRASH_AGENT) as conn:
         session = await conn.new_session()
         with anyio.fail_after(TIMEOUT):
             async for event in session.stream("go"):
@@ -170,7 +172,7 @@ async def stream_until_the_end(events: list[TurnEvent]) -> None:
 @pytest.mark.subprocess
 async def test_a_crash_before_initialize_is_reported() -> None:
     with pytest.raises(AgentProcessExited) as info, anyio.fail_after(TIMEOUT):
-        async with connect(agent("crash_agent.py"), env={"CRASH_AT": "start"}):
+        async with connect(CRASH_AGENT, env={"CRASH_AT": "start"}):
             pass
     assert info.value.exit_code == 2
     assert "unknown flag" in info.value.stderr_tail

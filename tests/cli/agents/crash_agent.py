@@ -2,7 +2,11 @@
 
 ``--exit CODE`` (the default, code 3): it writes a traceback-like message to stderr and the
 process exits with CODE, leaving the prompt unanswered. ``--error``: it stays alive and
-answers the prompt with a JSON-RPC error (-32603, ``model exploded``).
+answers the prompt with a JSON-RPC error (-32603, ``model exploded``). With ``CRASH_AT=start``
+in its environment it dies before answering ``initialize`` (a usage message, exit 2), as an
+agent started with the wrong flags does.
+
+The one crashing agent of the suite: the command-line, client and TUI tests all run it.
 """
 
 from __future__ import annotations
@@ -46,4 +50,8 @@ class CrashingAgent(Agent):
 
 
 if __name__ == "__main__":
+    if os.environ.get("CRASH_AT") == "start":
+        sys.stderr.write("usage: crash_agent [--acp]: unknown flag\n")
+        sys.stderr.flush()
+        sys.exit(2)
     run_agent_stdio(CrashingAgent(sys.argv[1:]))
