@@ -10,7 +10,10 @@ sent, in order: nothing lost, nothing repeated. Meanwhile:
 * the agent's resident memory (``VmRSS``) is sampled every ``--sample`` seconds; the figure is
   the growth from the first sample after the warm-up (one turn per session) to the end;
 * a separate task calls ``session/list`` every 0.2 s and records its latency; the p99 must
-  stay under ``--list-p99-ms``.
+  stay under ``--list-p99-ms``;
+* as a control, another task sends a request the agent answers without its store (an
+  unknown extension method, answered -32601) every 0.2 s: its latency is what the machine
+  and the pipes cost, so a list latency far above it points at the store.
 
 Bounded in time (``--duration``, plus a minute for shutdown) and in count (sessions, chunks);
 loopback and pipes only. Exit status 1 if anything was lost or a bound was missed.
@@ -22,6 +25,7 @@ Linux (reads ``/proc``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -35,6 +39,7 @@ from typing import Any
 import anyio
 
 from accord.client import ClientSession, ConnectedAgent, connect
+from accord.errors import RequestError
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 
@@ -47,6 +52,7 @@ class Tally:
     lost: list[str] = field(default_factory=list[str])
     rss: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
     list_ms: list[float] = field(default_factory=list[float])
+    control_ms: list[float] = field(default_factory=list[float])
 
 
 def pieces(tag: str, count: int) -> list[str]:
@@ -149,12 +155,21 @@ async def soak(args: argparse.Namespace) -> Tally:
                     tally.list_ms.append((time.perf_counter() - began) * 1000)
                     await anyio.sleep(0.2)
 
+            async def control(conn: ConnectedAgent) -> None:
+                while time.monotonic() < end:
+                    began = time.perf_counter()
+                    with contextlib.suppress(RequestError):
+                        await conn.calls.ext_request("_soak/control", {})
+                    tally.control_ms.append((time.perf_counter() - began) * 1000)
+                    await anyio.sleep(0.2)
+
             with anyio.fail_after(args.duration + 120):
                 async with anyio.create_task_group() as group:
                     for index, session in enumerate(sessions):
                         group.start_soon(stream, index, session)
                     group.start_soon(sample)
                     group.start_soon(list_sessions, connection)
+                    group.start_soon(control, connection)
             tally.rss.append((time.monotonic() - start, rss_of(pid)))
     return tally
 
@@ -165,6 +180,8 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
     half = tally.rss[len(tally.rss) // 2][1]
     ms = sorted(tally.list_ms)
     p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))] if ms else float("nan")
+    control = sorted(tally.control_ms)
+    control_p99 = control[min(len(control) - 1, int(len(control) * 0.99))] if control else None
     growth = (last - first) / 1024 / 1024
     figures = {
         "duration_s": args.duration,
@@ -181,6 +198,8 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
         "session_list_p50_ms": round(statistics.median(ms), 1) if ms else None,
         "session_list_p99_ms": round(p99, 1),
         "session_list_max_ms": round(ms[-1], 1) if ms else None,
+        "control_p50_ms": round(statistics.median(control), 1) if control else None,
+        "control_p99_ms": None if control_p99 is None else round(control_p99, 1),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=2))

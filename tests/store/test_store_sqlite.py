@@ -7,8 +7,10 @@ import sqlite3
 import stat
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 from _store_support import T0, at, delta_payload, events, record
 
@@ -385,3 +387,42 @@ async def test_existing_file_keeps_its_permissions(tmp_path: Path) -> None:
     async with SqliteSessionStore(path) as store:
         await store.create_session(record("s1"))
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+async def test_listing_does_not_wait_behind_a_write_that_waits_for_the_lock(
+    tmp_path: Path,
+) -> None:
+    # What made session/list slow under load (issue 12, the soak): every call queued on the
+    # one connection, so a listing waited for every write before it. Here the write waits for
+    # another process's lock (up to the busy timeout); the listing must not wait for it.
+    path = tmp_path / "sessions.sqlite3"
+    now = datetime.now(UTC)
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(
+            SessionRecord(session_id="listed", cwd="/w", created_at=now, updated_at=now)
+        )
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            async with anyio.create_task_group() as tg:
+                write_done = anyio.Event()
+
+                async def write() -> None:
+                    record = SessionRecord(
+                        session_id="late", cwd="/w", created_at=now, updated_at=now
+                    )
+                    await store.create_session(record)
+                    write_done.set()
+
+                tg.start_soon(write)
+                await anyio.wait_all_tasks_blocked()  # the write is in its worker thread
+                page = await store.list_sessions()
+                assert [s.session_id for s in page.sessions] == ["listed"]
+                assert not write_done.is_set(), "the listing waited for the write"
+                other.execute("COMMIT")  # the lock is free: the write goes through
+        finally:
+            other.close()
+        assert {s.session_id for s in (await store.list_sessions()).sessions} == {
+            "listed",
+            "late",
+        }

@@ -1,11 +1,16 @@
 """``SqliteSessionStore``: the default ``SessionStore``, an embedded SQLite file in WAL mode.
 
-One ``sqlite3`` connection per store, used from anyio worker threads one call at a time (a
-``CapacityLimiter(1)``), so the event loop never blocks on disk and the store runs on asyncio
-and trio alike (aiosqlite is asyncio-only). This module owns the file (opening, pragmas,
-migration, closing) and the threading; every public method is one worker-thread call to one
-function of ``_sqlite_ops``. Above: the agent runtime and ``GroupCommitWriter``. Below:
-``_sqlite_ops``, ``_schema``, ``sqlite3``.
+One ``sqlite3`` connection per store does the writes (and the reads that go with them), used
+from anyio worker threads one call at a time (a ``CapacityLimiter(1)``), so the event loop
+never blocks on disk and the store runs on asyncio and trio alike (aiosqlite is asyncio-only).
+``list_sessions`` reads on a second, read-only connection with its own limiter: in WAL mode a
+reader needs no lock, so a listing does not queue behind the writer's calls (50 streaming
+sessions commit about twenty times a second each; a write waiting for another process's lock
+waits up to the busy timeout) and sees everything committed before it is called.
+
+This module owns the file (opening, pragmas, migration, closing) and the threading; every
+public method is one worker-thread call to one function of ``_sqlite_ops``. Above: the agent
+runtime and ``GroupCommitWriter``. Below: ``_sqlite_ops``, ``_schema``, ``sqlite3``.
 """
 
 from __future__ import annotations
@@ -102,6 +107,9 @@ class SqliteSessionStore:
         self._synchronous = synchronous
         self._limiter: anyio.CapacityLimiter | None = None
         self._db: sqlite3.Connection | None = None
+        #: The read-only connection of listings (a file database only) and its limiter.
+        self._read_limiter: anyio.CapacityLimiter | None = None
+        self._reader: sqlite3.Connection | None = None
         self._closed = False
 
     @property
@@ -155,6 +163,38 @@ class SqliteSessionStore:
         # Not abandoned on cancellation: a cancelled write has either committed or not by the
         # time the cancellation is delivered, never half-done in a thread nobody waits for.
         return await anyio.to_thread.run_sync(self._in_thread, operation, limiter=self._limiter)
+
+    def _in_reader(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        try:
+            db = self._reader
+            if db is None:
+                db = sqlite3.connect(
+                    self._path or default_store_path(),
+                    timeout=BUSY_TIMEOUT_SECONDS,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                db.execute("PRAGMA query_only = ON")
+                self._reader = db
+            return operation(db)
+        except sqlite3.Error as exc:
+            raise StoreError(f"session database error: {exc}") from exc
+
+    async def _read(self, operation: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a read on the read-only connection (see the module docstring)."""
+        if self._db is None or self._path is None:
+            await self._call(lambda db: None)  # opened (created, migrated) by the writer first
+        if str(self._path) == ":memory:":  # a second connection would be another database
+            return await self._call(operation)
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        if self._read_limiter is None:
+            self._read_limiter = anyio.CapacityLimiter(1)
+        return await anyio.to_thread.run_sync(
+            self._in_reader, operation, limiter=self._read_limiter
+        )
 
     async def create_session(self, record: SessionRecord) -> None:
         """See :meth:`SessionStore.create_session`."""
@@ -219,7 +259,7 @@ class SqliteSessionStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         after = None if cursor is None else decode_cursor(cursor)
         page_size = min(limit, MAX_PAGE_SIZE)
-        return await self._call(lambda db: ops.list_page(db, cwd, after, page_size))
+        return await self._read(lambda db: ops.list_page(db, cwd, after, page_size))
 
     async def delete_session(self, session_id: str) -> None:
         """See :meth:`SessionStore.delete_session`."""
@@ -277,7 +317,14 @@ class SqliteSessionStore:
         if self._limiter is None:
             return
         with anyio.CancelScope(shield=True):
+            if self._read_limiter is not None:
+                await anyio.to_thread.run_sync(self._close_reader, limiter=self._read_limiter)
             await anyio.to_thread.run_sync(self._close_db, limiter=self._limiter)
+
+    def _close_reader(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.close()
 
     def _close_db(self) -> None:
         db, self._db = self._db, None
