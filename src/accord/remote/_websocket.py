@@ -65,9 +65,13 @@ class WebSocketTransport:
         self._stream = stream
         self._ws = ws
         self._max = max_message_bytes
+        from wsproto.connection import Connection
         from wsproto.events import TextMessage
 
         self._text_message = TextMessage
+        # Only a server's frames go unmasked (the server side passes the bare Connection);
+        # a client's are masked by wsproto.
+        self._unmasked = isinstance(ws, Connection) and not ws.client
         self._ready: deque[Any] = deque(pending or ())
         self._parts: list[str | bytes | bytearray] = []
         self._size = 0
@@ -94,8 +98,13 @@ class WebSocketTransport:
         Raises:
             ConnectionClosed: the connection is closed.
         """
-        text = encode_message(message)[:-1].decode("utf-8")
-        await self._write(self._text_message(data=text))
+        payload = encode_message(message)[:-1]
+        if self._unmasked:
+            # A server's text frame is a header and the UTF-8 bytes as they are (RFC 6455,
+            # 5.2): built here, without decoding the payload to build it again.
+            await self._write(None, frame=_text_frame(payload))
+        else:
+            await self._write(self._text_message(data=payload.decode("utf-8")))
         self._last_activity = anyio.current_time()
 
     async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
@@ -119,6 +128,19 @@ class WebSocketTransport:
             self._ws.receive_data(data)
             await self._handle_events()
         return self._ready.popleft()
+
+    async def receive_batch(self, max_messages: int) -> list[Any]:
+        """Every message already read (at least one, waiting for it), at most ``max_messages``.
+
+        Raises:
+            anyio.EndOfStream: the peer closed the connection (or it broke).
+            ConnectionClosed: this side closed it.
+        """
+        batch = [await self.receive()]
+        ready = self._ready
+        while ready and len(batch) < max_messages:
+            batch.append(ready.popleft())
+        return batch
 
     async def aclose(self) -> None:
         """Send a normal close frame (if still open) and close the socket."""
@@ -191,7 +213,7 @@ class WebSocketTransport:
                 pass
         await self._shut_socket()
 
-    async def _write(self, event: Any, *, closing: bool = False) -> None:
+    async def _write(self, event: Any, *, closing: bool = False, frame: bytes = b"") -> None:
         """Queue one frame and write the queue out (coalescing a burst into one write).
 
         The first sender writes; frames sent while it writes join the queue and are written
@@ -203,7 +225,7 @@ class WebSocketTransport:
         from wsproto.utilities import LocalProtocolError as WsLocalError
 
         try:
-            data = self._ws.send(event)
+            data = frame or self._ws.send(event)
         except WsLocalError as exc:
             self._peer_closed = True
             raise ConnectionClosed("the WebSocket connection is closed") from exc
@@ -294,3 +316,13 @@ class WebSocketTransport:
                 await self._stream.aclose()
             except (anyio.BrokenResourceError, OSError):
                 pass
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """One unmasked, final text frame carrying ``payload``."""
+    size = len(payload)
+    if size < 126:
+        return bytes((0x81, size)) + payload
+    if size < 65536:
+        return bytes((0x81, 126)) + size.to_bytes(2, "big") + payload
+    return bytes((0x81, 127)) + size.to_bytes(8, "big") + payload
