@@ -523,7 +523,11 @@ async def test_list_pages_with_a_cursor_filters_by_cwd_and_shows_titles(
     async with serve(engine, store=store, list_page_size=3) as h:
         ids = [await h.new_session() for _ in range(7)]
         other = await h.new_session(cwd=str(tmp_path))
-        await h.prompt(ids[0], "zero")
+        for session_id in reversed(ids):
+            await h.prompt(session_id, "zero" if session_id == ids[0] else "later")
+        await h.prompt(other, "elsewhere")
+        # Never prompted, and the newest: not history, passed over (more than a page of them).
+        unused = [await h.new_session() for _ in range(4)]
         seen: list[str] = []
         cursor: str | None = None
         pages = 0
@@ -537,6 +541,7 @@ async def test_list_pages_with_a_cursor_filters_by_cwd_and_shows_titles(
             cursor = page.next_cursor
         assert pages == 3
         assert sorted(seen) == sorted(ids) and other not in seen
+        assert not set(unused) & set(seen)
         assert seen[0] == ids[0]  # the most recently updated first
         first = (await h.conn.list_sessions(ListSessionsRequest(cwd=CWD))).sessions[0]
         assert first.title == "title zero"

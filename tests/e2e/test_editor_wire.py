@@ -17,11 +17,14 @@ import pytest
 from accord.client import connect
 from accord.schema import (
     ForkSessionRequest,
+    ListSessionsRequest,
     LoadSessionRequest,
     NewSessionRequest,
+    PromptRequest,
     ResumeSessionRequest,
     SetSessionConfigOptionRequest,
     SetSessionModeRequest,
+    TextContentBlock,
 )
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
@@ -166,3 +169,86 @@ async def test_accord_s_client_shows_the_prompt_once_with_the_agent_s_message_id
                 await session.prompt("Hi there")
     messages = [(m.role, m.text, m.message_id is not None) for m in session.view.messages]
     assert messages == [("user", "Hi there", True), ("agent", "Hello", True)]
+
+
+def _without_title(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The turn's messages apart from its ``session_info_update``s, and the titles they set.
+
+    The title is written beside the turn (the model's answer may come first): the other
+    messages keep their order, the title comes once, after the prompt's echo and before the
+    answer.
+    """
+    kinds = [describe(m) for m in messages]
+    titles = [
+        m["params"]["update"]["title"] for m in messages if describe(m) == "session_info_update"
+    ]
+    if titles:
+        position = kinds.index("session_info_update")
+        assert kinds.index("user_message_chunk") < position < kinds.index("result")
+    return [k for k in kinds if k != "session_info_update"], titles
+
+
+@pytest.mark.parametrize(
+    ("side_scripts", "title"),
+    [
+        ({"title": [ScriptedReply(text=["Fix the ", "add bug\n"])]}, "Fix the add bug"),
+        (None, "Please fix add()"),  # the model wrote none: the prompt's first line
+    ],
+    ids=["model", "first-line"],
+)
+async def test_the_first_prompt_titles_the_session_and_only_prompted_sessions_are_listed(
+    tmp_path: Path, side_scripts: dict[str, list[ScriptedReply]] | None, title: str
+) -> None:
+    store = tmp_path / "sessions.sqlite3"
+    cwd = str(tmp_path)
+    replies = [ScriptedReply(text=["Done."]), ScriptedReply(text=["Again."])]
+    with FakeOpenAIServer(replies, side_scripts=side_scripts) as server:
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                unused = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
+                created = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
+                await ed.log.wait_for(6)  # two responses, each with its two announcements
+            session_id = created.session_id
+            prompts = []
+            for text in ("Please fix add()\nin pkg/__init__.py", "And the tests?"):
+                start = len(ed.log.received)
+                with anyio.fail_after(TIMEOUT):
+                    await ed.conn.prompt(
+                        PromptRequest(session_id=session_id, prompt=[TextContentBlock(text=text)])
+                    )
+                prompts.append(ed.log.since(start))
+            with anyio.fail_after(TIMEOUT):
+                listed = await ed.conn.list_sessions(ListSessionsRequest(cwd=cwd))
+        async with editor(server, store) as ed:
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.load_session(
+                    LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                )
+                await ed.log.wait_for(start + 2)
+                relisted = await ed.conn.list_sessions(ListSessionsRequest(cwd=cwd))
+            loaded = ed.log.since(start)
+
+    first, titles = _without_title(prompts[0])
+    assert first == ["user_message_chunk", "agent_message_chunk", "result"]
+    assert titles == [title]
+    # The second prompt does not title the session again.
+    assert [describe(m) for m in prompts[1]] == [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "result",
+    ]
+    # The title request went to the model apart from the turns, once.
+    assert [r.body["messages"][-1]["content"] for r in server.side_requests] == [
+        "Please fix add()\nin pkg/__init__.py"
+    ]
+    assert len(server.requests) == 2
+    # Listed with its title; the session never prompted is not history.
+    assert [(s.session_id, s.title) for s in listed.sessions] == [(session_id, title)]
+    assert unused.session_id not in {s.session_id for s in relisted.sessions}
+    # Persisted: the replay shows the title, and the announcement after the response too.
+    replayed = [
+        m["params"]["update"].get("title") for m in loaded if describe(m) == "session_info_update"
+    ]
+    assert replayed == [title, title]
+    assert [s.title for s in relisted.sessions] == [title]

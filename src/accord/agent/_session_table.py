@@ -17,7 +17,9 @@ ACP session methods against the store and the engine:
   forgets the session; what is stored stays. Closing a stored but inactive session succeeds.
 * **delete**: closes the session if it is live, then removes it from the store; an unknown id
   succeeds silently.
-* **list**: a page of the store's listing (``cwd`` filter, opaque cursor, capped page).
+* **list**: a page of the store's listing (``cwd`` filter, opaque cursor, capped page) of the
+  sessions with history: one with no stored event (opened and never prompted nor changed)
+  is not listed, though it can still be loaded, resumed or forked by its id.
 
 Loading or resuming a session that is live here bumps its epoch on the same bus: a turn of
 the old epoch is cancelled, and whatever it still yields is dropped. Every activation bumps
@@ -78,6 +80,9 @@ __all__ = ("SessionTable", "iso_time")
 
 _ANNOUNCEMENT: dict[str, Any] = {"accord": {"announcement": True}}
 """``_meta`` of an activation announcement (counted by accord's client, see the module)."""
+
+_LIST_SCAN_PAGES = 8
+"""Store pages one ``session/list`` reads at most while passing over unused sessions."""
 
 _MCP_SERVERS: TypeAdapter[list[McpServer]] = TypeAdapter(list[McpServer])
 
@@ -373,6 +378,7 @@ class SessionTable:
                 file_reader=reader,
                 file_writer=writer,
                 terminals=terminals,
+                title=restored.title,
             )
         )
         if live is None:
@@ -528,20 +534,29 @@ class SessionTable:
         """
         if request.cwd is not None:
             check_absolute("cwd", [request.cwd])
-        page = await self._store.list_sessions(
-            cwd=request.cwd, cursor=request.cursor, limit=self._page_size
-        )
-        sessions = [
-            SessionInfo(
-                session_id=summary.session_id,
-                cwd=summary.cwd,
-                additional_directories=list(summary.additional_directories),
-                title=summary.title,
-                updated_at=iso_time(summary.updated_at),
+        sessions: list[SessionInfo] = []
+        cursor = request.cursor
+        # Sessions with nothing stored (opened, never used) are not history: passed over,
+        # reading on (a bounded number of store pages) so that a page is not left empty.
+        for _ in range(_LIST_SCAN_PAGES):
+            page = await self._store.list_sessions(
+                cwd=request.cwd, cursor=cursor, limit=self._page_size - len(sessions)
             )
-            for summary in page.sessions
-        ]
+            sessions.extend(
+                SessionInfo(
+                    session_id=summary.session_id,
+                    cwd=summary.cwd,
+                    additional_directories=list(summary.additional_directories),
+                    title=summary.title,
+                    updated_at=iso_time(summary.updated_at),
+                )
+                for summary in page.sessions
+                if summary.last_seq > 0
+            )
+            cursor = page.next_cursor
+            if cursor is None or len(sessions) >= self._page_size:
+                break
         fields: dict[str, Any] = {"sessions": sessions}
-        if page.next_cursor is not None:
-            fields["next_cursor"] = page.next_cursor
+        if cursor is not None:
+            fields["next_cursor"] = cursor
         return ListSessionsResponse(**fields)

@@ -120,4 +120,5 @@ def build_engine(
         tool_filter=tool_allowed,
         deps=lambda _context: deps,
         translator=CoderTranslator,
+        titles=True,
     )

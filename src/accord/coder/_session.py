@@ -35,6 +35,7 @@ from ..engines import (
     SessionContext,
     StateSnapshot,
     TextChunk,
+    TitleChanged,
     TurnContext,
     TurnOutput,
     new_id,
@@ -87,6 +88,7 @@ class CoderSession(EngineSession):
         self._engine = engine
         self._inner = inner
         self._resources = resources
+        self._title = context.title
 
     @property
     def system_prompt(self) -> str:
@@ -123,6 +125,8 @@ class CoderSession(EngineSession):
                 if isinstance(output, StateSnapshot):
                     self._state = dataclasses.replace(self._state, engine=output.state)
                     output = StateSnapshot(state=self._state.to_json())
+                elif isinstance(output, TitleChanged):
+                    self._title = output.title
                 yield output
         finally:
             self._deps.turn = None
@@ -139,6 +143,7 @@ class CoderSession(EngineSession):
                     history=None,
                     mode_id=self._deps.mode_id,
                     config_values=turn.config_values,
+                    title=self._title,  # a cleared conversation keeps its title
                 )
             )
             previous, self._inner = self._inner, fresh

@@ -77,6 +77,7 @@ from ._events import TurnError as TurnError
 from ._events import UsageReported as UsageReported
 from ._events import UserMessageChunk as UserMessageChunk
 from ._events import new_id as new_id
+from ._protocol import MODEL_PURPOSE_HEADER as MODEL_PURPOSE_HEADER
 from ._protocol import ConfigValue as ConfigValue
 from ._protocol import Engine as Engine
 from ._protocol import EngineCapabilities as EngineCapabilities
@@ -100,6 +101,7 @@ from ._tool_calls import transition_diagram as tool_call_transition_diagram
 
 __all__ = (
     "BASELINE_BLOCK_TYPES",
+    "MODEL_PURPOSE_HEADER",
     "ROOT_AGENT_ID",
     "TOOL_CALL_TRANSITIONS",
     "AudioPart",

@@ -80,6 +80,7 @@ from ._elicitation import Elicitation, ElicitationAnswer, ElicitationMode
 from ._events import ROOT_AGENT_ID, Event, SubAgentEvent
 
 __all__ = (
+    "MODEL_PURPOSE_HEADER",
     "ConfigValue",
     "Engine",
     "EngineCapabilities",
@@ -95,6 +96,11 @@ __all__ = (
     "TurnContext",
     "TurnOutput",
 )
+
+MODEL_PURPOSE_HEADER: Final = "x-accord-purpose"
+"""HTTP header an engine puts on a model request that is not part of a turn's conversation
+(value: what it is for, e.g. ``title``), so a model proxy or a test's fake model can tell such
+side requests from the turn's own (``accord.testing.FakeOpenAIServer`` answers them apart)."""
 
 ConfigValue: TypeAlias = str | bool
 """A config option's value: the value id of a ``select`` option, or a ``boolean``."""
@@ -274,6 +280,8 @@ class SessionContext:
             ``fs.writeTextFile``.
         terminals: Runs commands in the client; ``None`` unless the client advertised
             ``terminal``.
+        title: The session's title (``None``: untitled; an engine may title it with a
+            ``TitleChanged`` event, as the coder does from the first prompt).
     """
 
     session_id: str
@@ -286,6 +294,7 @@ class SessionContext:
     file_reader: TextFileReader | None = None
     file_writer: TextFileWriter | None = None
     terminals: TerminalService | None = None
+    title: str | None = None
 
 
 @final

@@ -10,6 +10,11 @@ The stdlib `ThreadingHTTPServer` runs in a daemon thread, one thread per connect
 inside a reply (a delay between chunks, a hang) wakes up when the client goes away or the server
 closes, so nothing outlives `close()` by more than `_POLL_INTERVAL`.
 
+Requests marked with :data:`~accord.agent.MODEL_PURPOSE_HEADER` (an engine's side requests,
+such as the coder's session title) are answered from `side_scripts[purpose]` instead of the
+script, and recorded apart (`side_requests`): they never take a turn's scripted reply, and a
+purpose without a script is answered 400 (so the engine takes its fallback).
+
 Besides the chat endpoint: `GET /v1/models` lists `models`, and `GET /_fake/requests` returns the
 recorded requests as JSON, for tests that run the server in another process
 (`python -m accord.testing.fake_openai`).
@@ -30,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, NoReturn, Self, TypeAlias, cast
 
+from ..engines import MODEL_PURPOSE_HEADER
 from ._fake_openai_script import Frames, ReplyFunction, Script, ScriptedError, ScriptedReply
 
 _POLL_INTERVAL = 0.02
@@ -95,14 +101,22 @@ class _State:
     records: list[RecordedRequest] = field(default_factory=list[RecordedRequest])
     errors: list[BaseException] = field(default_factory=list[BaseException])
     next_reply: int = 0
+    side_scripts: Mapping[str, Sequence[ScriptedReply]] = field(
+        default_factory=dict[str, Sequence[ScriptedReply]]
+    )
+    side_records: list[RecordedRequest] = field(default_factory=list[RecordedRequest])
+    side_next: dict[str, int] = field(default_factory=dict[str, int])
     connections: dict[socket.socket, threading.Thread] = field(
         default_factory=dict[socket.socket, threading.Thread]
     )
 
-    def record(self, method: str, path: str, headers: Mapping[str, str], body: Any) -> int:
+    def record(
+        self, method: str, path: str, headers: Mapping[str, str], body: Any, *, side: bool = False
+    ) -> int:
         with self.condition:
-            index = len(self.records)
-            self.records.append(
+            records = self.side_records if side else self.records
+            index = len(records)
+            records.append(
                 RecordedRequest(
                     index=index,
                     method=method,
@@ -115,10 +129,24 @@ class _State:
             self.condition.notify_all()
             return index
 
-    def finish(self, index: int, outcome: Outcome) -> None:
+    def finish(self, index: int, outcome: Outcome, *, side: bool = False) -> None:
         with self.condition:
-            self.records[index] = dataclasses.replace(self.records[index], outcome=outcome)
+            records = self.side_records if side else self.records
+            records[index] = dataclasses.replace(records[index], outcome=outcome)
             self.condition.notify_all()
+
+    def pick_side(self, purpose: str) -> ScriptedReply | ScriptedError:
+        with self.condition:
+            script = self.side_scripts.get(purpose, ())
+            position = self.side_next.get(purpose, 0)
+            if position >= len(script):
+                return ScriptedError(
+                    status=400,
+                    message=f"FakeOpenAIServer: no reply scripted for a {purpose!r} request",
+                    type="fake_script_exhausted",
+                )
+            self.side_next[purpose] = position + 1
+            return script[position]
 
     def pick(self, body: dict[str, Any]) -> ScriptedReply | ScriptedError:
         script = self.script
@@ -220,13 +248,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
-        index = self._state.record(self.command, self.path, headers, body)
+        purpose = headers.get(MODEL_PURPOSE_HEADER)
+        side = purpose is not None
+        index = self._state.record(self.command, self.path, headers, body, side=side)
         if not isinstance(body, dict):
             self._send_error(ScriptedError(status=400, message="body must be a JSON object"))
-            self._state.finish(index, "error")
+            self._state.finish(index, "error", side=side)
             return
         request = cast(dict[str, Any], body)
-        reply = self._state.pick(request)
+        reply = self._state.pick_side(purpose) if purpose is not None else self._state.pick(request)
         try:
             outcome = self._answer(index, request, reply)
         except _ClientGone as gone:
@@ -235,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             outcome = "disconnected"
             self.close_connection = True
-        self._state.finish(index, outcome)
+        self._state.finish(index, outcome, side=side)
 
     # -- answering -------------------------------------------------------------------------------
 
@@ -344,6 +374,9 @@ class FakeOpenAIServer:
         models: Model ids listed by `GET /v1/models`.
         host: The interface to bind (loopback by default).
         port: The port; 0 picks a free one.
+        side_scripts: Replies to side requests, by purpose (the value of
+            :data:`~accord.agent.MODEL_PURPOSE_HEADER`, e.g. ``{"title": [ScriptedReply(...)]}``);
+            consumed in order, apart from `script`.
     """
 
     def __init__(
@@ -353,8 +386,11 @@ class FakeOpenAIServer:
         models: Sequence[str] = ("fake-model",),
         host: str = "127.0.0.1",
         port: int = 0,
+        side_scripts: Mapping[str, Sequence[ScriptedReply]] | None = None,
     ) -> None:
-        self._state = _State(script=script, models=tuple(models))
+        self._state = _State(
+            script=script, models=tuple(models), side_scripts=dict(side_scripts or {})
+        )
         self._address = (host, port)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -428,6 +464,12 @@ class FakeOpenAIServer:
         """Snapshots of the chat-completions requests received so far, in arrival order."""
         with self._state.condition:
             return tuple(self._state.records)
+
+    @property
+    def side_requests(self) -> tuple[RecordedRequest, ...]:
+        """Snapshots of the side requests (marked with a purpose) received so far, in order."""
+        with self._state.condition:
+            return tuple(self._state.side_records)
 
     @property
     def errors(self) -> tuple[BaseException, ...]:

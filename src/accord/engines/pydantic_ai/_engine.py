@@ -71,6 +71,9 @@ class PydanticAIEngine(Engine):
             anything else happens (a tool call, the end of the message). The client sees the
             same text in fewer notifications. ``0`` merges only deltas already queued while the
             runtime was busy; ``None`` sends one chunk per model delta.
+        titles: Title every untitled session from its first prompt (``TitleChanged``): a
+            few words the session's model writes, bounded in time, else the prompt's first
+            line (see :mod:`._title`).
 
     Raises:
         ValueError: ``models`` has duplicate ids, ``default_model`` is not one of them, or
@@ -91,6 +94,7 @@ class PydanticAIEngine(Engine):
         capabilities: EngineCapabilities | None = None,
         translator: TranslatorFactory = EventTranslator,
         chunk_interval: float | None = DEFAULT_CHUNK_INTERVAL,
+        titles: bool = False,
     ) -> None:
         """Check the configuration; see the class docstring for the arguments."""
         if isinstance(agent, AbstractAgent):
@@ -123,6 +127,7 @@ class PydanticAIEngine(Engine):
             permission_options=tuple(permission_options),
             translator=translator,
             chunk_interval=chunk_interval,
+            titles=titles,
         )
 
     @property

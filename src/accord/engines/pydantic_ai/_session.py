@@ -22,20 +22,29 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import anyio
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import ToolDefinition
 
 from ...errors import InvalidParams
 from ...schema import ContentBlock, PermissionOption, SessionConfigOption
-from .. import ConfigValue, EngineSession, SessionContext, TurnContext, TurnOutput
+from .. import (
+    ConfigValue,
+    EngineSession,
+    SessionContext,
+    TitleChanged,
+    TurnContext,
+    TurnOutput,
+)
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
 from ._history import CostTotal
-from ._models import MODEL_CONFIG_ID, SessionModel
+from ._models import MODEL_CONFIG_ID, AnyModel, SessionModel
 from ._pipe import Pipe, run_in_task
 from ._prompt import user_content
 from ._run import TurnRun
 from ._stream import EventTranslator
+from ._title import prompt_text, session_title
 from ._tools import BehaviourLookup
 
 __all__ = (
@@ -71,6 +80,7 @@ class SessionOptions:
     permission_options: tuple[PermissionOption, ...] = ()
     translator: TranslatorFactory = EventTranslator
     chunk_interval: float | None = DEFAULT_CHUNK_INTERVAL
+    titles: bool = False
 
 
 class PydanticAISession(EngineSession):
@@ -99,6 +109,8 @@ class PydanticAISession(EngineSession):
         self._cost = CostTotal(history)
         self._mode_id = context.mode_id
         self._turn_state: TurnState | None = None
+        # An untitled session is titled from its next prompt (when the engine titles).
+        self._untitled = options.titles and context.title is None
 
     @property
     def history(self) -> Sequence[ModelMessage]:
@@ -174,6 +186,26 @@ class PydanticAISession(EngineSession):
     ) -> None:
         await self._prepare_turn(turn)
         model = self._model.begin_turn()
+        text = prompt_text(prompt) if self._untitled else ""
+        if not text:
+            await self._run_model_turn(prompt, turn, pipe, model)
+            return
+        self._untitled = False
+        async with anyio.create_task_group() as titling:
+            titling.start_soon(self._title, text, turn, pipe, model)
+            await self._run_model_turn(prompt, turn, pipe, model)
+
+    async def _title(
+        self, text: str, turn: TurnContext, pipe: Pipe, model: AnyModel | None
+    ) -> None:
+        """Title the session from its first prompt, beside the turn (see :mod:`._title`)."""
+        title = await session_title(model or self._agent.model, text)
+        if title is not None and not turn.cancelled:
+            await pipe.put(TitleChanged(title=title))
+
+    async def _run_model_turn(
+        self, prompt: Sequence[ContentBlock], turn: TurnContext, pipe: Pipe, model: AnyModel | None
+    ) -> None:
         try:
             options = self._options
             translator = options.translator(
