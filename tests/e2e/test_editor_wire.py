@@ -252,3 +252,56 @@ async def test_the_first_prompt_titles_the_session_and_only_prompted_sessions_ar
     ]
     assert replayed == [title, title]
     assert [s.title for s in relisted.sessions] == [title]
+
+
+async def test_a_refused_prompt_is_not_in_the_next_prompt_also_after_a_load(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "sessions.sqlite3"
+    cwd = str(tmp_path)
+    replies = [
+        ScriptedReply(text=["Sure."]),
+        ScriptedReply(text=["I can't help with that."], finish_reason="content_filter"),
+        ScriptedReply(text=["Next."]),
+        ScriptedReply(text=["Loaded."]),
+    ]
+
+    async def prompt(ed: Any, session_id: str, text: str) -> list[dict[str, Any]]:
+        start = len(ed.log.received)
+        with anyio.fail_after(TIMEOUT):
+            await ed.conn.prompt(
+                PromptRequest(session_id=session_id, prompt=[TextContentBlock(text=text)])
+            )
+        return ed.log.since(start)
+
+    with FakeOpenAIServer(replies) as server:
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
+            session_id = created.session_id
+            await prompt(ed, session_id, "hello")
+            refused = await prompt(ed, session_id, "forbidden request")
+            await prompt(ed, session_id, "after the refusal")
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.load_session(
+                    LoadSessionRequest(session_id=session_id, cwd=cwd, mcp_servers=[])
+                )
+            await prompt(ed, session_id, "after the load")
+
+    assert [describe(m) for m in refused] == [
+        "user_message_chunk",
+        "agent_message_chunk",
+        "result",
+    ]
+    assert refused[-1]["result"]["stopReason"] == "refusal"
+    for request in server.requests[2:]:
+        sent = [m.get("content") for m in request.messages]
+        assert "forbidden request" not in sent
+        assert "I can't help with that." not in sent
+        assert "hello" in sent
+    assert [m.get("content") for m in server.requests[3].messages][-3:] == [
+        "after the refusal",
+        "Next.",
+        "after the load",
+    ]

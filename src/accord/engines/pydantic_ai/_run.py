@@ -18,7 +18,11 @@ The run is consumed with ``agent.iter()`` and ``node.stream()`` (the cheapest wa
    the partial response and every finished tool result) or failed (then the exception
    propagates after the snapshot). A run that hit a limit ends with ``TurnCompleted``:
    ``max_tokens`` (the output limit cut the response, or a token usage limit),
-   ``max_turn_requests`` (a request or tool-call usage limit), ``refusal`` (content filter).
+   ``max_turn_requests`` (a request or tool-call usage limit), ``refusal`` (content filter:
+   a response that ends ``content_filter``, or pydantic-ai's ``ContentFilterError`` for one
+   with nothing in it). A refused turn leaves the history as it was before the turn: the
+   refused prompt and everything after it are not part of the next prompt (the snapshot says
+   so, so it holds after ``session/load`` too); what the model said is still in the events.
 
 Cancellation: a watcher task waits for the turn's cancel signal and calls ``AgentRun.cancel()``,
 which tears down the model stream (closing the HTTP response) and running tools and raises
@@ -38,7 +42,7 @@ from typing import Any, Final, Literal
 import anyio
 from pydantic_ai import Agent
 from pydantic_ai.agent import AbstractAgent
-from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
+from pydantic_ai.exceptions import ContentFilterError, RunCancelled, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelResponse, UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.run import AgentRun
@@ -137,6 +141,7 @@ class TurnRun:
         self._call_id: str | None = None
         self.messages: list[ModelMessage] = history
         """The history: the session's before the run, everything the run did after."""
+        self._before = len(history)
 
     async def run(self, pipe: Pipe) -> None:
         """Run the turn, putting every event into ``pipe``; see the module docstring.
@@ -162,6 +167,10 @@ class TurnRun:
                     *self._ended_call("cancelled"),
                     *translator.end_unfinished(None),
                 )
+            except ContentFilterError:
+                self._keep_messages()
+                stop_reason = "refusal"
+                ended = (*self._ended_call("error"), *translator.end_unfinished(None))
             except UsageLimitExceeded as limit:
                 self._keep_messages()
                 stop_reason = _limit_reason(limit)
@@ -175,6 +184,8 @@ class TurnRun:
                 raise
             finally:
                 watchers.cancel_scope.cancel()
+        if stop_reason == "refusal":
+            self.messages = self.messages[: self._before]  # the refused prompt and after
         for event in ended:
             await pipe.put(event)
         await pipe.put(StateSnapshot(state=history_to_json(self.messages)))
