@@ -40,14 +40,14 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
 from ..engines import Engine, check_prompt, prompt_capabilities
-from ..errors import MethodNotFound
+from ..errors import InvalidParams, MethodNotFound
 from ..events import (
     ConfigChanged,
     ModeChanged,
@@ -55,7 +55,7 @@ from ..events import (
     new_id,
     wants_extended_events,
 )
-from ..roles import Agent, TraceContext, serve_agent
+from ..roles import Agent, TraceContext, mcp_refusal, serve_agent, unadvertised_mcp_servers
 from ..schema import (
     AgentCapabilities,
     CancelNotification,
@@ -75,6 +75,7 @@ from ..schema import (
     LoadSessionRequest,
     LoadSessionResponse,
     McpCapabilities,
+    McpServer,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -342,8 +343,24 @@ class AgentRuntime(Agent):
         fields["meta"] = {"accord": {"announcements": session.announcements}}
         return fields
 
+    def _check_mcp_servers(self, servers: Sequence[McpServer] | None) -> None:
+        """Refuse MCP servers of a transport this agent did not advertise (-32602)."""
+        if not servers:
+            return
+        mcp = self.mcp_capabilities()
+        advertised = {} if mcp is None else {"mcpCapabilities": mcp.to_wire()}
+        refused = unadvertised_mcp_servers(servers, advertised)
+        if refused:
+            message, data = mcp_refusal(refused, advertised)
+            raise InvalidParams(message, data)
+
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
-        """``session/new``: see :meth:`SessionTable.create`."""
+        """``session/new``: see :meth:`SessionTable.create`.
+
+        Raises:
+            InvalidParams: an MCP server of a transport not advertised, or a bad path.
+        """
+        self._check_mcp_servers(request.mcp_servers)
         session = await self._sessions.create(
             request.cwd, request.additional_directories, request.mcp_servers
         )
@@ -351,6 +368,7 @@ class AgentRuntime(Agent):
 
     async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
         """``session/load``: replay everything, then answer (see :mod:`._session_table`)."""
+        self._check_mcp_servers(request.mcp_servers)
         session = await self._sessions.restore(
             request.session_id,
             request.cwd,
@@ -363,6 +381,7 @@ class AgentRuntime(Agent):
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """``session/resume``: restore without replay (MCP servers default to the stored)."""
         servers = request.mcp_servers if "mcp_servers" in request.model_fields_set else None
+        self._check_mcp_servers(servers)
         session = await self._sessions.restore(
             request.session_id,
             request.cwd,
@@ -374,6 +393,7 @@ class AgentRuntime(Agent):
 
     async def fork_session(self, request: ForkSessionRequest) -> ForkSessionResponse:
         """``session/fork`` (unstable): a live copy under a new id; the source is unchanged."""
+        self._check_mcp_servers(request.mcp_servers)
         session = await self._sessions.fork(
             request.session_id, request.cwd, request.additional_directories, request.mcp_servers
         )

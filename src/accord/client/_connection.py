@@ -22,7 +22,7 @@ import anyio
 
 from ..errors import LocalProtocolError, SessionNotFound
 from ..jsonrpc import ConnectionStatistics
-from ..roles import ClientSideConnection, is_advertised
+from ..roles import ClientSideConnection, is_advertised, mcp_refusal, unadvertised_mcp_servers
 from ..schema import (
     AgentCapabilities,
     AuthenticateRequest,
@@ -221,10 +221,12 @@ class ConnectedAgent:
 
         Raises:
             AuthRequired: the agent wants :meth:`authenticate` first.
-            LocalProtocolError: additional directories the agent does not accept.
+            LocalProtocolError: additional directories or MCP servers of a transport the
+                agent does not accept.
             RequestError: the agent refused otherwise.
         """
         root, extra = self._roots(cwd, additional_directories)
+        self._check_mcp_servers(mcp_servers)
         request = NewSessionRequest(cwd=root, mcp_servers=list(mcp_servers))
         if extra:
             request.additional_directories = list(extra)
@@ -247,8 +249,9 @@ class ConnectedAgent:
         The replayed messages, tool calls and plan fold into the returned session's view.
 
         Raises:
-            LocalProtocolError: the agent does not offer ``session/load``, or the session is
-                already open on this connection.
+            LocalProtocolError: the agent does not offer ``session/load``, the session is
+                already open on this connection, or an MCP server of a transport the agent
+                did not advertise.
             RequestError: the agent refused (e.g. an unknown session).
         """
         return await self._reopen(
@@ -295,7 +298,8 @@ class ConnectedAgent:
         """Fork a session into a new one (``session/fork``, unstable ACP).
 
         Raises:
-            LocalProtocolError: the agent does not offer ``session/fork``.
+            LocalProtocolError: the agent does not offer ``session/fork``, or an MCP server
+                of a transport it did not advertise.
             RequestError: the agent refused.
         """
         return await self._reopen(
@@ -324,6 +328,7 @@ class ConnectedAgent:
         the answer names it (its earlier updates wait for it in the router).
         """
         root, extra = self._roots(cwd, additional_directories)
+        self._check_mcp_servers(mcp_servers)
         request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
         if extra:
             request.additional_directories = list(extra)
@@ -424,6 +429,14 @@ class ConnectedAgent:
                 "the agent did not advertise sessionCapabilities.additionalDirectories"
             )
         return root, extra
+
+    def _check_mcp_servers(self, servers: Sequence[McpServer]) -> None:
+        """Refuse to send MCP servers of a transport the agent did not advertise."""
+        capabilities = self._calls.agent_capabilities
+        refused = unadvertised_mcp_servers(servers, capabilities)
+        if refused:
+            message, _ = mcp_refusal(refused, capabilities)
+            raise LocalProtocolError(message)
 
     def _open(self, session_id: str, cwd: str, extra: Sequence[str]) -> ClientSession:
         if session_id in self._router.sessions:

@@ -8,9 +8,11 @@ concurrently, each within :data:`CONNECT_TIMEOUT_SECONDS`:
   in the session's ``cwd``;
 * HTTP servers (advertised as ``mcpCapabilities.http``): streamable HTTP with the given headers.
 
-SSE and ACP-transport servers are not advertised; one sent anyway is skipped with a warning, as
-is a server that fails to start or answer: the session opens without its tools rather than not
-at all (the log says why; header and environment values are never logged). Each server's tools
+SSE and ACP-transport servers are not advertised, so the runtime refuses a session request
+that names one (-32602, :func:`accord.roles.unadvertised_mcp_servers`); given one directly,
+:class:`McpServers` skips it with a warning. A server that fails to start or answer is
+skipped too: the session opens without its tools rather than not at all (the log says why;
+header and environment values are never logged). Each server's tools
 are offered under the server's name as a prefix (``github_create_issue``), sanitised to what
 model APIs accept. They count as *external* tools for the modes: hidden in ``ask``, asking
 permission in ``code``.

@@ -20,6 +20,10 @@ from ._elicitation import choices_of as choices_of
 from ._elicitation import content_problems as content_problems
 from ._elicitation import default_content as default_content
 from ._elicitation import value_problem as value_problem
+from ._mcp import mcp_refusal as mcp_refusal
+from ._mcp import mcp_transport as mcp_transport
+from ._mcp import supported_mcp_transports as supported_mcp_transports
+from ._mcp import unadvertised_mcp_servers as unadvertised_mcp_servers
 from ._trace import TraceContext as TraceContext
 from ._trace import current_trace as current_trace
 from ._trace import use_trace as use_trace
@@ -42,9 +46,13 @@ __all__ = (
     "current_trace",
     "default_content",
     "is_advertised",
+    "mcp_refusal",
+    "mcp_transport",
     "negotiate_version",
     "run_agent_stdio",
     "serve_agent",
+    "supported_mcp_transports",
+    "unadvertised_mcp_servers",
     "use_trace",
     "value_problem",
 )

@@ -190,18 +190,37 @@ class PydanticAISession(EngineSession):
         if not text:
             await self._run_model_turn(prompt, turn, pipe, model)
             return
-        self._untitled = False
+        error: Exception | None = None
         async with anyio.create_task_group() as titling:
             titling.start_soon(self._title, text, turn, pipe, model)
-            await self._run_model_turn(prompt, turn, pipe, model)
+            try:
+                await self._run_model_turn(prompt, turn, pipe, model)
+            except Exception as exc:  # raised below, outside the group (no group wrapping)
+                error = exc
+                titling.cancel_scope.cancel()
+            if turn.cancelled:  # a cancelled turn does not wait for its title
+                titling.cancel_scope.cancel()
+        if error is not None:
+            raise error
 
     async def _title(
         self, text: str, turn: TurnContext, pipe: Pipe, model: AnyModel | None
     ) -> None:
-        """Title the session from its first prompt, beside the turn (see :mod:`._title`)."""
-        title = await session_title(model or self._agent.model, text)
-        if title is not None and not turn.cancelled:
-            await pipe.put(TitleChanged(title=title))
+        """Title the session from its first prompt, beside the turn (see :mod:`._title`).
+
+        A turn that fails or is cancelled before the title is ready leaves the session
+        untitled, for the next prompt to title.
+        """
+        self._untitled = False
+        try:
+            title = await session_title(model or self._agent.model, text)
+            if title is None or turn.cancelled:
+                self._untitled = True
+                return
+        except BaseException:
+            self._untitled = True
+            raise
+        await pipe.put(TitleChanged(title=title))
 
     async def _run_model_turn(
         self, prompt: Sequence[ContentBlock], turn: TurnContext, pipe: Pipe, model: AnyModel | None
