@@ -346,3 +346,32 @@ async def test_an_mcp_server_of_a_transport_not_advertised_is_refused(
     }
     assert refused.value.code == -32602
     assert listed.sessions == []
+
+
+async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) -> None:
+    image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    with FakeOpenAIServer([]) as model:
+        async with editor(model, tmp_path / "sessions.sqlite3") as ed:
+            advertised = ed.log.received[0]["result"]["agentCapabilities"]["promptCapabilities"]
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(
+                    NewSessionRequest(cwd=str(tmp_path), mcp_servers=[])
+                )
+                await ed.log.wait_for(4)
+            start = len(ed.log.received)
+            request = PromptRequest.model_validate(
+                {
+                    "sessionId": created.session_id,
+                    "prompt": [{"type": "text", "text": "see"}, image],
+                }
+            )
+            with anyio.fail_after(TIMEOUT), pytest.raises(RequestError):
+                await ed.conn.prompt(request)
+            answered = ed.log.since(start)
+
+    # The served model (an OpenAI-compatible server: a text-only profile) takes no images.
+    assert advertised == {"image": False, "audio": False, "embeddedContext": True}
+    assert [describe(m) for m in answered] == ["error"]
+    assert answered[0]["error"]["code"] == -32602
+    assert "image" in answered[0]["error"]["message"]
+    assert model.requests == ()

@@ -60,9 +60,32 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
 
         return infer_model(model_id)
     from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.profiles import ModelProfile
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url))
+    # A model on an OpenAI-compatible server (Ollama, vLLM, ...) is known by a name no
+    # profile describes, and most served models read text only: its profile says so, and
+    # the agent's prompt capabilities follow (``prompt_support``).
+    text_only = ModelProfile(supports_image_input=False, supports_audio_file_input=False)
+    return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url), profile=text_only)
+
+
+def prompt_support(config: CoderConfig) -> tuple[bool, bool]:
+    """Whether every configured model takes images, and audio, by its pydantic-ai profile.
+
+    The agent advertises ``promptCapabilities.image`` / ``.audio`` from this, so a client
+    does not send a pasted image to a model that cannot read it. A model that cannot be
+    built (e.g. no API key yet) counts as taking neither.
+    """
+    image = audio = bool(config.models)
+    for choice in model_choices(config):
+        try:
+            profile = choice.build().profile
+        except Exception:
+            return False, False
+        image = image and bool(profile.get("supports_image_input", True))
+        audio = audio and bool(profile.get("supports_audio_file_input", False))
+    return image, audio
 
 
 def model_choices(config: CoderConfig) -> list[ModelChoice]:

@@ -1,18 +1,21 @@
 """The coder as an engine: capabilities now, pydantic-ai only when a session needs a model.
 
 :class:`CoderEngine` is what the agent runtime serves. Its capabilities are known without any
-model code (modes, the ``model`` option, slash commands, MCP over HTTP, prompt content), so the
-runtime can answer ``initialize`` at once. Everything heavy (pydantic-ai, the OpenAI SDK: about
-a second of imports) lives in :mod:`._open` and below, imported by :meth:`CoderEngine.prewarm`
-in a worker thread (``accord serve`` starts it right after ``initialize``) or, at the latest,
-by the first :meth:`CoderEngine.open_session`, also in a thread so the event loop keeps serving
-(a ``session/cancel`` is never stuck behind an import).
+model code (modes, the ``model`` option, slash commands, MCP over HTTP), except what prompts
+may hold: images and audio are taken as the configured models' pydantic-ai profiles say, read
+by :meth:`CoderEngine.resolve_prompt_support` (``accord serve`` runs it in ``initialize``, which
+so waits for the model code the first session needs anyway). Everything heavy (pydantic-ai, the
+OpenAI SDK: about a second of imports) lives in :mod:`._open` and below, imported in a worker
+thread (by that, by :meth:`CoderEngine.prewarm` or, at the latest, by the first
+:meth:`CoderEngine.open_session`) so the event loop keeps serving (a ``session/cancel`` is
+never stuck behind an import).
 
 This module imports nothing of pydantic-ai.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from typing import TYPE_CHECKING, Final
@@ -78,9 +81,10 @@ class CoderEngine(Engine):
     def __init__(self, config: CoderConfig) -> None:
         """Derive the capabilities from ``config``; nothing heavy is loaded."""
         self._config = config
+        self._prompt_support_resolved = False
         option = config.model_option()
         self._capabilities = EngineCapabilities(
-            image=config.base_url is None,
+            image=False,  # until resolve_prompt_support() read the models' profiles
             embedded_context=True,
             mcp_http=True,
             modes=session_modes(),
@@ -97,8 +101,27 @@ class CoderEngine(Engine):
     @property
     def capabilities(self) -> EngineCapabilities:
         """Modes (also as the ``mode`` option), the model option, commands, MCP over HTTP,
-        images unless models are local."""
+        images and audio as the models' profiles say (see :meth:`resolve_prompt_support`)."""
         return self._capabilities
+
+    async def resolve_prompt_support(self) -> None:
+        """Take images and audio in prompts as the configured models' profiles say (once).
+
+        Loads the model code (in a worker thread); until then, and without a model or when
+        the code cannot be loaded, prompts take neither.
+        """
+        if self._prompt_support_resolved or not self._config.configured:
+            return
+        self._prompt_support_resolved = True
+        try:
+            module = await _load_heavy()
+            image, audio = module.prompt_support(self._config)
+        except InternalError:  # the extra is missing: open_session says so
+            return
+        except Exception:
+            _log.warning("the models' profiles could not be read", exc_info=True)
+            return
+        self._capabilities = dataclasses.replace(self._capabilities, image=image, audio=audio)
 
     async def prewarm(self) -> None:
         """Load the model code in a worker thread, so the first session does not wait for it.

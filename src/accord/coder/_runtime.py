@@ -117,7 +117,7 @@ class CoderRuntime(AgentRuntime):
                 await self.store.aclose()
 
     async def serve(self, transport: Transport) -> None:
-        """Serve one client over ``transport``; the model code loads after ``initialize``."""
+        """Serve one client over ``transport``; the model code loads with ``initialize``."""
         async with anyio.create_task_group() as background:
             self._background = background
             try:
@@ -134,6 +134,10 @@ class CoderRuntime(AgentRuntime):
         """
         terminal = request.client_capabilities.auth.terminal
         self.auth_methods = self._coder.config.auth_methods(terminal=terminal)
+        # Prompt capabilities come from the models' profiles, read once the model code is in
+        # (the first session needs it anyway); the runtime advertises and checks these.
+        await self._coder.resolve_prompt_support()
+        self._capabilities = self._coder.capabilities
         response = await super().initialize(request)
         if not self._warm and self._background is not None:
             self._warm = True
