@@ -27,7 +27,7 @@ from accord.schema import (
     SetSessionModeRequest,
     TextContentBlock,
 )
-from accord.testing import FakeOpenAIServer, ScriptedReply
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
 
 from ._editor import TIMEOUT, describe, editor, serve_command
 
@@ -352,7 +352,8 @@ async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) ->
     image = {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
     with FakeOpenAIServer([]) as model:
         async with editor(model, tmp_path / "sessions.sqlite3") as ed:
-            advertised = ed.log.received[0]["result"]["agentCapabilities"]["promptCapabilities"]
+            capabilities = ed.log.received[0]["result"]["agentCapabilities"]
+            advertised = capabilities["promptCapabilities"]
             with anyio.fail_after(TIMEOUT):
                 created = await ed.conn.new_session(
                     NewSessionRequest(cwd=str(tmp_path), mcp_servers=[])
@@ -371,7 +372,45 @@ async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) ->
 
     # The served model (an OpenAI-compatible server: a text-only profile) takes no images.
     assert advertised == {"image": False, "audio": False, "embeddedContext": True}
+    assert capabilities["_meta"] == {"accord": {"events": True}}  # the extension it serves
     assert [describe(m) for m in answered] == ["error"]
     assert answered[0]["error"]["code"] == -32602
     assert "image" in answered[0]["error"]["message"]
     assert model.requests == ()
+
+
+async def test_the_tool_name_and_the_turn_s_token_usage_are_sent(project: Path) -> None:
+    replies = [
+        ScriptedReply(
+            tool_calls=[ScriptedToolCall(name="read_file", arguments={"path": "pkg/__init__.py"})],
+            usage=ScriptedUsage(prompt_tokens=100, completion_tokens=7),
+        ),
+        ScriptedReply(
+            text=["It subtracts."], usage=ScriptedUsage(prompt_tokens=130, completion_tokens=4)
+        ),
+    ]
+    with FakeOpenAIServer(replies) as server:
+        async with editor(server, project / "sessions.sqlite3") as ed:
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(
+                    NewSessionRequest(cwd=str(project), mcp_servers=[])
+                )
+                await ed.log.wait_for(4)
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.prompt(
+                    PromptRequest(
+                        session_id=created.session_id,
+                        prompt=[TextContentBlock(text="what does add do?")],
+                    )
+                )
+            turn = ed.log.since(start)
+
+    kinds, _ = _without_title(turn)
+    assert kinds[0] == "user_message_chunk" and kinds[-1] == "result"
+    (started,) = [m["params"]["update"] for m in turn if describe(m) == "tool_call"]
+    assert started["name"] == "read_file"
+    assert turn[-1]["result"] == {
+        "stopReason": "end_turn",
+        "usage": {"totalTokens": 241, "inputTokens": 230, "outputTokens": 11},
+    }

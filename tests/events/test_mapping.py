@@ -146,6 +146,11 @@ def test_started_leaves_out_empty_collections() -> None:
     }
 
 
+def test_started_names_the_tool_when_known() -> None:
+    wire = _wire(ToolCallStarted(tool_call_id="c", title="Read a.py", name="read_file"))
+    assert wire["name"] == "read_file"
+
+
 def test_usage_has_cost_only_when_reported() -> None:
     assert "cost" not in _wire(UsageReported(used=1, size=10))
 

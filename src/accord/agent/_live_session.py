@@ -59,6 +59,7 @@ class TurnHandle:
         "epoch",
         "hard_cancelled",
         "stepping",
+        "tokens",
         "turn_id",
     )
 
@@ -75,6 +76,9 @@ class TurnHandle:
         self.stepping = False
         self._step: anyio.CancelScope | None = None
         self._permission_scopes: set[anyio.CancelScope] = set()
+        #: Input and output tokens the turn's model calls reported (every agent's), or
+        #: ``None`` while none reported any (the prompt's ``usage``).
+        self.tokens: tuple[int, int] | None = None
 
     @property
     def cancelled(self) -> bool:

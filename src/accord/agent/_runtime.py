@@ -88,6 +88,7 @@ from ..schema import (
     SetSessionModeRequest,
     SetSessionModeResponse,
     StopReason,
+    Usage,
 )
 from ..store import (
     DEFAULT_MAX_PENDING,
@@ -453,7 +454,14 @@ class AgentRuntime(Agent):
             if session.lifecycle.state != "closed":
                 session.lifecycle.apply("turn_end")
             turn.done.set()
-        return PromptResponse(stop_reason=stop)
+        if turn.tokens is None:
+            return PromptResponse(stop_reason=stop)
+        # The turn's tokens (unstable ``usage``; see docs/architecture.md on unstable fields).
+        spent_in, spent_out = turn.tokens
+        usage = Usage(
+            total_tokens=spent_in + spent_out, input_tokens=spent_in, output_tokens=spent_out
+        )
+        return PromptResponse(stop_reason=stop, usage=usage)
 
     async def _run_turn(
         self, session: LiveSession, turn: TurnHandle, prompt: list[ContentBlock]

@@ -58,6 +58,7 @@ from ..events import (
     ConfigChanged,
     Event,
     ModeChanged,
+    ModelCallEnded,
     PermissionPending,
     StateSnapshot,
     SubAgentEvent,
@@ -241,6 +242,12 @@ class TurnRunner:
         if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
             self._tracker.apply(event)
             self._note_tool(event, agent_id)
+        elif isinstance(event, ModelCallEnded) and (event.input_tokens or event.output_tokens):
+            spent = self._turn.tokens or (0, 0)
+            self._turn.tokens = (
+                spent[0] + (event.input_tokens or 0),
+                spent[1] + (event.output_tokens or 0),
+            )
         await self._apply(event)
         return False
 

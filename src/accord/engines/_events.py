@@ -156,7 +156,7 @@ class ToolCallStarted:
     locations: tuple[ToolCallLocation, ...] = ()
     raw_input: JsonValue = None
     name: str | None = None
-    """Programmatic tool name (e.g. ``read_file``); unstable on the wire, so not sent."""
+    """Programmatic tool name (e.g. ``read_file``): ``ToolCall.name`` on the wire (unstable)."""
 
 
 @final

@@ -198,13 +198,19 @@ class SessionUpdateMapper:
         return AgentThoughtChunkSessionUpdate.model_validate(_chunk_wire(event))
 
     def tool_call_started(self, event: ToolCallStarted) -> SessionUpdate | None:
-        """``tool_call``: the full call; empty collections and absent raw input left out."""
+        """``tool_call``: the full call; empty collections and absent raw input left out.
+
+        The programmatic tool name goes in ``name`` (unstable ACP, ignored as an unknown
+        field by a client on the stable schema).
+        """
         fields: dict[str, Any] = {
             "tool_call_id": event.tool_call_id,
             "title": event.title,
             "kind": event.tool_kind,
             "status": event.status,
         }
+        if event.name is not None:
+            fields["name"] = event.name
         if event.content:
             fields["content"] = list(event.content)
         if event.locations:
