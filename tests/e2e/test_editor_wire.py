@@ -372,7 +372,12 @@ async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) ->
 
     # The served model (an OpenAI-compatible server: a text-only profile) takes no images.
     assert advertised == {"image": False, "audio": False, "embeddedContext": True}
-    assert capabilities["_meta"] == {"accord": {"events": True}}  # the extension it serves
+    # The extension it serves, advertised.
+    assert capabilities["_meta"] == {
+        "accord": {
+            "events": {"method": "_accord/event", "layers": ["render", "state", "observe"]}
+        }
+    }
     assert [describe(m) for m in answered] == ["error"]
     assert answered[0]["error"]["code"] == -32602
     assert "image" in answered[0]["error"]["message"]
