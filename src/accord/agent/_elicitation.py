@@ -23,6 +23,13 @@ for each turn, scoped to the session (and, when given, a tool call):
 
 Form mode must not be used for secrets (passwords, API keys, tokens): use a URL.
 
+Outside a turn, while the runtime handles a client's request (opening a session: ``new``,
+``load``, ``resume``, ``fork``), an engine asks through ``SessionContext.elicitation``: a
+*request-scoped* :class:`ClientElicitation` (``requestId`` = that request's id, no session:
+the client may not know the session yet), valid until the request is answered
+(:meth:`ClientElicitation.close`; asking later raises
+:class:`~accord.errors.LocalProtocolError`). Cancelling the request cancels its questions.
+
 Below: :mod:`accord.roles` (the connection, the content check), :mod:`accord.schema`. Above:
 the turn (:mod:`._turn`). The engine's side (:class:`~accord.engines.Elicitation`, the
 answer types) is part of the engine contract, :mod:`accord.engines`.
@@ -34,7 +41,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Protocol, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import anyio
 
@@ -50,6 +57,7 @@ from ..schema import (
 )
 
 if TYPE_CHECKING:
+    from ..jsonrpc import RequestId
     from ..roles import AgentSideConnection
 
 __all__ = ("ClientElicitation", "advertised_modes")
@@ -85,34 +93,69 @@ def advertised_modes(connection: AgentSideConnection) -> frozenset[ElicitationMo
     return frozenset(modes)
 
 
+class _RequestScopes:
+    """The scopes of a request-scoped question: the handler's own cancellation applies."""
+
+    cancelled = False
+
+    def add_permission_scope(self, scope: anyio.CancelScope) -> None:
+        """Nothing to track: cancelling the request cancels its handler, and so the question."""
+
+    def discard_permission_scope(self, scope: anyio.CancelScope) -> None:
+        """Nothing to forget."""
+
+
 @final
 class ClientElicitation:
-    """Asks the client's user, for one session's turn.
+    """Asks the client's user, for one session's turn or for one request of the client.
 
     Args:
         connection: The connection to the client.
-        session_id: The session the questions are scoped to.
-        turn: The turn (its cancellation cancels open questions).
+        session_id: The session the questions are scoped to (``None``: scoped to
+            ``request_id`` instead).
+        turn: The turn (its cancellation cancels open questions); ``None`` for a
+            request-scoped one.
         before_ask: Awaited before a question is sent (the runtime flushes what the turn
             published, so the client knows everything the question refers to).
+        request_id: The client's request the questions are tied to (request-scoped).
+
+    Raises:
+        ValueError: neither or both of ``session_id`` and ``request_id`` given.
     """
 
-    __slots__ = ("_before_ask", "_connection", "_modes", "_session_id", "_turn")
+    __slots__ = (
+        "_before_ask",
+        "_closed",
+        "_connection",
+        "_modes",
+        "_request_id",
+        "_session_id",
+        "_turn",
+    )
 
     def __init__(
         self,
         connection: AgentSideConnection,
-        session_id: str,
-        turn: _TurnScopes,
+        session_id: str | None,
+        turn: _TurnScopes | None = None,
         *,
         before_ask: Callable[[], Awaitable[None]] | None = None,
+        request_id: RequestId | None = None,
     ) -> None:
-        """Bind to a session's turn; see the class docstring for the arguments."""
+        """Bind to a session's turn or a request; see the class docstring for the arguments."""
+        if (session_id is None) == (request_id is None):
+            raise ValueError("an elicitation is scoped to a session or to a request, not both")
         self._connection = connection
         self._session_id = session_id
-        self._turn = turn
+        self._request_id = request_id
+        self._turn: _TurnScopes = turn if turn is not None else _RequestScopes()
         self._before_ask = before_ask
         self._modes = advertised_modes(connection)
+        self._closed = False
+
+    def close(self) -> None:
+        """The request this is scoped to was answered: no more questions (request scope)."""
+        self._closed = True
 
     @property
     def modes(self) -> frozenset[ElicitationMode]:
@@ -134,8 +177,7 @@ class ClientElicitation:
             message=message,
             mode="form",
             requested_schema=schema,
-            session_id=self._session_id,
-            tool_call_id=tool_call_id,
+            **self._scope(tool_call_id),
         )
         response = await self._ask(request)
         if response is None:
@@ -171,8 +213,7 @@ class ClientElicitation:
             mode="url",
             url=url,
             elicitation_id=ident,
-            session_id=self._session_id,
-            tool_call_id=tool_call_id,
+            **self._scope(tool_call_id),
         )
         response = await self._ask(request)
         action = "cancel" if response is None else _action(response)
@@ -189,7 +230,17 @@ class ClientElicitation:
             CompleteElicitationNotification(elicitation_id=elicitation_id)
         )
 
+    def _scope(self, tool_call_id: str | None) -> dict[str, Any]:
+        if self._request_id is not None:
+            return {"request_id": self._request_id}
+        return {"session_id": self._session_id, "tool_call_id": tool_call_id}
+
     def _require(self, mode: ElicitationMode) -> None:
+        if self._closed:
+            raise LocalProtocolError(
+                f"the request {self._request_id!r} this question was tied to has been "
+                "answered; ask during it, or in a turn"
+            )
         if mode not in self._modes:
             advertised = ", ".join(sorted(self._modes)) or "none"
             raise LocalProtocolError(

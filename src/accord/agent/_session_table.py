@@ -52,7 +52,7 @@ from pydantic import TypeAdapter
 from ..engines import Engine, EngineCapabilities, SessionContext
 from ..errors import InvalidParams
 from ..events import ToolCallEnded, ToolCallTracker, new_id
-from ..jsonrpc import after_reply
+from ..jsonrpc import after_reply, current_request_id
 from ..schema import (
     AvailableCommandsUpdateSessionUpdate,
     ListSessionsRequest,
@@ -66,6 +66,7 @@ from ..store import SessionRecord, SessionStore
 from ._client_services import client_services
 from ._controls import Controls
 from ._directories import check_absolute, check_working_directory
+from ._elicitation import ClientElicitation, advertised_modes
 from ._elsewhere import ElsewhereFeed
 from ._errors import session_not_found
 from ._live_session import LiveSession
@@ -366,21 +367,27 @@ class SessionTable:
         """Open the engine session for ``record`` and make it live (or refresh ``live``)."""
         session_id = record.session_id
         reader, writer, terminals = client_services(self._connection(), session_id)
-        engine_session = await self._engine.open_session(
-            SessionContext(
-                session_id=session_id,
-                cwd=record.cwd,
-                additional_directories=record.additional_directories,
-                mcp_servers=tuple(mcp_servers),
-                history=restored.engine_state,
-                mode_id=restored.controls.mode_id,
-                config_values=MappingProxyType(dict(restored.controls.values)),
-                file_reader=reader,
-                file_writer=writer,
-                terminals=terminals,
-                title=restored.title,
+        asking = self._request_elicitation()
+        try:
+            engine_session = await self._engine.open_session(
+                SessionContext(
+                    session_id=session_id,
+                    cwd=record.cwd,
+                    additional_directories=record.additional_directories,
+                    mcp_servers=tuple(mcp_servers),
+                    history=restored.engine_state,
+                    mode_id=restored.controls.mode_id,
+                    config_values=MappingProxyType(dict(restored.controls.values)),
+                    file_reader=reader,
+                    file_writer=writer,
+                    terminals=terminals,
+                    title=restored.title,
+                    elicitation=asking,
+                )
             )
-        )
+        finally:
+            if asking is not None:
+                asking.close()  # the request is about to be answered
         if live is None:
             pipeline = DeliveryPipeline(
                 session_id, self._store, epoch=epoch, next_seq=record.last_seq + 1
@@ -416,6 +423,16 @@ class SessionTable:
         live.engine_state = restored.engine_state
         self._attach(live)
         return live
+
+    def _request_elicitation(self) -> ClientElicitation | None:
+        """Questions tied to the client's request being handled, if it can be asked any."""
+        request_id = current_request_id()
+        if request_id is None:  # not served over a connection
+            return None
+        connection = self._connection()
+        if not advertised_modes(connection):
+            return None
+        return ClientElicitation(connection, None, request_id=request_id)
 
     def _attach(self, live: LiveSession) -> None:
         """Attach this connection's client to ``live``: it has everything committed so far

@@ -282,6 +282,11 @@ class SessionContext:
             ``terminal``.
         title: The session's title (``None``: untitled; an engine may title it with a
             ``TitleChanged`` event, as the coder does from the first prompt).
+        elicitation: Questions to the user while the session opens, tied to the client's
+            request (``session/new``, ``load``, ``resume`` or ``fork``: request-scoped, the
+            client may not know the session yet); usable only until ``open_session``
+            returns (then it raises :class:`~accord.errors.LocalProtocolError`). ``None``
+            when the client advertised no elicitation mode or nothing is being served.
     """
 
     session_id: str
@@ -295,6 +300,7 @@ class SessionContext:
     file_writer: TextFileWriter | None = None
     terminals: TerminalService | None = None
     title: str | None = None
+    elicitation: Elicitation | None = None
 
 
 @final

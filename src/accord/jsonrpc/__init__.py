@@ -14,6 +14,7 @@ from ._connection import NotificationHandler as NotificationHandler
 from ._connection import RequestHandler as RequestHandler
 from ._connection import WireObserver as WireObserver
 from ._connection import after_reply as after_reply
+from ._connection import current_request_id as current_request_id
 from ._connection import set_wire_observer as set_wire_observer
 from ._core import Endpoint as Endpoint
 from ._core import Incoming as Incoming
@@ -44,6 +45,7 @@ __all__ = (
     "StrayResponse",
     "WireObserver",
     "after_reply",
+    "current_request_id",
     "exception_to_error",
     "is_request_id",
     "set_wire_observer",

@@ -116,6 +116,16 @@ _in_notification_worker: ContextVar[bool] = ContextVar(
 _reply_hooks: ContextVar[list[Callable[[], Awaitable[None]]] | None] = ContextVar(
     "accord_reply_hooks", default=None
 )
+_current_request: ContextVar[RequestId | None] = ContextVar("accord_current_request", default=None)
+
+
+def current_request_id() -> RequestId | None:
+    """The id of the peer's request whose handler is running (``None`` outside a handler).
+
+    What a request the handler sends may name as its origin (ACP's request-scoped
+    elicitation: ``elicitation/create`` with ``requestId``).
+    """
+    return _current_request.get()
 
 
 def after_reply(callback: Callable[[], Awaitable[None]]) -> bool:
@@ -559,6 +569,7 @@ class Connection:
             reply: dict[str, Any] | None = None
             hooks: list[Callable[[], Awaitable[None]]] = []
             _reply_hooks.set(hooks)
+            _current_request.set(event.id)
             try:
                 with scope:
                     if barrier > self._handled_notifications:
