@@ -98,7 +98,7 @@ def _rich_turns() -> list[list[Any]]:
 
 
 async def test_new_session_records_cwd_directories_and_mcp_servers(store: SessionStore) -> None:
-    engine = ScriptedEngine()
+    engine = ScriptedEngine(capabilities=EngineCapabilities(mcp_http=True))
     async with serve(engine, store=store) as h:
         session_id = await h.new_session(
             additionalDirectories=["/work/lib"], mcpServers=[s.to_wire() for s in MCP]
