@@ -374,9 +374,7 @@ async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) ->
     assert advertised == {"image": False, "audio": False, "embeddedContext": True}
     # The extension it serves, advertised.
     assert capabilities["_meta"] == {
-        "accord": {
-            "events": {"method": "_accord/event", "layers": ["render", "state", "observe"]}
-        }
+        "accord": {"events": {"method": "_accord/event", "layers": ["render", "state", "observe"]}}
     }
     assert [describe(m) for m in answered] == ["error"]
     assert answered[0]["error"]["code"] == -32602
