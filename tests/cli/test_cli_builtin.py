@@ -9,6 +9,7 @@ the usage in the summary, and no pydantic-ai banner.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
     lines = [line.rstrip() for line in screen.display if line.strip()]
     assert "Fixed." in lines
     assert lines[-1].startswith("[done, session ")
-    assert lines[-1].endswith("/128,000 tokens]")  # the context usage the agent reported
+    # The turn's tokens the agent reported (PromptResponse.usage, the fake model's counts).
+    assert re.search(r", [\d,]+ tokens \([\d,]+ in, [\d,]+ out\)\]$", lines[-1]), lines[-1]
     assert "Logfire" not in out.text and "PYDANTIC_AI_NO_BANNER" not in out.text
 
 
