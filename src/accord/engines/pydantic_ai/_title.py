@@ -24,8 +24,8 @@ from pydantic_ai.messages import ModelRequest, SystemPromptPart, TextPart, UserP
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from .. import MODEL_PURPOSE_HEADER
 from ...schema import ContentBlock, TextContentBlock
+from .. import MODEL_PURPOSE_HEADER
 
 __all__ = (
     "TITLE_INSTRUCTIONS",
