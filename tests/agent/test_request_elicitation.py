@@ -16,8 +16,8 @@ import pytest
 
 import accord.jsonrpc
 from accord.agent import AgentRuntime, EngineSession, SessionContext
-from accord.agent._elicitation import ElicitationAnswer
 from accord.client import AcceptDefaults, connect
+from accord.engines import ElicitationAnswer
 from accord.errors import LocalProtocolError
 from accord.schema import ElicitationSchema
 from accord.store import MemorySessionStore
