@@ -24,6 +24,7 @@ class Served:
     """A running server: its port and what its connections did."""
 
     port: int
+    engine: ScriptedEngine
     served: list[Transport] = field(default_factory=list[Transport])
 
     def url(self, scheme: str = "ws") -> str:
@@ -41,7 +42,7 @@ async def served_agent(
     """Serve a scripted agent (one runtime per connection, one store) on a loopback port."""
     store = MemorySessionStore()
     engine = ScriptedEngine([list(t) for t in turns])
-    state = Served(0)
+    state = Served(0, engine)
 
     async def handler(transport: Transport) -> None:
         state.served.append(transport)

@@ -14,10 +14,10 @@ import orjson
 import pytest
 from _remote_support import TOKEN, UPGRADE, raw_request, request_bytes, served_agent
 
-from accord.client import connect
+from accord.client import AllowAll, DenyAll, connect
 from accord.errors import ConnectionClosed, ConnectionRefused, LocalProtocolError
 from accord.remote import ServerLimits, open_remote
-from accord.testing import Say, Stream
+from accord.testing import Say, Stream, UseTool
 
 pytestmark = pytest.mark.anyio
 
@@ -34,6 +34,20 @@ async def test_a_prompt_turn_over_the_network(scheme: str) -> None:
     assert result.text.startswith("Hello ")
     assert len(result.text) > len("Hello ")
     assert session.session_id in {s.session_id for s in listed.sessions}
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+@pytest.mark.parametrize("allow", [True, False])
+async def test_a_permission_request_is_answered_over_the_network(scheme: str, allow: bool) -> None:
+    turn = [UseTool(title="Edit app.py", kind="edit", ask=True, result="edited"), Say("done")]
+    policy = AllowAll() if allow else DenyAll()
+    async with served_agent([turn]) as server:
+        with anyio.fail_after(30):
+            async with connect(server.url(scheme), token=TOKEN, permission_policy=policy) as conn:
+                result = await (await conn.new_session()).prompt("edit it")
+    assert result.stop_reason == "end_turn"
+    assert [call.status for call in result.tool_calls] == (["completed"] if allow else ["failed"])
+    assert len(server.engine.tool_runs) == (1 if allow else 0)
 
 
 @pytest.mark.parametrize("scheme", ["ws", "http"])
