@@ -156,8 +156,9 @@ async def test_load_resume_and_fork_refuse_a_cwd_that_is_not_an_existing_directo
     cwd, words = _bad_cwd(tmp_path, problem)
     session_id = "stored"
     now = datetime.now(UTC)
-    # Stored with that cwd (by an older accord, or its directory has gone since).
-    stored = cwd if method != "fork" else CWD
+    # Stored with that cwd (by an older accord, or its directory has gone since); PostgreSQL
+    # cannot store a NUL in text, so that one is stored with a sound cwd and asked with the bad.
+    stored = cwd if method != "fork" and problem != "nul" else CWD
     await store.create_session(
         SessionRecord(session_id=session_id, cwd=stored, created_at=now, updated_at=now)
     )
