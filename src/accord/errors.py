@@ -15,6 +15,7 @@ Every error accord raises derives from :class:`AcpError`. Catch the branch you c
     │   ├── InvalidRequest      -32600
     │   ├── MethodNotFound      -32601
     │   ├── InvalidParams       -32602
+    │   │   └── CursorRejected          a resume cursor the agent cannot honour
     │   ├── InternalError       -32603
     │   ├── RequestCancelled    -32800
     │   ├── AuthRequired        -32000
@@ -35,14 +36,17 @@ above it raises these classes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 __all__ = (
+    "CURSOR_META_KEY",
+    "CURSOR_REJECTION_REASONS",
     "AcpError",
     "AgentProcessExited",
     "AuthRequired",
     "ConnectionClosed",
     "ConnectionRefused",
+    "CursorRejected",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -59,6 +63,19 @@ __all__ = (
     "SessionError",
     "SessionNotFound",
     "TransportError",
+    "is_cursor_rejection",
+)
+
+#: The ``_meta`` key of a delivery cursor: on every ``session/update`` an agent sends, and on
+#: ``session/resume`` / ``session/load`` to resume after it (an opaque string).
+CURSOR_META_KEY: Final = "acp/cursor"
+
+#: ``data.reason`` of a :class:`CursorRejected` error: the cursor is not a cursor
+#: (``cursor_malformed``), belongs to another session (``cursor_foreign``), names a position the
+#: session never had (``cursor_unknown``), a position of another epoch (``cursor_epoch``), or
+#: one no longer stored (``cursor_expired``).
+CURSOR_REJECTION_REASONS: Final = frozenset(
+    {"cursor_malformed", "cursor_foreign", "cursor_unknown", "cursor_epoch", "cursor_expired"}
 )
 
 
@@ -175,6 +192,30 @@ class ResourceNotFound(RequestError):
 
     default_code = -32002
     default_message = "Resource not found"
+
+
+class CursorRejected(InvalidParams):
+    """A resume cursor the agent cannot honour (-32602; ``data.reason`` is one of
+    :data:`CURSOR_REJECTION_REASONS`, ``data.cursor`` the cursor as sent).
+
+    Nothing was attached or changed: load the session in full (without a cursor) instead.
+    """
+
+    def __init__(self, reason: str, cursor: object, detail: str, session_id: str) -> None:
+        """Refuse ``cursor`` of ``session_id`` for ``reason`` (``detail`` says why, in words)."""
+        super().__init__(
+            f"cannot resume session {session_id!r} from cursor {cursor!r}: {detail}",
+            {"sessionId": session_id, "cursor": cursor, "reason": reason},
+        )
+        self.reason = reason
+
+
+def is_cursor_rejection(error: BaseException) -> bool:
+    """Whether ``error`` (raised locally or received from a peer) refused a resume cursor."""
+    if not isinstance(error, InvalidParams):
+        return False
+    data = error.data
+    return isinstance(data, dict) and data.get("reason") in CURSOR_REJECTION_REASONS  # pyright: ignore[reportUnknownMemberType]
 
 
 _BY_CODE: dict[int, type[RequestError]] = {

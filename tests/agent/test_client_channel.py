@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from accord.agent import ClientChannel
+from accord.agent._cursor import encode_cursor
 from accord.events import (
     EXT_EVENT_METHOD,
     ROOT_AGENT_ID,
@@ -25,6 +26,11 @@ pytestmark = pytest.mark.anyio
 
 def envelope(event: Event, seq: int = 1, *, agent_id: str = ROOT_AGENT_ID) -> Any:
     return stamp(event, session_id="s-1", seq=seq, epoch=0, turn_id="t-1", agent_id=agent_id)
+
+
+def cursor(seq: int) -> dict[str, str]:
+    """The ``_meta`` of a notification that brings the client to ``seq`` (epoch 0)."""
+    return {"acp/cursor": encode_cursor("s-1", 0, seq)}
 
 
 def _text(text: str, message_id: str = "m") -> TextChunk:
@@ -64,6 +70,7 @@ async def test_a_standard_client_gets_root_updates_only() -> None:
                     "content": {"type": "text", "text": "hi"},
                     "messageId": "m",
                 },
+                "_meta": cursor(1),
             },
         )
     ]
@@ -77,7 +84,10 @@ async def test_an_extended_client_gets_the_header_before_the_update() -> None:
     await sink.deliver(envelope(TurnCompleted(stop_reason="end_turn"), seq=5))
     header = {"sessionId": "s-1", "epoch": 0, "turnId": "t-1", "layer": "render"}
     assert client.received == [
-        (EXT_EVENT_METHOD, {**header, "seq": 3, "agentId": "root", "kind": "text_chunk"}),
+        (
+            EXT_EVENT_METHOD,
+            {**header, "seq": 3, "agentId": "root", "kind": "text_chunk", "_meta": cursor(3)},
+        ),
         (
             "session/update",
             {
@@ -87,6 +97,7 @@ async def test_an_extended_client_gets_the_header_before_the_update() -> None:
                     "content": {"type": "text", "text": "hi"},
                     "messageId": "m",
                 },
+                "_meta": cursor(3),
             },
         ),
         (
@@ -101,11 +112,19 @@ async def test_an_extended_client_gets_the_header_before_the_update() -> None:
                     "content": {"type": "text", "text": "nested"},
                     "messageId": "m",
                 },
+                "_meta": cursor(4),
             },
         ),
         (
             EXT_EVENT_METHOD,
-            {**header, "seq": 5, "agentId": "root", "layer": "state", "kind": "turn_completed"},
+            {
+                **header,
+                "seq": 5,
+                "agentId": "root",
+                "layer": "state",
+                "kind": "turn_completed",
+                "_meta": cursor(5),
+            },
         ),
     ]
 
@@ -129,6 +148,7 @@ async def test_observe_events_reach_extended_clients_only() -> None:
                 "agentId": "root",
                 "layer": "observe",
                 "kind": "model_call_started",
+                "_meta": cursor(2),
             },
         )
     ]

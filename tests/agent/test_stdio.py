@@ -129,6 +129,9 @@ def _normalized(messages: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
                     out[key] = seen.setdefault(item, f"<{key}-{len(seen)}>")
                 elif key == "updatedAt":
                     out[key] = "<time>"
+                elif key == "acp/cursor" and isinstance(item, str):
+                    # The cursor names the session (a tag of its id), then epoch and seq.
+                    out[key] = "<cursor " + ".".join(item.split(".")[2:]) + ">"
                 else:
                     out[key] = walk(item)
             return out

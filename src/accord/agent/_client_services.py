@@ -6,16 +6,25 @@ session, and only when the client advertised the capability (``fs.readTextFile``
 ``fs.writeTextFile``, ``terminal``); otherwise they stay ``None`` and the engine falls back to
 its own tools. Every call is one typed request on the connection.
 
+When several clients are attached to one session, a :class:`ConnectionPicker` chooses the
+client per call: the one whose prompt runs the current turn when it advertised the capability
+the call needs, else the earliest attached client that did; a client that did not advertise a
+capability is never sent its requests (with nobody able to serve it, the call fails with
+-32601). A terminal's later calls (output, wait, kill, release) go to the client that
+created it.
+
 Below: :mod:`accord.roles` (the connection) and :mod:`accord.schema`. Above: the runtime.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 from ..engines import TerminalHandle, TerminalService, TextFileReader, TextFileWriter
+from ..errors import MethodNotFound
 from ..schema import (
+    ClientCapabilities,
     CreateTerminalRequest,
     EnvVariable,
     KillTerminalRequest,
@@ -31,7 +40,64 @@ from ..schema import (
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
 
-__all__ = ("ClientFiles", "ClientTerminal", "ClientTerminals", "client_services")
+__all__ = (
+    "ClientFiles",
+    "ClientTerminal",
+    "ClientTerminals",
+    "ConnectionPicker",
+    "Need",
+    "client_services",
+)
+
+Need = Literal["fs.readTextFile", "fs.writeTextFile", "terminal"]
+"""The client capability a call needs."""
+
+
+def advertises(capabilities: ClientCapabilities | None, need: Need) -> bool:
+    """Whether ``capabilities`` include ``need``."""
+    if capabilities is None:
+        return False
+    if need == "fs.readTextFile":
+        return bool(capabilities.fs.read_text_file)
+    if need == "fs.writeTextFile":
+        return bool(capabilities.fs.write_text_file)
+    return bool(capabilities.terminal)
+
+
+class ConnectionPicker:
+    """Chooses the client connection that serves a call (see the module docstring).
+
+    Args:
+        candidates: Returns the connections in order of preference (the prompting client
+            first, then the attached ones in the order they attached).
+    """
+
+    __slots__ = ("_candidates",)
+
+    def __init__(self, candidates: Callable[[], Iterable[AgentSideConnection]]) -> None:
+        """Create the picker; see the class docstring for the arguments."""
+        self._candidates = candidates
+
+    def pick(self, need: Need, method: str) -> AgentSideConnection:
+        """The connection to send ``method`` on.
+
+        Raises:
+            MethodNotFound: no attached client advertised ``need``.
+        """
+        for connection in self._candidates():
+            if not connection.closed and advertises(connection.client_capabilities, need):
+                return connection
+        raise MethodNotFound(
+            f"no attached client can serve {method} (none advertised {need})", {"method": method}
+        )
+
+
+def _resolve(
+    target: AgentSideConnection | ConnectionPicker, need: Need, method: str
+) -> AgentSideConnection:
+    if isinstance(target, ConnectionPicker):
+        return target.pick(need, method)
+    return target
 
 
 class ClientFiles:
@@ -39,8 +105,8 @@ class ClientFiles:
 
     __slots__ = ("_connection", "_session_id")
 
-    def __init__(self, connection: AgentSideConnection, session_id: str) -> None:
-        """Bind to ``session_id`` on ``connection``."""
+    def __init__(self, connection: AgentSideConnection | ConnectionPicker, session_id: str) -> None:
+        """Bind to ``session_id`` on ``connection`` (or on the client a picker chooses)."""
         self._connection = connection
         self._session_id = session_id
 
@@ -57,7 +123,8 @@ class ClientFiles:
             request.line = line
         if limit is not None:
             request.limit = limit
-        response = await self._connection.read_text_file(request)
+        connection = _resolve(self._connection, "fs.readTextFile", "fs/read_text_file")
+        response = await connection.read_text_file(request)
         return response.content
 
     async def write_text_file(self, path: str, content: str) -> None:
@@ -66,7 +133,8 @@ class ClientFiles:
         Raises:
             RequestError: the client refused or failed.
         """
-        await self._connection.write_text_file(
+        connection = _resolve(self._connection, "fs.writeTextFile", "fs/write_text_file")
+        await connection.write_text_file(
             WriteTextFileRequest(session_id=self._session_id, path=path, content=content)
         )
 
@@ -117,8 +185,8 @@ class ClientTerminals:
 
     __slots__ = ("_connection", "_session_id")
 
-    def __init__(self, connection: AgentSideConnection, session_id: str) -> None:
-        """Bind to ``session_id`` on ``connection``."""
+    def __init__(self, connection: AgentSideConnection | ConnectionPicker, session_id: str) -> None:
+        """Bind to ``session_id`` on ``connection`` (or on the client a picker chooses)."""
         self._connection = connection
         self._session_id = session_id
 
@@ -136,7 +204,8 @@ class ClientTerminals:
         Raises:
             RequestError: the client refused or failed.
         """
-        response = await self._connection.create_terminal(
+        connection = _resolve(self._connection, "terminal", "terminal/create")
+        response = await connection.create_terminal(
             CreateTerminalRequest(
                 session_id=self._session_id,
                 command=command,
@@ -146,19 +215,23 @@ class ClientTerminals:
                 output_byte_limit=output_byte_limit,
             )
         )
-        return ClientTerminal(self._connection, self._session_id, response.terminal_id)
+        return ClientTerminal(connection, self._session_id, response.terminal_id)
 
 
 def client_services(
-    connection: AgentSideConnection, session_id: str
+    connection: AgentSideConnection,
+    session_id: str,
+    picker: ConnectionPicker | None = None,
 ) -> tuple[TextFileReader | None, TextFileWriter | None, TerminalService | None]:
-    """The reader, writer and terminal host the client advertised, for ``session_id``."""
+    """The reader, writer and terminal host ``connection``'s client advertised, for
+    ``session_id``; with ``picker``, each call goes to the client it chooses."""
     capabilities = connection.client_capabilities
     if capabilities is None:
         return None, None, None
-    files = ClientFiles(connection, session_id)
+    target: AgentSideConnection | ConnectionPicker = picker if picker is not None else connection
+    files = ClientFiles(target, session_id)
     return (
         files if capabilities.fs.read_text_file else None,
         files if capabilities.fs.write_text_file else None,
-        ClientTerminals(connection, session_id) if capabilities.terminal else None,
+        ClientTerminals(target, session_id) if capabilities.terminal else None,
     )

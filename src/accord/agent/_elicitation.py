@@ -118,12 +118,16 @@ class ClientElicitation:
         before_ask: Awaited before a question is sent (the runtime flushes what the turn
             published, so the client knows everything the question refers to).
         request_id: The client's request the questions are tied to (request-scoped).
+        ask: Puts a question instead of sending it on ``connection`` (the runtime asks every
+            attached client that advertised the mode; ``None`` means nobody answered). The
+            modes offered stay those ``connection``'s client advertised.
 
     Raises:
         ValueError: neither or both of ``session_id`` and ``request_id`` given.
     """
 
     __slots__ = (
+        "_ask_all",
         "_before_ask",
         "_closed",
         "_connection",
@@ -141,11 +145,17 @@ class ClientElicitation:
         *,
         before_ask: Callable[[], Awaitable[None]] | None = None,
         request_id: RequestId | None = None,
+        ask: Callable[
+            [CreateElicitationRequest, ElicitationMode],
+            Awaitable[CreateElicitationResponse | None],
+        ]
+        | None = None,
     ) -> None:
         """Bind to a session's turn or a request; see the class docstring for the arguments."""
         if (session_id is None) == (request_id is None):
             raise ValueError("an elicitation is scoped to a session or to a request, not both")
         self._connection = connection
+        self._ask_all = ask
         self._session_id = session_id
         self._request_id = request_id
         self._turn: _TurnScopes = turn if turn is not None else _RequestScopes()
@@ -258,6 +268,8 @@ class ClientElicitation:
         with anyio.CancelScope() as scope:
             turn.add_permission_scope(scope)
             try:
+                if self._ask_all is not None:
+                    return await self._ask_all(request, request.mode)  # pyright: ignore[reportArgumentType]
                 return await self._connection.create_elicitation(request)
             except RequestCancelled:
                 return None

@@ -2,7 +2,8 @@
 
 :class:`LiveSession` ties together, for one session: the engine's session object, its
 delivery pipeline (:mod:`._pipeline`: stamping ``seq`` and ``epoch``, storing, fanning out)
-with this connection's attachment to it, the tool-call tracker, the lifecycle
+with the attachment of every client attached to it (:mod:`._links`), the questions its turn
+has open, the tool-call tracker, the lifecycle
 (:mod:`._lifecycle`), the controls, the remembered permission answers, the title, the
 slash commands and the engine's last state snapshot.
 :class:`TurnHandle` is the running prompt turn, if any: its ids and the means to stop it.
@@ -21,7 +22,7 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 from pydantic import JsonValue
@@ -35,6 +36,9 @@ from ._elsewhere import ElsewhereFeed
 from ._lifecycle import SessionLifecycle
 from ._permissions import PermissionMemory
 from ._pipeline import Attachment, DeliveryPipeline
+
+if TYPE_CHECKING:
+    from ._links import ClientLink, OpenQuestion
 
 __all__ = ("STATE_FORMAT", "LiveSession", "TurnHandle")
 
@@ -123,17 +127,19 @@ class LiveSession:
         "additional_directories",
         "announced",
         "announcements",
-        "attachment",
         "commands",
         "controls",
         "cwd",
+        "driver",
         "engine",
         "engine_state",
-        "feed",
+        "feeds",
         "lifecycle",
+        "links",
         "mcp_servers",
         "permissions",
         "pipeline",
+        "questions",
         "session_id",
         "title",
         "tracker",
@@ -162,10 +168,14 @@ class LiveSession:
         self.mcp_servers = mcp_servers
         self.engine = engine
         self.pipeline = pipeline
-        #: This connection's attachment to the pipeline (``None`` until attached).
-        self.attachment: Attachment | None = None
-        #: Relays other processes' events to the attachment (``None``: not asked for).
-        self.feed: ElsewhereFeed | None = None
+        #: The attached clients and their attachments, in the order they attached.
+        self.links: dict[ClientLink, Attachment] = {}
+        #: The client whose prompt runs the current turn (``None`` between turns).
+        self.driver: ClientLink | None = None
+        #: The questions the running turn has put to the clients and not yet settled.
+        self.questions: set[OpenQuestion[Any]] = set()
+        #: Relays other processes' events to each attached client (empty: not asked for).
+        self.feeds: dict[ClientLink, ElsewhereFeed] = {}
         self.controls = controls
         self.permissions = permissions
         self.title = title
@@ -215,10 +225,10 @@ class LiveSession:
         """The ``seq`` of the last event published."""
         return self.pipeline.last_seq
 
-    async def settle(self) -> None:
-        """Wait until every event published so far is committed and sent to this client
-        (what a response or a request to the client must come after)."""
-        await self.pipeline.settle(self.attachment)
+    async def settle(self, link: ClientLink | None = None) -> None:
+        """Wait until every event published so far is committed and sent to ``link``'s client
+        (what a response to it must come after); without ``link``, only committed."""
+        await self.pipeline.settle(None if link is None else self.links.get(link))
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""

@@ -35,7 +35,9 @@ where a client that comes back would resume.
 :class:`ClientChannel` is the connection side of one client: it renders an envelope with the
 one mapping (:meth:`~accord.events.SessionUpdateMapper.update_wire`, which also hides
 ``boolean`` config options from clients that did not advertise them), adds ``_accord/event``
-for clients that opted in (all three layers, the observe layer included), and has a "gone"
+for clients that opted in (all three layers, the observe layer included), stamps each
+notification's ``_meta["acp/cursor"]`` (:mod:`._cursor`: where a client that comes back
+resumes), and has a "gone"
 flag: once the connection is closed, sends are skipped silently (the store still gets
 everything).
 
@@ -53,7 +55,7 @@ from typing import Any, Final, Protocol, final
 
 import anyio
 
-from ..errors import TransportError
+from ..errors import CURSOR_META_KEY, TransportError
 from ..events import (
     EXT_EVENT_METHOD,
     ROOT_AGENT_ID,
@@ -67,6 +69,7 @@ from ..events import (
 )
 from ..schema import BooleanSessionConfigOption, SessionUpdate
 from ..store import GroupCommitWriter, SessionStore, WriterClosed, iter_events
+from ._cursor import Cursor, encode_cursor
 
 __all__ = (
     "DEFAULT_ATTACHMENT_QUEUE",
@@ -112,8 +115,9 @@ class Recipient(Protocol):
         """Whether the client gets anything for ``envelope`` (else it is passed over)."""
         ...
 
-    async def deliver(self, envelope: Envelope) -> None:
-        """Send ``envelope`` to the client; a gone client is not an error."""
+    async def deliver(self, envelope: Envelope, cursor: Cursor | None = None) -> None:
+        """Send ``envelope`` to the client (``cursor``: the position it brings the client to,
+        ``(epoch, seq)``, when not its own); a gone client is not an error."""
         ...
 
 
@@ -164,29 +168,39 @@ class ClientChannel:
             logger.info("the client is gone; events are stored but no longer sent: %s", error)
         self.gone = True
 
-    async def deliver(self, envelope: Envelope) -> None:
-        """Send ``envelope`` as this client sees it (nothing once the client is gone)."""
+    async def deliver(self, envelope: Envelope, cursor: Cursor | None = None) -> None:
+        """Send ``envelope`` as this client sees it (nothing once the client is gone).
+
+        Every notification carries ``_meta["acp/cursor"]``: the envelope's own position, or
+        ``cursor`` (``(epoch, seq)``) for a replayed envelope that stands for several.
+        """
         if self.gone:
             return
+        epoch, seq = (envelope.epoch, envelope.seq) if cursor is None else cursor
+        meta = {CURSOR_META_KEY: encode_cursor(envelope.session_id, epoch, seq)}
         try:
             if self.extended:
-                await self._deliver_extended(envelope)
+                await self._deliver_extended(envelope, meta)
             elif envelope.agent_id == ROOT_AGENT_ID and envelope.layer != "observe":
                 update = self.mapper.update_wire(envelope)
                 if update is not None:
                     await self._notify(
-                        "session/update", {"sessionId": envelope.session_id, "update": update}
+                        "session/update",
+                        {"sessionId": envelope.session_id, "update": update, "_meta": meta},
                     )
         except _GONE as exc:
             self._mark_gone(exc)
 
-    async def _deliver_extended(self, envelope: Envelope) -> None:
+    async def _deliver_extended(self, envelope: Envelope, meta: dict[str, Any]) -> None:
         update = None if envelope.layer == "observe" else self.mapper.update_wire(envelope)
         root = envelope.agent_id == ROOT_AGENT_ID
-        await self._notify(EXT_EVENT_METHOD, ext_event_params(envelope, None if root else update))
+        params = ext_event_params(envelope, None if root else update)
+        params["_meta"] = meta
+        await self._notify(EXT_EVENT_METHOD, params)
         if root and update is not None:
             await self._notify(
-                "session/update", {"sessionId": envelope.session_id, "update": update}
+                "session/update",
+                {"sessionId": envelope.session_id, "update": update, "_meta": meta},
             )
 
     async def send(self, session_id: str, update: SessionUpdate) -> None:
@@ -258,8 +272,10 @@ class Attachment:
         *,
         cursor: int,
         max_queue: int = DEFAULT_ATTACHMENT_QUEUE,
+        catch_up: bool = False,
     ) -> None:
-        """Create the attachment; see the class docstring for the arguments."""
+        """Create the attachment; see the class docstring for the arguments (``catch_up``:
+        start behind, sending what is stored after ``cursor`` first)."""
         if max_queue < 1:
             raise ValueError(f"max_queue must be at least 1, got {max_queue}")
         self._pipeline = pipeline
@@ -267,7 +283,7 @@ class Attachment:
         self.cursor = cursor
         self._max_queue = max_queue
         self._queue: deque[Envelope] = deque()
-        self.behind = False
+        self.behind = catch_up
         self.closed = False
         self._wake: anyio.Event | None = None
         self._progress: anyio.Event | None = None

@@ -20,6 +20,7 @@ runtime's session methods.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -128,19 +129,30 @@ async def replay(
     store: SessionStore,
     session_id: str,
     *,
-    deliver: Callable[[Envelope], Awaitable[None]],
+    deliver: Callable[[Envelope, tuple[int, int]], Awaitable[None]],
     restored: RestoredState,
     tracker: ToolCallTracker,
+    until_seq: int | None = None,
 ) -> int:
-    """Send a stored session's whole chain to ``deliver``; return the events read.
+    """Send a stored session's chain (up to ``until_seq``) to ``deliver``; return the events
+    read.
 
+    Each envelope goes with the cursor ``(epoch, seq)`` of the last stored event it stands
+    for (a merged chunk stands for the chunks after it, a batch's last envelope for the
+    observe events after it): a client resuming from it gets nothing twice.
     Also folds state into ``restored`` and tool-call events into ``tracker``.
     """
     count = 0
     async for batch in iter_events(store, session_id):
+        if until_seq is not None:
+            batch = [stored for stored in batch if stored.seq <= until_seq]
+            if not batch:
+                break
         envelopes: list[Envelope] = []
+        epochs: dict[int, int] = {}
         for stored in batch:
             count += 1
+            epochs[stored.seq] = stored.epoch
             if stored.layer == "observe":
                 continue
             envelope = envelope_from_stored(stored)
@@ -153,6 +165,15 @@ async def replay(
                 except LocalProtocolError:
                     pass  # a stored chain is what it is; replay it anyway
             envelopes.append(envelope)
-        for envelope in compact_for_replay(envelopes):
-            await deliver(envelope)
+        compacted = compact_for_replay(envelopes)
+        seqs = [stored.seq for stored in batch]
+        last = seqs[-1]
+        for index, envelope in enumerate(compacted):
+            if index + 1 < len(compacted):
+                covered = seqs[bisect.bisect_left(seqs, compacted[index + 1].seq) - 1]
+            else:
+                covered = last
+            await deliver(envelope, (epochs[covered], covered))
+        if until_seq is not None and last >= until_seq:
+            break
     return count

@@ -26,10 +26,20 @@ Per method (details in the modules named):
   and a ``mode`` option mirrors it), stored and saved in the session's state before the
   response.
 
-One runtime serves one client connection: the live sessions, the client's capabilities and its
-choice of extended events belong to it. To serve several connections from one process, build
-a runtime per connection on a shared store and engine (two runtimes must not have the same
-session live at once).
+One runtime serves any number of client connections at once (:meth:`AgentRuntime.serve`, one
+call per connection): the live sessions, the engine and the store are shared; each connection
+has a :class:`~._links.ClientLink` (its capabilities, its choice of extended events, its
+attachments). Several clients may be attached to one session (``session/resume`` or
+``session/load`` of a session live here attaches the caller, see :mod:`._sessions`): each
+receives every update in the same order, any may prompt (one turn at a time), questions go to
+all of them (first valid answer wins), and ``fs/*`` and ``terminal/*`` requests go to the
+client that sent the prompt when it advertised them (else to another attached client that
+did, see :mod:`._client_services`). Every update carries ``_meta["acp/cursor"]``; a client
+that comes back resumes from it (:mod:`._cursor`). A dropped connection cancels nothing while
+other clients are attached or the runtime has a grace period (``grace``): the turn finishes
+and is stored, and a session with no client attached is closed (not deleted) once the grace
+period has passed. With ``grace=0`` (the default; stdio, where the one client leaving ends
+the process) the turn of a session whose last client leaves is cancelled, as before.
 
 Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above: engine adapters
 (:mod:`accord.engines`), the coding agent and the CLI.
@@ -40,14 +50,14 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
 from ..engines import Engine, check_prompt, prompt_capabilities
-from ..errors import InvalidParams, MethodNotFound
+from ..errors import CURSOR_META_KEY, InvalidParams, LocalProtocolError, MethodNotFound
 from ..events import (
     ConfigChanged,
     ModeChanged,
@@ -55,11 +65,16 @@ from ..events import (
     new_id,
     wants_extended_events,
 )
-from ..roles import Agent, TraceContext, mcp_refusal, serve_agent, unadvertised_mcp_servers
+from ..roles import (
+    Agent,
+    AgentSideConnection,
+    TraceContext,
+    mcp_refusal,
+    unadvertised_mcp_servers,
+)
 from ..schema import (
     AgentCapabilities,
     CancelNotification,
-    ClientCapabilities,
     CloseSessionRequest,
     CloseSessionResponse,
     ContentBlock,
@@ -99,9 +114,10 @@ from ..store import (
     StoreError,
 )
 from ._activity_log import ActivityLog
+from ._links import ClientLink, link_context
 from ._live_session import LiveSession, TurnHandle
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
-from ._pipeline import ClientChannel
+from ._pipeline import DEFAULT_ATTACHMENT_QUEUE
 from ._session_table import SessionTable
 from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
@@ -109,7 +125,16 @@ from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
 if TYPE_CHECKING:
     from ..transports import Transport
 
-__all__ = ("AgentRuntime", "RuntimeStatistics")
+__all__ = ("CURSOR_CAPABILITY", "DEFAULT_REMOTE_GRACE_SECONDS", "AgentRuntime", "RuntimeStatistics")
+
+#: Advertised under ``agentCapabilities._meta``: updates carry ``_meta["acp/cursor"]`` and
+#: ``session/resume`` / ``session/load`` accept one (see :mod:`._cursor`), and several
+#: clients may attach to one session.
+CURSOR_CAPABILITY: Final = "acp/cursor"
+
+#: A grace period suited to network serving: a laptop that sleeps through a coffee break
+#: finds its sessions live when it comes back.
+DEFAULT_REMOTE_GRACE_SECONDS: Final = 600.0
 
 #: During a turn, events gather this long before a commit: clients then see streamed output
 #: in steps of at most 50 ms (20 updates a second, smooth to a reader), and a streaming turn
@@ -120,8 +145,6 @@ TURN_COMMIT_WINDOW = 0.05
 
 logger = logging.getLogger("accord.agent")
 
-_NO_CAPABILITIES: Final = ClientCapabilities()
-
 
 @final
 @dataclass(frozen=True, slots=True)
@@ -129,12 +152,16 @@ class RuntimeStatistics:
     """Counts of one runtime.
 
     Attributes:
-        live_sessions: Sessions open on this connection.
+        live_sessions: Sessions live in the runtime.
         running_turns: Of those, sessions running a prompt turn.
+        connections: Connections being served.
+        attachments: Clients attached to sessions, counted per session.
     """
 
     live_sessions: int
     running_turns: int
+    connections: int = 0
+    attachments: int = 0
 
 
 def _default_agent_info() -> Implementation:
@@ -144,15 +171,6 @@ def _default_agent_info() -> Implementation:
     except importlib.metadata.PackageNotFoundError:
         version = "0"
     return Implementation(name="accord", title="accord agent runtime", version=version)
-
-
-def _boolean_options(capabilities: ClientCapabilities) -> bool:
-    session = capabilities.session
-    return (
-        session is not None
-        and session.config_options is not None
-        and session.config_options.boolean is not None
-    )
 
 
 class AgentRuntime(Agent):
@@ -182,6 +200,11 @@ class AgentRuntime(Agent):
             attached client, live, the events other processes commit to its session (a turn
             running elsewhere; see :mod:`._elsewhere`). Each attached session then follows
             the store (one listening connection each on PostgreSQL).
+        grace: Seconds a session with no client attached stays live (its running turn goes
+            on); 0 (the default) cancels the turn of a session whose last client leaves
+            (the module docstring says more).
+        attachment_queue: Updates a client may have waiting before it falls behind and is
+            sent from the store instead.
     """
 
     additional_directories = True
@@ -199,12 +222,19 @@ class AgentRuntime(Agent):
         activity: ActivityLog | str | os.PathLike[str] | None = None,
         tracer_provider: Any = None,
         live_from_elsewhere: bool = False,
+        grace: float = 0.0,
+        attachment_queue: int = DEFAULT_ATTACHMENT_QUEUE,
     ) -> None:
         """Create the runtime; see the class docstring for the arguments.
 
         Raises:
             OSError: the activity file cannot be opened.
+            ValueError: ``grace`` is negative or ``attachment_queue`` below 1.
         """
+        if not grace >= 0:
+            raise ValueError(f"grace must be a number of seconds >= 0, got {grace!r}")
+        if attachment_queue < 1:
+            raise ValueError(f"attachment_queue must be at least 1, got {attachment_queue}")
         self._tracing: Tracing | None = None
         if tracer_provider is not None or tracing_configured(os.environ):
             self._tracing = Tracing(tracer_provider)
@@ -216,9 +246,8 @@ class AgentRuntime(Agent):
         self._cancel_grace = cancel_grace
         self._max_pending = max_pending_events
         self._ownership = TurnOwnership(self._store, lease_seconds=turn_lease)
-        self._client_capabilities = _NO_CAPABILITIES
-        self._channel: ClientChannel | None = None
-        self._extended = False
+        self._links: dict[AgentSideConnection, ClientLink] = {}
+        self._connected = 0
         self._owns_activity = activity is not None and not isinstance(activity, ActivityLog)
         if activity is None or isinstance(activity, ActivityLog):
             self._activity = activity
@@ -227,10 +256,11 @@ class AgentRuntime(Agent):
         self._sessions = SessionTable(
             engine,
             self._store,
-            connection=lambda: self.client,
-            channel=self._client_channel,
+            link=self._link,
             page_size=list_page_size,
             turn_grace=cancel_grace,
+            grace=grace,
+            max_queue=attachment_queue,
             taps=() if self._activity is None else (self._activity,),
             live_from_elsewhere=live_from_elsewhere,
         )
@@ -253,9 +283,15 @@ class AgentRuntime(Agent):
         return self._activity
 
     @property
+    def grace(self) -> float:
+        """Seconds a session with no client attached stays live."""
+        return self._sessions.grace
+
+    @property
     def extended_events(self) -> bool:
-        """Whether the client opted in to ``_accord/event`` notifications."""
-        return self._extended
+        """Whether the current connection's client opted in to ``_accord/event``."""
+        link = self._find_link()
+        return link is not None and link.extended
 
     def statistics(self) -> RuntimeStatistics:
         """Return the runtime's counts."""
@@ -263,24 +299,52 @@ class AgentRuntime(Agent):
         return RuntimeStatistics(
             live_sessions=len(live),
             running_turns=sum(1 for session in live if session.turn is not None),
+            connections=len(self._links),
+            attachments=sum(len(session.links) for session in live),
         )
 
-    def _client_channel(self) -> ClientChannel:
-        if self._channel is None:
-            self._channel = ClientChannel(
-                self.client.connection.notify,
-                extended=self._extended,
-                boolean_options=_boolean_options(self._client_capabilities),
-            )
-        return self._channel
+    # ------------------------------------------------------------------ connections
+
+    def on_connect(self, client: AgentSideConnection) -> None:
+        """A connection starts serving this runtime: give it a link (module docstring).
+
+        Every task of the connection (created after this, in the same task) sees the link.
+        """
+        super().on_connect(client)
+        self._connected += 1
+        link = ClientLink(client, self._connected)
+        self._links[client] = link
+        link_context.set(link)
+
+    def _find_link(self) -> ClientLink | None:
+        link = link_context.get()
+        if link is not None and self._links.get(link.connection) is link:
+            return link
+        if self._client is not None:
+            return self._links.get(self._client)
+        return None
+
+    def _link(self) -> ClientLink:
+        link = self._find_link()
+        if link is None:
+            raise LocalProtocolError("the agent is not connected to a client")
+        return link
 
     @property
-    def _boolean(self) -> bool:
-        return _boolean_options(self._client_capabilities)
+    def client(self) -> AgentSideConnection:
+        """The connection of the client being served (in a handler: the one that called)."""
+        return self._link().connection
 
-    def _peer_closed(self) -> Awaitable[None]:
-        # Used to cancel the turns of a client that disconnects mid-turn.
-        return self.client.connection.wait_peer_closed()
+    async def _watch(self, link: ClientLink) -> None:
+        """Wait until ``link``'s client is gone, then detach it everywhere."""
+        await link.connection.connection.wait_peer_closed()
+        self._leave(link)
+
+    def _leave(self, link: ClientLink) -> list[LiveSession]:
+        alone = self._sessions.leave(link)
+        if self._links.get(link.connection) is link:
+            del self._links[link.connection]
+        return alone
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -294,12 +358,26 @@ class AgentRuntime(Agent):
             await self._store.aclose()
 
     async def serve(self, transport: Transport) -> None:
-        """Serve one client over ``transport`` until it disconnects, then :meth:`aclose`."""
-        try:
-            await serve_agent(self, transport)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
-                await self.aclose()
+        """Serve one client over ``transport`` until it disconnects.
+
+        Call it once per connection, concurrently as needed: the connections share the
+        runtime's sessions. It returns when the connection's work is done (a turn its client
+        started included: a disconnect does not cancel it, see the module docstring) and
+        the sessions the client left alone have outlived the grace period (each is then
+        closed, unless a client attached meanwhile). It does not close the runtime: call
+        :meth:`aclose` when no connection is left to serve (at the end of a stdio process).
+        """
+        async with (
+            anyio.create_task_group() as lingering,
+            AgentSideConnection(self, transport) as connection,
+        ):
+            link = self._links[connection]
+            try:
+                await connection.connection.wait_peer_closed()
+            finally:
+                for session in self._leave(link):
+                    lingering.start_soon(self._sessions.expire, session)
+            await connection.wait_closed()
 
     # ------------------------------------------------------------------ capabilities
 
@@ -315,19 +393,26 @@ class AgentRuntime(Agent):
         return McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse)
 
     def agent_capabilities(self) -> AgentCapabilities:
-        """The derived capabilities, plus the ``_accord/event`` extension in ``_meta``."""
+        """The derived capabilities, plus the ``_accord/event`` extension and the cursor
+        capability (``{"acp/cursor": {"attach": true}}``) in ``_meta``."""
         capabilities = super().agent_capabilities()
-        meta = {**(capabilities.meta or {}), **extension_capability()}
+        meta = {
+            **(capabilities.meta or {}),
+            **extension_capability(),
+            CURSOR_CAPABILITY: {"attach": True},
+        }
         return capabilities.model_copy(update={"meta": meta})
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         """Record the client's capabilities and event opt-in, then negotiate as usual."""
         capabilities = request.client_capabilities
-        self._client_capabilities = capabilities
-        self._extended = wants_extended_events(request.meta) or wants_extended_events(
-            capabilities.meta
+        link = self._link()
+        link.configure(
+            capabilities,
+            extended=wants_extended_events(request.meta)
+            or wants_extended_events(capabilities.meta),
         )
-        self._channel = None
+        link.connection.connection.start_soon(self._watch, link, name="accord client watch")
         return await super().initialize(request)
 
     # ------------------------------------------------------------------ sessions
@@ -337,11 +422,14 @@ class AgentRuntime(Agent):
         modes = session.controls.modes_state()
         if modes is not None:
             fields["modes"] = modes
-        options = session.controls.response_options(boolean=self._boolean)
+        options = session.controls.response_options(boolean=self._link().boolean_options)
         if options is not None:
             fields["config_options"] = options
-        # The announcements that follow the response (see ._sessions), for clients that wait.
-        fields["meta"] = {"accord": {"announcements": session.announcements}}
+        # The announcements that follow the response (see ._sessions), for clients that wait;
+        # how many clients are attached (the caller included: more than one, it joined).
+        fields["meta"] = {
+            "accord": {"announcements": session.announcements, "clients": len(session.links)}
+        }
         return fields
 
     def _check_mcp_servers(self, servers: Sequence[McpServer] | None) -> None:
@@ -376,6 +464,7 @@ class AgentRuntime(Agent):
             request.additional_directories,
             request.mcp_servers,
             replay_history=True,
+            cursor=(request.meta or {}).get(CURSOR_META_KEY),
         )
         return LoadSessionResponse(**self._session_fields(session))
 
@@ -389,6 +478,7 @@ class AgentRuntime(Agent):
             request.additional_directories,
             servers,
             replay_history=False,
+            cursor=(request.meta or {}).get(CURSOR_META_KEY),
         )
         return ResumeSessionResponse(**self._session_fields(session))
 
@@ -427,28 +517,32 @@ class AgentRuntime(Agent):
             SessionChangedElsewhere: another process continued the session since it was
                 opened here; ``session/load`` it again (-32602).
         """
+        link = self._link()
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
         await session.announced.wait()
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
+        session.driver = link
         try:
             async with self._ownership.turn(
                 session.session_id,
                 session.last_seq,
-                start_soon=self.client.connection.start_soon,
+                start_soon=link.connection.connection.start_soon,
             ):
                 if self._tracing is None:
-                    stop = await self._run_turn(session, turn, request.prompt)
+                    stop = await self._run_turn(session, turn, request.prompt, link)
                 else:
                     with self._tracing.turn(
                         session_id=session.session_id,
                         turn_id=turn.turn_id,
                         parent=TraceContext.from_meta(request.meta),
                     ):
-                        stop = await self._run_turn(session, turn, request.prompt)
+                        stop = await self._run_turn(session, turn, request.prompt, link)
         finally:
+            if session.driver is link:
+                session.driver = None
             if session.turn is turn:
                 session.turn = None
             if session.lifecycle.state != "closed":
@@ -464,16 +558,9 @@ class AgentRuntime(Agent):
         return PromptResponse(stop_reason=stop, usage=usage)
 
     async def _run_turn(
-        self, session: LiveSession, turn: TurnHandle, prompt: list[ContentBlock]
+        self, session: LiveSession, turn: TurnHandle, prompt: list[ContentBlock], link: ClientLink
     ) -> StopReason:
-        runner = TurnRunner(
-            session,
-            turn,
-            connection=self.client,
-            store=self._store,
-            grace=self._cancel_grace,
-            peer_closed=self._peer_closed,
-        )
+        runner = TurnRunner(session, turn, link=link, store=self._store, grace=self._cancel_grace)
         stop: StopReason = "end_turn"
         try:
             async with GroupCommitWriter(
@@ -501,7 +588,7 @@ class AgentRuntime(Agent):
                             "session %s: saving state failed: %s", session.session_id, exc
                         )
                 # The answer (or the error) comes after the turn's updates.
-                await session.settle()
+                await session.settle(link)
         return stop
 
     async def cancel(self, notification: CancelNotification) -> None:
@@ -535,7 +622,7 @@ class AgentRuntime(Agent):
             if config_changed:
                 await session.publish(ConfigChanged(config_options=tuple(controls.options())))
             await session.save(self._store)
-            await session.settle()
+            await session.settle(self._link())
         return SetSessionModeResponse()
 
     async def set_session_config_option(
@@ -554,7 +641,8 @@ class AgentRuntime(Agent):
             raise MethodNotFound(
                 "this agent offers no config options", {"method": "session/set_config_option"}
             )
-        value = controls.check_value(request.config_id, request.value, boolean=self._boolean)
+        boolean = self._link().boolean_options
+        value = controls.check_value(request.config_id, request.value, boolean=boolean)
         if value != controls.values.get(request.config_id):
             if controls.selects_mode(request.config_id, value):
                 # The mode option: a mode switch, through the engine's mode hook.
@@ -571,7 +659,5 @@ class AgentRuntime(Agent):
             if mode_changed and controls.mode_id is not None:
                 await session.publish(ModeChanged(mode_id=controls.mode_id))
             await session.save(self._store)
-            await session.settle()
-        return SetSessionConfigOptionResponse(
-            config_options=controls.options(boolean=self._boolean)
-        )
+            await session.settle(self._link())
+        return SetSessionConfigOptionResponse(config_options=controls.options(boolean=boolean))

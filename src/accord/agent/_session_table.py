@@ -1,7 +1,8 @@
 """The runtime's sessions: create, load, resume, fork, close, delete, list.
 
-:class:`SessionTable` keeps the live sessions of one client connection and implements the
-ACP session methods against the store and the engine:
+:class:`SessionTable` keeps the live sessions of a runtime, shared by every connection it
+serves (:mod:`._links`), and implements the ACP session methods against the store and the
+engine. The client of the connection a method serves is "the caller":
 
 * **new**: the record is stored first (``cwd`` must be an existing directory and every
   additional directory absolute, see :mod:`._directories`; MCP servers are recorded as
@@ -11,19 +12,37 @@ ACP session methods against the store and the engine:
   The whole stored chain is replayed (:func:`._restore.replay`) before the response; tool
   calls it leaves unfinished (a crash mid-turn) are then ended as ``failed``.
 * **resume**: as load, without the replay.
+* **attach**: load or resume of a session that is live here while the caller is not attached
+  to it (another client has it open, or it waits out its grace period after its last client
+  left) attaches the caller to the live session: no new epoch, its turn goes on, the stored
+  record is left as it is (the caller's ``mcpServers`` and ``additionalDirectories`` are not
+  applied: the session keeps those it went live with). ``session/load`` first replays the
+  history up to that moment to the caller alone; the caller is asked every question the
+  turn has open.
+* **cursor**: with ``_meta["acp/cursor"]`` (:mod:`._cursor`), load and resume send the caller
+  exactly the stored events after the cursor, before the response, and no replay; a cursor
+  that cannot be honoured is refused before anything changes
+  (:class:`~accord.errors.CursorRejected`).
 * **fork**: the store copies the session under a new id (the source is unchanged) and the
   copy becomes live.
-* **close**: cancels the running turn and waits for it to end, closes the engine session and
-  forgets the session; what is stored stays. Closing a stored but inactive session succeeds.
+* **close**: detaches the caller; when no other client is attached, cancels the running turn
+  and waits for it to end, closes the engine session and forgets the session; what is stored
+  stays. Closing a stored but inactive session succeeds.
 * **delete**: closes the session if it is live, then removes it from the store; an unknown id
   succeeds silently.
 * **list**: a page of the store's listing (``cwd`` filter, opaque cursor, capped page) of the
   sessions with history: one with no stored event (opened and never prompted nor changed)
   is not listed, though it can still be loaded, resumed or forked by its id.
 
-Loading or resuming a session that is live here bumps its epoch on the same bus: a turn of
-the old epoch is cancelled, and whatever it still yields is dropped. Every activation bumps
-the stored epoch.
+A client loading or resuming a session it alone is attached to (a reload) bumps its epoch on
+the same bus: a turn of the old epoch is cancelled, and whatever it still yields is dropped.
+Every activation bumps the stored epoch.
+
+When a client leaves (:meth:`SessionTable.leave`), its attachments are dropped; a session left
+with no client attached stays live for the runtime's grace period (:meth:`SessionTable.expire`)
+and is then closed, not deleted. With a grace period of 0 (the default, and what stdio uses:
+its one client leaving ends the process) a session left alone has its turn cancelled, as
+before sessions could outlive connections.
 
 Activation announcements (``available_commands_update`` when commands are offered, and
 ``session_info_update`` with the title) are sent right after the response
@@ -40,6 +59,7 @@ runtime (``AgentRuntime``), which owns one table.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -63,14 +83,16 @@ from ..schema import (
     SessionUpdate,
 )
 from ..store import SessionRecord, SessionStore
-from ._client_services import client_services
+from ._client_services import ConnectionPicker, client_services
 from ._controls import Controls
+from ._cursor import check_cursor
 from ._directories import check_absolute, check_working_directory
 from ._elicitation import ClientElicitation, advertised_modes
 from ._elsewhere import ElsewhereFeed
 from ._errors import session_not_found
+from ._links import ClientLink
 from ._live_session import LiveSession
-from ._pipeline import Attachment, ClientChannel, DeliveryPipeline, Tap
+from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment, DeliveryPipeline, Tap
 from ._restore import RestoredState, replay
 from ._turn import CLEANUP_TIMEOUT_SECONDS
 
@@ -78,6 +100,8 @@ if TYPE_CHECKING:
     from ..roles import AgentSideConnection
 
 __all__ = ("SessionTable", "iso_time")
+
+logger = logging.getLogger("accord.agent")
 
 _ANNOUNCEMENT: dict[str, Any] = {"accord": {"announcement": True}}
 """``_meta`` of an activation announcement (counted by accord's client, see the module)."""
@@ -117,15 +141,16 @@ class _KeyedLocks:
 
 
 class SessionTable:
-    """The live sessions of one connection, and the session methods (module docstring).
+    """The live sessions of a runtime, and the session methods (module docstring).
 
     Args:
         engine: The engine that opens sessions.
         store: Where sessions are kept.
-        connection: Returns the connection to the client.
-        channel: Returns how to send to the client.
+        link: Returns the caller's link (the client of the connection being served).
         page_size: ``session/list`` page size (the store caps it).
         turn_grace: Seconds a cancelled turn gets before its engine step is cancelled.
+        grace: Seconds a session with no client attached stays live.
+        max_queue: Envelopes an attachment queues before it falls behind.
         taps: Called with every committed envelope of every session (the activity log).
         live_from_elsewhere: Relay to each attached client the events other processes
             commit to its session (:mod:`._elsewhere`).
@@ -136,10 +161,11 @@ class SessionTable:
         engine: Engine,
         store: SessionStore,
         *,
-        connection: Callable[[], AgentSideConnection],
-        channel: Callable[[], ClientChannel],
+        link: Callable[[], ClientLink],
         page_size: int,
         turn_grace: float,
+        grace: float = 0.0,
+        max_queue: int = DEFAULT_ATTACHMENT_QUEUE,
         taps: Sequence[Tap] = (),
         live_from_elsewhere: bool = False,
     ) -> None:
@@ -147,10 +173,11 @@ class SessionTable:
         self._engine = engine
         self._capabilities: EngineCapabilities = engine.capabilities
         self._store = store
-        self._connection = connection
-        self._channel = channel
+        self._link = link
         self._page_size = page_size
         self._turn_grace = turn_grace
+        self.grace = grace
+        self._max_queue = max_queue
         self._taps = tuple(taps)
         self._live_from_elsewhere = live_from_elsewhere
         self._locks = _KeyedLocks()
@@ -159,13 +186,13 @@ class SessionTable:
     # ------------------------------------------------------------------ lookups
 
     def active(self, session_id: str) -> LiveSession:
-        """The live session ``session_id``.
+        """The live session ``session_id``, which the caller is attached to.
 
         Raises:
             SessionNotActive: it is not live on this connection (-32002).
         """
         session = self.live.get(session_id)
-        if session is None or not session.lifecycle.live:
+        if session is None or not session.lifecycle.live or self._link() not in session.links:
             raise session_not_found(
                 session_id, "it is not active on this connection (load or resume it first)"
             )
@@ -205,7 +232,7 @@ class SessionTable:
         await self._store.create_session(record)
         restored = RestoredState(record, self._capabilities)
         try:
-            session = await self._open(record, restored, mcp_servers, epoch=0)
+            session = await self._open(record, restored, mcp_servers, epoch=0, link=self._link())
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.delete_session(record.session_id)
@@ -247,7 +274,9 @@ class SessionTable:
         await restored.catch_up(self._store, forked.session_id)
         forked = await self._store.update_session(forked.session_id, epoch=forked.epoch + 1)
         try:
-            session = await self._open(forked, restored, mcp_servers, epoch=forked.epoch)
+            session = await self._open(
+                forked, restored, mcp_servers, epoch=forked.epoch, link=self._link()
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.delete_session(forked.session_id)
@@ -266,16 +295,20 @@ class SessionTable:
         mcp_servers: Sequence[McpServer] | None,
         *,
         replay_history: bool,
+        cursor: object = None,
     ) -> LiveSession:
-        """``session/load`` (``replay_history``) or ``session/resume``.
+        """``session/load`` (``replay_history``) or ``session/resume``; with ``cursor``
+        (not ``None``), only the stored events after it are sent.
 
         Raises:
             SessionNotActive: no such session is stored (-32002).
             InvalidParams: ``cwd`` differs from the stored one or is no longer an existing
                 directory, or a path is not absolute (:mod:`._directories`).
+            CursorRejected: ``cursor`` cannot be honoured (nothing changed).
         """
         check_absolute("cwd", [cwd])
         check_absolute("additionalDirectories", additional_directories)
+        link = self._link()
         async with self._locks.hold(session_id):
             record = await self._stored(session_id)
             if cwd != record.cwd:
@@ -285,6 +318,21 @@ class SessionTable:
                 )
             await check_working_directory(cwd, stored=True)
             live = self.live.get(session_id)
+            if live is not None and live.lifecycle.live and link not in live.links:
+                return await self._join(live, link, replay_history=replay_history, cursor=cursor)
+            if live is not None and link in live.links and len(live.links) > 1:
+                # Reloading a session others share: re-attach instead of restarting it.
+                self._detach(live, link)
+                return await self._join(live, link, replay_history=replay_history, cursor=cursor)
+            after: int | None = None
+            if cursor is not None:
+                if live is not None:
+                    epoch_now, last = live.pipeline.epoch, live.pipeline.committed_seq
+                else:
+                    epoch_now, last = record.epoch, record.last_seq
+                after = await check_cursor(
+                    self._store, session_id, cursor, epoch=epoch_now, last_seq=last
+                )
             session: LiveSession | None = None
             try:
                 if live is not None:
@@ -305,22 +353,24 @@ class SessionTable:
                 )
                 restored = RestoredState(record, self._capabilities)
                 tracker = ToolCallTracker()
-                if replay_history:
+                if replay_history and after is None:
                     await replay(
                         self._store,
                         session_id,
-                        deliver=self._channel().deliver,
+                        deliver=link.channel.deliver,
                         restored=restored,
                         tracker=tracker,
                     )
                 else:
                     await restored.catch_up(self._store, session_id)
-                session = await self._open(record, restored, servers, epoch=epoch, live=live)
+                session = await self._open(
+                    record, restored, servers, epoch=epoch, live=live, link=link, after=after
+                )
                 session.tracker = tracker
                 await self._end_unfinished(session, tracker)
                 await session.save(self._store)
-                await session.settle()
-                await self._announce(session, record.updated_at)
+                await session.settle(link)
+                await self._announce(session, record.updated_at, link)
             except BaseException:
                 # Nothing half-restored stays live: the client must load or resume again.
                 if session is not None:
@@ -331,6 +381,47 @@ class SessionTable:
             if session.lifecycle.state == "loading":
                 session.lifecycle.apply("ready")
             return session
+
+    async def _join(
+        self, live: LiveSession, link: ClientLink, *, replay_history: bool, cursor: object
+    ) -> LiveSession:
+        """Attach ``link`` to a session live here (module docstring: attach)."""
+        pipeline = live.pipeline
+        if cursor is not None:
+            after = await check_cursor(
+                self._store,
+                live.session_id,
+                cursor,
+                epoch=pipeline.epoch,
+                last_seq=pipeline.committed_seq,
+            )
+            self._attach(live, link, after=after, catch_up=True)
+        elif replay_history:
+            # Queue what commits from now on; send the history up to now first.
+            snapshot = pipeline.committed_seq
+            attachment = self._attach(live, link, after=snapshot, start=False)
+            try:
+                await replay(
+                    self._store,
+                    live.session_id,
+                    deliver=link.channel.deliver,
+                    restored=RestoredState(await self._stored(live.session_id), self._capabilities),
+                    tracker=ToolCallTracker(),
+                    until_seq=snapshot,
+                )
+            except BaseException:
+                self._detach(live, link)
+                raise
+            link.connection.connection.start_soon(
+                attachment.run, name=f"accord session {live.session_id} sender"
+            )
+        else:
+            self._attach(live, link, after=pipeline.committed_seq)
+        await live.settle(link)
+        await self._announce(live, datetime.now(UTC), link)
+        for question in list(live.questions):
+            question.offer(link)
+        return live
 
     async def _quiesce(self, live: LiveSession) -> int:
         """Stop a live session for a reload: new epoch, turn cancelled and ended, engine
@@ -362,12 +453,27 @@ class SessionTable:
         mcp_servers: Sequence[McpServer],
         *,
         epoch: int,
+        link: ClientLink,
         live: LiveSession | None = None,
+        after: int | None = None,
     ) -> LiveSession:
-        """Open the engine session for ``record`` and make it live (or refresh ``live``)."""
+        """Open the engine session for ``record`` and make it live (or refresh ``live``), and
+        attach ``link`` (after ``after``, sent from the store first, when given)."""
         session_id = record.session_id
-        reader, writer, terminals = client_services(self._connection(), session_id)
-        asking = self._request_elicitation()
+        holder: list[LiveSession] = []
+
+        def candidates() -> list[AgentSideConnection]:
+            if not holder:
+                return [link.connection]
+            session = holder[0]
+            order = [session.driver] if session.driver is not None else []
+            order.extend(session.links)
+            return [each.connection for each in order if not each.gone]
+
+        reader, writer, terminals = client_services(
+            link.connection, session_id, ConnectionPicker(candidates)
+        )
+        asking = self._request_elicitation(link)
         try:
             engine_session = await self._engine.open_session(
                 SessionContext(
@@ -408,7 +514,8 @@ class SessionTable:
                 engine_state=restored.engine_state,
             )
             self.live[session_id] = live
-            self._attach(live)
+            holder.append(live)
+            self._attach_after(live, link, after)
             return live
         # Another process may have continued the session since it went live here.
         live.pipeline.continue_after(record.last_seq)
@@ -421,44 +528,70 @@ class SessionTable:
         live.title = restored.title
         live.commands = restored.commands
         live.engine_state = restored.engine_state
-        self._attach(live)
+        holder.append(live)
+        self._attach_after(live, link, after)
         return live
 
-    def _request_elicitation(self) -> ClientElicitation | None:
+    def _request_elicitation(self, link: ClientLink) -> ClientElicitation | None:
         """Questions tied to the client's request being handled, if it can be asked any."""
         request_id = current_request_id()
         if request_id is None:  # not served over a connection
             return None
-        connection = self._connection()
+        connection = link.connection
         if not advertised_modes(connection):
             return None
         return ClientElicitation(connection, None, request_id=request_id)
 
-    def _attach(self, live: LiveSession) -> None:
-        """Attach this connection's client to ``live``: it has everything committed so far
-        (a new session has nothing, a load replayed it, a resume does not want it)."""
+    def _attach_after(self, live: LiveSession, link: ClientLink, after: int | None) -> None:
+        if after is None:
+            # It has everything committed so far (a new session has nothing, a load replayed
+            # it, a resume does not want it).
+            self._attach(live, link, after=live.pipeline.committed_seq)
+        else:
+            self._attach(live, link, after=after, catch_up=True)
+
+    def _attach(
+        self,
+        live: LiveSession,
+        link: ClientLink,
+        *,
+        after: int,
+        catch_up: bool = False,
+        start: bool = True,
+    ) -> Attachment:
+        """Attach ``link``'s client to ``live``; it has everything up to ``after``
+        (``catch_up``: send the stored events after it first; ``start``: start the sender)."""
         pipeline = live.pipeline
-        attachment = Attachment(pipeline, self._channel(), cursor=pipeline.committed_seq)
+        attachment = Attachment(
+            pipeline, link.channel, cursor=after, max_queue=self._max_queue, catch_up=catch_up
+        )
         pipeline.attach(attachment)
-        live.attachment = attachment
-        start_soon = self._connection().connection.start_soon
-        start_soon(attachment.run, name=f"accord session {live.session_id} sender")
+        live.links[link] = attachment
+        link.attachments[live.session_id] = attachment
+        start_soon = link.connection.connection.start_soon
+        if start:
+            start_soon(attachment.run, name=f"accord session {live.session_id} sender")
         if self._live_from_elsewhere:
             feed = ElsewhereFeed(pipeline, attachment)
-            live.feed = feed
+            live.feeds[link] = feed
             start_soon(feed.run, name=f"accord session {live.session_id} feed")
+        return attachment
 
-    def _detach(self, live: LiveSession) -> None:
-        feed = live.feed
-        if feed is not None:
-            feed.stop()
-            live.feed = None
-        attachment = live.attachment
-        if attachment is not None:
-            live.pipeline.detach(attachment)
-            live.attachment = None
+    def _detach(self, live: LiveSession, link: ClientLink | None = None) -> None:
+        """Detach ``link`` (every client when ``None``) from ``live``."""
+        for each in [link] if link is not None else list(live.links):
+            feed = live.feeds.pop(each, None)
+            if feed is not None:
+                feed.stop()
+            attachment = live.links.pop(each, None)
+            if attachment is not None:
+                live.pipeline.detach(attachment)
+            if each.attachments.get(live.session_id) is attachment:
+                each.attachments.pop(live.session_id, None)
 
-    async def _announce(self, session: LiveSession, updated_at: datetime) -> None:
+    async def _announce(
+        self, session: LiveSession, updated_at: datetime, link: ClientLink | None = None
+    ) -> None:
         """Send the activation announcements once the response is out (module docstring)."""
         commands = session.commands
         if commands is None:
@@ -478,7 +611,7 @@ class SessionTable:
         announced = anyio.Event()
         session.announced = announced
         session.announcements = len(updates)
-        channel = self._channel()
+        channel = (link or self._link()).channel
 
         async def send() -> None:
             try:
@@ -498,12 +631,61 @@ class SessionTable:
         Raises:
             SessionNotActive: the session is neither live nor stored (-32002).
         """
+        link = self._link()
         async with self._locks.hold(session_id):
             live = self.live.get(session_id)
             if live is None:
                 await self._stored(session_id)
                 return
+            if any(each is not link for each in live.links):
+                self._detach(live, link)  # others still have it open
+                return
             await self._shut(live)
+
+    def leave(self, link: ClientLink) -> list[LiveSession]:
+        """``link``'s client has gone: detach it everywhere; return the sessions it leaves
+        with no client attached (with no grace period, their turns are cancelled)."""
+        if link.left:
+            return link.alone
+        link.left = True
+        alone: list[LiveSession] = []
+        for session_id in list(link.attachments):
+            live = self.live.get(session_id)
+            if live is None:
+                link.attachments.pop(session_id, None)
+                continue
+            self._detach(live, link)
+            if not live.links:
+                alone.append(live)
+                if self.grace <= 0 and live.turn is not None:
+                    logger.info(
+                        "session %s: its last client disconnected; cancelling its turn", session_id
+                    )
+                    live.request_cancel()
+        link.alone = alone
+        return alone
+
+    async def expire(self, live: LiveSession) -> None:
+        """Close ``live`` once it has had no client attached for the grace period.
+
+        A running turn is waited for, unless it waits for an answer nobody is attached to
+        give (then it is cancelled). A client attaching meanwhile keeps the session live.
+        """
+        await anyio.sleep(self.grace)
+        while self.live.get(live.session_id) is live and not live.links:
+            turn = live.turn
+            if turn is None:
+                async with self._locks.hold(live.session_id):
+                    if self.live.get(live.session_id) is live and not live.links and not live.turn:
+                        logger.info(
+                            "session %s: no client for %ss; closed", live.session_id, self.grace
+                        )
+                        await self._shut(live)
+                return
+            if live.questions:
+                live.request_cancel()
+            with anyio.move_on_after(max(self.grace, 0.05)):
+                await turn.done.wait()
 
     async def delete(self, session_id: str) -> None:
         """``session/delete``: close the session if live, then remove it from the store."""
@@ -539,7 +721,10 @@ class SessionTable:
     async def close_all(self) -> None:
         """Close every live session (the runtime is shutting down)."""
         for session_id in list(self.live):
-            await self.close(session_id)
+            async with self._locks.hold(session_id):
+                live = self.live.get(session_id)
+                if live is not None:
+                    await self._shut(live)
 
     # ------------------------------------------------------------------ list
 

@@ -12,9 +12,12 @@
    on the session's bus (stored, then sent) and its effect applied (title, engine state,
    controls, commands).
 3. Permission requests from the engine (:meth:`TurnContext.request_permission`) become
-   ``session/request_permission`` after everything published before them has reached the
-   client; remembered "always" answers are given without asking (:mod:`._permissions`).
-4. Cancellation (``session/cancel``, or the client disconnecting): the turn's signal is set
+   ``session/request_permission`` to every attached client, each once everything published
+   before has reached it; the first valid answer wins and the others are cancelled
+   (:class:`._links.OpenQuestion`); elicitations likewise, to the clients that advertised the
+   mode. Remembered "always" answers are given without asking (:mod:`._permissions`).
+4. Cancellation (``session/cancel``, or the last client leaving with no grace period, see
+   :mod:`._sessions`; a client that disconnects does not cancel the turn): the turn's signal is set
    first so that a cooperative engine can wind down, pending permission requests are
    cancelled at once (which sends ``$/cancel_request``; the engine gets ``cancelled``), and
    after :data:`CANCEL_GRACE_SECONDS` the engine's current step is cancelled.
@@ -37,10 +40,10 @@ the runtime, which owns the writer around each turn.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import anyio
 
@@ -50,12 +53,12 @@ from ..errors import (
     InvalidParams,
     LocalProtocolError,
     RequestError,
-    TransportError,
 )
 from ..events import (
     ROOT_AGENT_ID,
     CommandsChanged,
     ConfigChanged,
+    Envelope,
     Event,
     ModeChanged,
     ModelCallEnded,
@@ -75,8 +78,11 @@ from ..events import (
 )
 from ..schema import (
     ContentBlock,
+    CreateElicitationRequest,
+    CreateElicitationResponse,
     PermissionOption,
     RequestPermissionRequest,
+    RequestPermissionResponse,
     SelectedRequestPermissionOutcome,
     StopReason,
     ToolCallUpdate,
@@ -84,12 +90,10 @@ from ..schema import (
 )
 from ..store import SessionStore
 from ._elicitation import ClientElicitation
+from ._links import ClientLink, OpenQuestion
 from ._live_session import LiveSession, TurnHandle
 from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
 from ._tracing import observe_event
-
-if TYPE_CHECKING:
-    from ..roles import AgentSideConnection
 
 __all__ = ("CANCEL_GRACE_SECONDS", "CLEANUP_TIMEOUT_SECONDS", "TurnRunner")
 
@@ -124,10 +128,9 @@ class TurnRunner:
     Args:
         session: The session.
         turn: The turn's handle (already registered on the session).
-        connection: The connection to the client (permission requests).
+        link: The client that sent the prompt.
         store: The session store (remembered permission answers are saved at once).
         grace: Seconds between a cancel request and cancelling the engine's step.
-        peer_closed: Returns when the client has disconnected.
     """
 
     def __init__(
@@ -135,18 +138,16 @@ class TurnRunner:
         session: LiveSession,
         turn: TurnHandle,
         *,
-        connection: AgentSideConnection,
+        link: ClientLink,
         store: SessionStore,
         grace: float,
-        peer_closed: Callable[[], Awaitable[None]],
     ) -> None:
         """Prepare the runner; see the class docstring for the arguments."""
         self._session = session
         self._turn = turn
-        self._connection = connection
+        self._link = link
         self._store = store
         self._grace = grace
-        self._peer_closed = peer_closed
         self._tracker = session.tracker
         self._engine = session.engine
         self._tools: dict[str, _ToolInfo] = {}
@@ -172,14 +173,13 @@ class TurnRunner:
             mode_id=session.controls.mode_id,
             config_values=MappingProxyType(dict(session.controls.values)),
             elicitation=ClientElicitation(
-                self._connection, session.session_id, turn, before_ask=session.settle
+                self._link.connection, session.session_id, turn, ask=self._ask_elicitation
             ),
         )
         error: Exception | None = None
         try:
             async with anyio.create_task_group() as watchers:
                 watchers.start_soon(self._watch_cancel)
-                watchers.start_soon(self._watch_peer)
                 try:
                     await self._consume(self._engine.run_turn(prompt, context))
                 except Exception as exc:
@@ -251,7 +251,7 @@ class TurnRunner:
         await self._apply(event)
         return False
 
-    async def _publish(self, event: Event, agent_id: str = ROOT_AGENT_ID) -> object | None:
+    async def _publish(self, event: Event, agent_id: str = ROOT_AGENT_ID) -> Envelope | None:
         observe_event(event, agent_id)
         return await self._session.publish(
             event, turn_id=self._turn.turn_id, agent_id=agent_id, epoch=self._turn.epoch
@@ -342,13 +342,6 @@ class TurnRunner:
         await anyio.sleep(self._grace)
         self._turn.hard_cancel()
 
-    async def _watch_peer(self) -> None:
-        await self._peer_closed()
-        logger.info(
-            "session %s: the client disconnected; cancelling its turn", self._session.session_id
-        )
-        self._session.request_cancel()
-
     async def _end_unfinished_tools(self) -> None:
         # Cut short by session/cancel: cancelled (not failed); otherwise the engine let go of
         # calls it never ended, a failure.
@@ -381,42 +374,76 @@ class TurnRunner:
             shown = shown.model_copy(update={"title": title})
         if tool_call.kind is None and kind is not None:
             shown = shown.model_copy(update={"kind": kind})
-        await self._publish(
+        pending = await self._publish(
             PermissionPending(tool_call_id=tool_call.tool_call_id, options=choices), agent_id
         )
-        # The client must know the tool call (and everything before it) before it is asked.
-        await session.settle()
+        await session.pipeline.flush()
         request = RequestPermissionRequest(
             session_id=session.session_id, tool_call=shown, options=list(choices)
+        )
+        known = {option.option_id for option in choices}
+
+        def valid(answer: RequestPermissionResponse) -> bool:
+            outcome = answer.outcome
+            if isinstance(outcome, SelectedRequestPermissionOutcome):
+                if outcome.option_id in known:
+                    return True
+                logger.warning(
+                    "session %s: a client chose unknown permission option %r; ignored",
+                    session.session_id,
+                    outcome.option_id,
+                )
+            return False
+
+        # The clients must know the tool call (and everything before it) before they are
+        # asked: each is asked once its attachment has sent up to the pending event.
+        question = OpenQuestion[RequestPermissionResponse](
+            session,
+            after_seq=session.pipeline.committed_seq if pending is None else pending.seq,
+            eligible=lambda link: True,
+            send=lambda link: link.connection.request_permission(request),
+            valid=valid,
+            kind="permission request",
         )
         response = None
         with anyio.CancelScope() as scope:
             turn.add_permission_scope(scope)
             try:
-                response = await self._connection.request_permission(request)
-            except RequestError as exc:
-                logger.warning(
-                    "session %s: the client failed a permission request: %s",
-                    session.session_id,
-                    exc,
-                )
-            except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # the client is gone: nobody can answer, so the answer is "cancelled"
+                response = await question.ask()
             finally:
                 turn.discard_permission_scope(scope)
         if response is None or not isinstance(response.outcome, SelectedRequestPermissionOutcome):
             return _CANCELLED
         chosen = next((o for o in choices if o.option_id == response.outcome.option_id), None)
         if chosen is None:
-            logger.warning(
-                "session %s: the client chose unknown permission option %r; treated as a denial",
-                session.session_id,
-                response.outcome.option_id,
-            )
             return _CANCELLED
         if chosen.kind in _ALWAYS and session.permissions.remember(key, chosen.kind):  # pyright: ignore[reportArgumentType]
             await session.save(self._store)
         return PermissionAnswer(outcome=chosen.kind, option_id=chosen.option_id)
+
+    async def _ask_elicitation(
+        self, request: CreateElicitationRequest, mode: str
+    ) -> CreateElicitationResponse | None:
+        """Put an elicitation to every attached client that advertised ``mode``."""
+        session = self._session
+        await session.pipeline.flush()
+
+        def eligible(link: ClientLink) -> bool:
+            elicitation = link.capabilities.elicitation
+            if elicitation is None:
+                return False
+            return (elicitation.form if mode == "form" else elicitation.url) is not None
+
+        question = OpenQuestion[CreateElicitationResponse](
+            session,
+            after_seq=session.pipeline.committed_seq,
+            eligible=eligible,
+            send=lambda link: link.connection.create_elicitation(request),
+            valid=lambda answer: True,
+            kind="elicitation",
+            reraise=True,
+        )
+        return await question.ask()
 
 
 def _wire_error(error: Exception) -> RequestError:

@@ -64,6 +64,17 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds, at least 0 (an ``argparse`` type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0: {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of the ``accord`` command and its subcommands."""
     formatter = argparse.RawDescriptionHelpFormatter
@@ -102,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--activity", help="append a privacy-safe activity record per event (NDJSON) to FILE"
+    )
+    serve.add_argument(
+        "--grace",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep a session live this long after its last client left, its turn running "
+        "(default 0: over stdio a client leaving cancels its turn)",
     )
     serve.add_argument(
         "--configure",

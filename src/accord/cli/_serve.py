@@ -56,13 +56,15 @@ def build_agent(
     warn: bool = True,
     activity: str | None = None,
     shared_store: SessionStore | None = None,
+    grace: float = 0.0,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
 
     ``store`` is a SQLite file or a ``postgresql://`` URL (``None``: the default SQLite file,
     created when first used; see :func:`accord.store.open_store`). The
     runtime owns it: ``await runtime.aclose()`` when done (closes the sessions, then the
-    store); :meth:`~accord.coder.CoderRuntime.serve` does that by itself. ``environ``
+    store). ``grace`` is the runtime's grace period (:class:`~accord.agent.AgentRuntime`).
+    ``environ``
     (default: this process's) supplies ``ACCORD_MODEL`` and friends; ``warn`` logs, once,
     what is missing (no model, or the ``coder`` extra) for an editor's log.
 
@@ -90,7 +92,7 @@ def build_agent(
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     if shared_store is not None:
         runtime = CoderRuntime(
-            config, store=shared_store, activity=activity, live_from_elsewhere=True
+            config, store=shared_store, activity=activity, live_from_elsewhere=True, grace=grace
         )
         return _built(runtime, config, warn)
     runtime = CoderRuntime(
@@ -99,6 +101,7 @@ def build_agent(
         owns_store=True,
         activity=activity,
         live_from_elsewhere=store is not None and store.startswith(POSTGRES_SCHEMES),
+        grace=grace,
     )
     return _built(runtime, config, warn)
 
@@ -135,13 +138,19 @@ def serve_command(args: argparse.Namespace) -> int:
             store=args.store,
             environ=environ,
             activity=getattr(args, "activity", None),
+            grace=getattr(args, "grace", 0.0),
         )
     except (ValueError, OSError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
         return ExitCode.ERROR
 
     async def serve() -> None:
-        await runtime.serve(stdio_transport())
+        # The one client over stdio leaving ends the process: close what it left behind.
+        try:
+            await runtime.serve(stdio_transport())
+        finally:
+            with anyio.CancelScope(shield=True):
+                await runtime.aclose()
 
     try:
         anyio.run(serve, backend="asyncio")

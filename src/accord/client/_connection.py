@@ -13,14 +13,21 @@ Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
-from ..errors import LocalProtocolError, SessionNotFound
+from ..errors import (
+    CURSOR_META_KEY,
+    InvalidParams,
+    LocalProtocolError,
+    SessionNotFound,
+    is_cursor_rejection,
+)
 from ..jsonrpc import ConnectionStatistics
 from ..roles import ClientSideConnection, is_advertised, mcp_refusal, unadvertised_mcp_servers
 from ..schema import (
@@ -49,6 +56,8 @@ from ._handlers import SessionRouter
 from ._session import ClientSession, _SessionShared
 
 __all__ = ("ConnectedAgent", "ConnectedAgentStatistics", "absolute_path")
+
+logger = logging.getLogger("accord.client")
 
 _ReopenRequest = LoadSessionRequest | ResumeSessionRequest | ForkSessionRequest
 _ReopenResponse = LoadSessionResponse | ResumeSessionResponse | ForkSessionResponse
@@ -243,10 +252,14 @@ class ConnectedAgent:
         *,
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         mcp_servers: Sequence[McpServer] = (),
+        cursor: str | None = None,
     ) -> ClientSession:
         """Open an existing session (``session/load``); the agent replays its history first.
 
         The replayed messages, tool calls and plan fold into the returned session's view.
+        With ``cursor`` (a :attr:`ClientSession.cursor` from an earlier connection) the agent
+        sends only what came after it; when it cannot honour the cursor, the session is
+        loaded in full instead.
 
         Raises:
             LocalProtocolError: the agent does not offer ``session/load``, the session is
@@ -261,6 +274,7 @@ class ConnectedAgent:
             cwd,
             additional_directories,
             mcp_servers,
+            cursor,
         )
 
     async def resume_session(
@@ -270,21 +284,36 @@ class ConnectedAgent:
         *,
         additional_directories: Sequence[str | os.PathLike[str]] = (),
         mcp_servers: Sequence[McpServer] = (),
+        cursor: str | None = None,
     ) -> ClientSession:
         """Reopen an existing session without replay (``session/resume``).
+
+        With ``cursor`` (a :attr:`ClientSession.cursor` from an earlier connection) the agent
+        first sends exactly the updates after it (what a reconnect needs); when it cannot
+        honour the cursor (:func:`accord.errors.is_cursor_rejection`), the session is loaded
+        in full (``session/load``) instead, if the agent offers that.
 
         Raises:
             LocalProtocolError: the agent does not offer ``session/resume``, or the session
                 is already open on this connection.
             RequestError: the agent refused.
         """
-        return await self._reopen(
-            ResumeSessionRequest,
-            self._calls.resume_session,
-            session_id,
-            cwd,
-            additional_directories,
-            mcp_servers,
+        try:
+            return await self._reopen(
+                ResumeSessionRequest,
+                self._calls.resume_session,
+                session_id,
+                cwd,
+                additional_directories,
+                mcp_servers,
+                cursor,
+            )
+        except InvalidParams as exc:
+            if cursor is None or not is_cursor_rejection(exc):
+                raise
+            logger.info("session %s: cursor refused (%s); loading it in full", session_id, exc)
+        return await self.load_session(
+            session_id, cwd, additional_directories=additional_directories, mcp_servers=mcp_servers
         )
 
     async def fork_session(
@@ -319,6 +348,7 @@ class ConnectedAgent:
         cwd: str | os.PathLike[str] | None,
         additional_directories: Sequence[str | os.PathLike[str]],
         mcp_servers: Sequence[McpServer],
+        cursor: str | None = None,
     ) -> ClientSession:
         """``session/load``, ``session/resume`` or ``session/fork``: one request shape.
 
@@ -332,6 +362,8 @@ class ConnectedAgent:
         request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
         if extra:
             request.additional_directories = list(extra)
+        if cursor is not None:
+            request.meta = {CURSOR_META_KEY: cursor}
         if request_type is ForkSessionRequest:
             response = await send(request)
             assert isinstance(response, ForkSessionResponse)
@@ -340,9 +372,24 @@ class ConnectedAgent:
             session = self._open(session_id, root, extra)
             try:
                 response = await send(request)
+            except InvalidParams as exc:
+                self._hub.forget(session_id)
+                if (
+                    cursor is not None
+                    and is_cursor_rejection(exc)
+                    and send == self._calls.load_session
+                ):
+                    logger.info(
+                        "session %s: cursor refused (%s); loading it in full", session_id, exc
+                    )
+                    return await self._reopen(
+                        request_type, send, session_id, cwd, additional_directories, mcp_servers
+                    )
+                raise
             except BaseException:
                 self._router.forget(session_id)
                 raise
+            session.view.observer = _joined(response.meta)
         session._apply_setup(response.modes, response.config_options)
         await session._await_announcements(response.meta)
         return session
@@ -455,6 +502,15 @@ class ConnectedAgent:
             with anyio.CancelScope(shield=True):
                 for session in sessions:
                     await terminals.release_session(session.session_id)
+
+
+def _joined(meta: dict[str, Any] | None) -> bool:
+    """Whether an accord agent said other clients have the session open too."""
+    accord: object = (meta or {}).get("accord")
+    if not isinstance(accord, dict):
+        return False
+    clients = cast(dict[str, Any], accord).get("clients")
+    return isinstance(clients, int) and clients > 1
 
 
 def absolute_path(path: str | os.PathLike[str]) -> str:

@@ -156,6 +156,8 @@ class SessionRouter:
             self.update_listener(notification)
         session = self.sessions.get(notification.session_id)
         if session is not None:
+            if notification.meta:
+                session._note_cursor(notification.meta)
             await session._on_update(notification.update)
             return
         update = notification.update
@@ -207,6 +209,8 @@ class _HostClient(Client):
         if router.update_listener is None:  # the common case, without a call in between
             session = router.sessions.get(notification.session_id)
             if session is not None:
+                if notification.meta:
+                    session._note_cursor(notification.meta)
                 update = notification.update
                 event = session._fold(update)
                 if update.meta:  # an activation announcement is counted on every path

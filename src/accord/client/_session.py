@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import anyio
 
-from ..errors import ConnectionClosed, InvalidParams, LocalProtocolError
+from ..errors import CURSOR_META_KEY, ConnectionClosed, InvalidParams, LocalProtocolError
 from ..schema import (
     CancelledRequestPermissionOutcome,
     CancelNotification,
@@ -140,6 +140,24 @@ class ClientSession:
         return self._state
 
     @property
+    def cursor(self) -> str | None:
+        """The delivery cursor of the last update received (opaque): pass it to
+        :meth:`AgentConnection.resume_session` on a new connection to get exactly what came
+        after it. ``None`` until the agent sends one."""
+        return self._view.cursor
+
+    @property
+    def observer(self) -> bool:
+        """Whether this client joined a session other clients have open and has not prompted
+        in it yet (the view's :attr:`SessionView.observer`)."""
+        return self._view.observer
+
+    def _note_cursor(self, meta: dict[str, Any]) -> None:
+        cursor = meta.get(CURSOR_META_KEY)
+        if isinstance(cursor, str):
+            self._view.cursor = cursor
+
+    @property
     def roots(self) -> tuple[str, ...]:
         """The directories the agent's file and terminal requests are confined to."""
         return (self.cwd, *self.additional_directories)
@@ -218,6 +236,7 @@ class ClientSession:
     def _begin(self, content: PromptContent) -> PromptRequest:
         blocks = self._blocks(content)
         self._state = transition(self.session_id, self._state, "prompt")
+        self._view.observer = False
         self._idle = anyio.Event()
         self._view._add_prompt(blocks)
         return PromptRequest(session_id=self.session_id, prompt=blocks)

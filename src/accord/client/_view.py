@@ -108,8 +108,10 @@ class SessionView:
         "available_modes",
         "config_options",
         "current_mode_id",
+        "cursor",
         "last_stop_reason",
         "last_turn_usage",
+        "observer",
         "plan",
         "session_id",
         "title",
@@ -154,6 +156,12 @@ class SessionView:
         self.last_turn_usage: Usage | None = None
         #: How many updates have been folded in.
         self.updates_applied = 0
+        #: The delivery cursor of the last update received (``_meta["acp/cursor"]``, opaque;
+        #: ``None`` until the agent sends one): where a reconnect resumes.
+        self.cursor: str | None = None
+        #: Whether this client joined a session other clients have open and has not
+        #: prompted in it yet (it watches; prompting makes it a participant).
+        self.observer = False
 
     def __repr__(self) -> str:
         return (

@@ -82,9 +82,11 @@ class CoderRuntime(AgentRuntime):
         owns_store: bool = False,
         activity: ActivityLog | str | os.PathLike[str] | None = None,
         live_from_elsewhere: bool = False,
+        grace: float = 0.0,
     ) -> None:
         """Build the engine and the runtime around it (``live_from_elsewhere``: see
-        :class:`~accord.agent.AgentRuntime`; for a store several processes share).
+        :class:`~accord.agent.AgentRuntime`; for a store several processes share; ``grace``:
+        see :class:`~accord.agent.AgentRuntime`).
 
         Raises:
             OSError: the activity file cannot be opened.
@@ -96,6 +98,7 @@ class CoderRuntime(AgentRuntime):
             agent_info=agent_info(),
             activity=activity,
             live_from_elsewhere=live_from_elsewhere,
+            grace=grace,
         )
         self.auth_methods = config.auth_methods()
         self._background: TaskGroup | None = None
