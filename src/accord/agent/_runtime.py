@@ -406,13 +406,14 @@ class AgentRuntime(Agent):
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
         """Record the client's capabilities and event opt-in, then negotiate as usual."""
         capabilities = request.client_capabilities
-        link = self._link()
-        link.configure(
-            capabilities,
-            extended=wants_extended_events(request.meta)
-            or wants_extended_events(capabilities.meta),
-        )
-        link.connection.connection.start_soon(self._watch, link, name="accord client watch")
+        link = self._find_link()
+        if link is not None:  # (called directly, outside a connection, it only answers)
+            link.configure(
+                capabilities,
+                extended=wants_extended_events(request.meta)
+                or wants_extended_events(capabilities.meta),
+            )
+            link.connection.connection.start_soon(self._watch, link, name="accord client watch")
         return await super().initialize(request)
 
     # ------------------------------------------------------------------ sessions
