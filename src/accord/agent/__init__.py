@@ -82,6 +82,8 @@ from ._pipeline import DeliveryPipeline as DeliveryPipeline
 from ._pipeline import PipelineStatistics as PipelineStatistics
 from ._pipeline import Recipient as Recipient
 from ._pipeline import Tap as Tap
+from ._runtime import CURSOR_CAPABILITY as CURSOR_CAPABILITY
+from ._runtime import DEFAULT_REMOTE_GRACE_SECONDS as DEFAULT_REMOTE_GRACE_SECONDS
 from ._runtime import AgentRuntime as AgentRuntime
 from ._runtime import RuntimeStatistics as RuntimeStatistics
 from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
@@ -89,8 +91,10 @@ from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
 __all__ = (
     "BASELINE_BLOCK_TYPES",
     "CANCEL_GRACE_SECONDS",
+    "CURSOR_CAPABILITY",
     "DEFAULT_ATTACHMENT_QUEUE",
     "DEFAULT_PERMISSION_OPTIONS",
+    "DEFAULT_REMOTE_GRACE_SECONDS",
     "DEFAULT_TURN_LEASE_SECONDS",
     "MAX_HELD_OBSERVE",
     "SESSION_TRANSITIONS",

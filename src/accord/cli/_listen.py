@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from ._exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from ..store import SessionStore
     from ..transports import Transport
 
 __all__ = ("add_listen_arguments", "listen_command", "parse_listen")
@@ -144,27 +143,28 @@ async def _serve(
 ) -> None:
     import anyio
 
+    from ..agent import DEFAULT_REMOTE_GRACE_SECONDS
     from ..remote import AccessPolicy, ServerLimits, serve_remote
-    from ..store import open_store
     from ._agent_spec import builtin_environ
     from ._serve import build_agent
     from ._settings import load
 
     assert isinstance(policy, AccessPolicy) and isinstance(limits, ServerLimits)
     environ = builtin_environ(load())
-    store: SessionStore = open_store(args.store)
+    # One runtime serves every connection: the sessions are shared, several clients may
+    # attach to one, and a session outlives its connections for the grace period.
+    grace = getattr(args, "grace", None)
+    runtime = build_agent(
+        model=args.model,
+        base_url=args.base_url,
+        store=args.store,
+        environ=environ,
+        warn=False,
+        activity=getattr(args, "activity", None),
+        grace=DEFAULT_REMOTE_GRACE_SECONDS if grace is None else grace,
+    )
 
     async def serve_connection(transport: Transport) -> None:
-        # One runtime per connection over the shared store: sessions outlive connections
-        # through the store (session/load, session/resume from any connection).
-        runtime = build_agent(
-            model=args.model,
-            base_url=args.base_url,
-            shared_store=store,
-            environ=environ,
-            warn=False,
-            activity=getattr(args, "activity", None),
-        )
         await runtime.serve(transport)
 
     scheme = "wss" if context is not None else "ws"
@@ -186,4 +186,4 @@ async def _serve(
             sys.stderr.flush()
     finally:
         with anyio.CancelScope(shield=True):
-            await store.aclose()
+            await runtime.aclose()

@@ -117,10 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--grace",
         type=_seconds,
-        default=0.0,
+        default=None,
         metavar="SECONDS",
         help="keep a session live this long after its last client left, its turn running "
-        "(default 0: over stdio a client leaving cancels its turn)",
+        "(default: 0 over stdio, where the client leaving cancels its turn; 600 with --listen)",
     )
     serve.add_argument(
         "--configure",

@@ -138,7 +138,7 @@ def serve_command(args: argparse.Namespace) -> int:
             store=args.store,
             environ=environ,
             activity=getattr(args, "activity", None),
-            grace=getattr(args, "grace", 0.0),
+            grace=getattr(args, "grace", None) or 0.0,
         )
     except (ValueError, OSError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
