@@ -418,7 +418,7 @@ class AgentRuntime(Agent):
 
     # ------------------------------------------------------------------ sessions
 
-    def _session_fields(self, session: LiveSession) -> dict[str, Any]:
+    def _session_fields(self, session: LiveSession, *, reopened: bool = False) -> dict[str, Any]:
         fields: dict[str, Any] = {}
         modes = session.controls.modes_state()
         if modes is not None:
@@ -427,10 +427,12 @@ class AgentRuntime(Agent):
         if options is not None:
             fields["config_options"] = options
         # The announcements that follow the response (see ._sessions), for clients that wait;
-        # how many clients are attached (the caller included: more than one, it joined).
-        fields["meta"] = {
-            "accord": {"announcements": session.announcements, "clients": len(session.links)}
-        }
+        # after load/resume, how many clients are attached (the caller included: more than
+        # one, it joined a session others have open).
+        accord: dict[str, Any] = {"announcements": session.announcements}
+        if reopened:
+            accord["clients"] = len(session.links)
+        fields["meta"] = {"accord": accord}
         return fields
 
     def _check_mcp_servers(self, servers: Sequence[McpServer] | None) -> None:
@@ -467,7 +469,7 @@ class AgentRuntime(Agent):
             replay_history=True,
             cursor=(request.meta or {}).get(CURSOR_META_KEY),
         )
-        return LoadSessionResponse(**self._session_fields(session))
+        return LoadSessionResponse(**self._session_fields(session, reopened=True))
 
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """``session/resume``: restore without replay (MCP servers default to the stored)."""
@@ -481,7 +483,7 @@ class AgentRuntime(Agent):
             replay_history=False,
             cursor=(request.meta or {}).get(CURSOR_META_KEY),
         )
-        return ResumeSessionResponse(**self._session_fields(session))
+        return ResumeSessionResponse(**self._session_fields(session, reopened=True))
 
     async def fork_session(self, request: ForkSessionRequest) -> ForkSessionResponse:
         """``session/fork`` (unstable): a live copy under a new id; the source is unchanged."""
