@@ -373,15 +373,13 @@ class ConnectedAgent:
             try:
                 response = await send(request)
             except InvalidParams as exc:
-                self._hub.forget(session_id)
+                self._router.forget(session_id)
                 if (
                     cursor is not None
                     and is_cursor_rejection(exc)
-                    and send == self._calls.load_session
+                    and request_type is LoadSessionRequest
                 ):
-                    logger.info(
-                        "session %s: cursor refused (%s); loading it in full", session_id, exc
-                    )
+                    logger.info("session %s: cursor refused (%s); loading in full", session_id, exc)
                     return await self._reopen(
                         request_type, send, session_id, cwd, additional_directories, mcp_servers
                     )
