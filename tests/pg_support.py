@@ -69,3 +69,41 @@ def restart_server(mode: str = "fast") -> None:
         stderr=subprocess.DEVNULL,
         timeout=120,
     )
+
+
+def _control(action: str, *extra: str) -> None:
+    ctl = os.environ.get("ACCORD_TEST_POSTGRES_CTL")
+    data = os.environ.get("ACCORD_TEST_POSTGRES_DATA")
+    if not ctl or not data:
+        pytest.skip("the PostgreSQL server was not started by scripts/with_postgres.sh")
+    run_as = shlex.split(os.environ.get("ACCORD_TEST_POSTGRES_RUN_AS", ""))
+    log = os.path.join(os.path.dirname(data), "server.log")
+    subprocess.run(
+        [*run_as, ctl, "-D", data, "-l", log, "-w", *extra, action],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+@contextmanager
+def server_down(mode: str = "immediate") -> Iterator[None]:
+    """Stop the test server for the body (``immediate``: as a crash), then start it again
+    with the options it ran with."""
+    data = os.environ.get("ACCORD_TEST_POSTGRES_DATA", "")
+    try:
+        with open(os.path.join(data, "postmaster.opts"), encoding="utf-8") as opts:
+            words = shlex.split(opts.read())
+    except OSError:
+        pytest.skip("the PostgreSQL server was not started by scripts/with_postgres.sh")
+    # postmaster.opts: the postgres binary, then its arguments; -D is given to pg_ctl.
+    arguments = words[1:]
+    if "-D" in arguments:
+        at = arguments.index("-D")
+        del arguments[at : at + 2]
+    _control("stop", "-m", mode)
+    try:
+        yield
+    finally:
+        _control("start", "-o", shlex.join(arguments))

@@ -18,9 +18,16 @@ from pathlib import Path
 
 import anyio
 import pytest
-from pg_support import fresh_schema
+from pg_support import fresh_schema, server_down
 
-from accord.client import AllowAll, ClientSession, ConnectedAgent, ToolCallUpdated, connect
+from accord.client import (
+    AllowAll,
+    ClientSession,
+    ConnectedAgent,
+    ToolCallUpdated,
+    TurnResult,
+    connect,
+)
 from accord.errors import RequestError
 from accord.schema import TerminalToolCallContent
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
@@ -177,3 +184,50 @@ async def test_a_client_on_another_server_sees_the_turn_live_then_takes_over(
                 assert command.status not in ("pending", "in_progress")
                 result = await reloaded.prompt("Go on.")
     assert result.text == "Carried on here."
+
+
+async def test_the_database_going_away_under_a_running_server(project: Path) -> None:
+    """The database stops under a running ``accord serve``: prompts get a clear error (not a
+    hang, not a crash of the server), the same server works again once the database is back,
+    and nothing it had committed is lost."""
+    script = [ScriptedReply(text=["First answer."]), ScriptedReply(text=["After the outage."])]
+    with fresh_schema() as url, FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT * 2):
+            async with agent(server, project, url) as served:
+                session = await served.new_session(project)
+                assert (await session.prompt("Before.")).text == "First answer."
+                with server_down():
+                    with pytest.raises(RequestError) as down:
+                        await session.prompt("During.")
+                    assert down.value.code == -32603
+                    assert "PostgreSQL at 127.0.0.1" in down.value.message
+                    assert "postgres@" not in down.value.message  # no credentials shown
+                    listing_error = await _listing_error(served, project)
+                    assert "PostgreSQL at 127.0.0.1" in listing_error
+                result = await _prompt_when_back(session, "After.")
+                assert result.text == "After the outage."
+            async with agent(server, project, url) as fresh:
+                loaded = await fresh.load_session(session.session_id, project)
+                texts = [(m.role, m.text) for m in loaded.view.messages]
+    assert ("user", "Before.") in texts
+    assert ("agent", "First answer.") in texts
+    assert texts[-2:] == [("user", "After."), ("agent", "After the outage.")]
+
+
+async def _listing_error(connection: ConnectedAgent, project: Path) -> str:
+    with pytest.raises(RequestError) as caught:
+        await connection.list_sessions(cwd=str(project))
+    return caught.value.message
+
+
+async def _prompt_when_back(session: ClientSession, text: str) -> TurnResult:
+    """Prompt until the server's store has reconnected (each failure is the clear error)."""
+    errors: list[str] = []
+    for _attempt in range(40):
+        try:
+            return await session.prompt(text)
+        except RequestError as error:
+            errors.append(error.message)
+            await anyio.sleep(0.5)
+    assert all("PostgreSQL at 127.0.0.1" in error for error in errors), errors
+    pytest.fail("the server never recovered after the database came back")

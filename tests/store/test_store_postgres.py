@@ -16,7 +16,7 @@ import anyio
 import psycopg
 import pytest
 from _store_support import events, record
-from pg_support import fresh_schema, postgres_url, restart_server, with_search_path
+from pg_support import fresh_schema, postgres_url, restart_server, server_down, with_search_path
 
 from accord.store import (
     EVENTS_CHANNEL,
@@ -25,6 +25,7 @@ from accord.store import (
     SchemaVersionError,
     StoredEvent,
     StoreError,
+    StoreUnavailable,
     iter_events,
 )
 from accord.store._postgres_schema import SCHEMA_VERSION
@@ -223,6 +224,26 @@ async def test_a_follower_across_a_database_restart_resumes_from_its_cursor() ->
             assert seqs == list(range(1, 11))
             assert all("PostgreSQL at" in error for error in errors)
             assert all("postgres@" not in error for error in errors)
+
+
+async def test_a_follower_whose_database_is_down_says_so_plainly() -> None:
+    """The iteration ends with the store's own clear error, not wrapped in a group."""
+    with fresh_schema() as url:
+        async with PostgresSessionStore(url, follow_poll_seconds=0.1) as store:
+            await store.create_session(record("s"))
+            await store.append_events(events("s", 1, 2))
+            async with store.follow_events("s") as batches:
+                first = await anext(aiter(batches))
+                assert [e.seq for e in first] == [1, 2]
+                with server_down(), pytest.raises(StoreUnavailable) as caught:
+                    with anyio.fail_after(60):
+                        await anext(aiter(batches))
+            assert "PostgreSQL at 127.0.0.1" in str(caught.value)
+            assert caught.value.code == -32603
+            # Back up: following again from the cursor carries on.
+            await _append_when_back(store, events("s", 3, 1))
+            async with store.follow_events("s", after_seq=2) as batches:
+                assert [e.seq for e in await anext(aiter(batches))] == [3]
 
 
 async def _append_when_back(store: PostgresSessionStore, batch: list[StoredEvent]) -> None:

@@ -88,3 +88,10 @@ class ElsewhereFeed:
                         exc,
                     )
                     await anyio.sleep(RETRY_SECONDS)
+                except Exception:
+                    # A bug here must not take the connection (and its other sessions) down.
+                    logger.exception(
+                        "session %s: relaying other processes' updates failed; trying again",
+                        pipeline.session_id,
+                    )
+                    await anyio.sleep(RETRY_SECONDS)

@@ -43,6 +43,7 @@ from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import SessionExists as SessionExists
 from ._errors import StoreClosed as StoreClosed
 from ._errors import StoreError as StoreError
+from ._errors import StoreUnavailable as StoreUnavailable
 from ._errors import UnknownSession as UnknownSession
 from ._errors import WriterClosed as WriterClosed
 from ._memory import MemorySessionStore as MemorySessionStore
@@ -99,6 +100,7 @@ __all__ = (
     "SqliteSessionStore",
     "StoreClosed",
     "StoreError",
+    "StoreUnavailable",
     "StoredEvent",
     "Unchanged",
     "UnknownSession",

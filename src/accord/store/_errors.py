@@ -13,6 +13,7 @@ with -32602 as the ACP specification asks::
     ├── InvalidCursor        (also InvalidParams, -32602) a list cursor this store did not issue
     ├── SchemaVersionError   the database file was written by a newer accord
     ├── StoreClosed          the store was used after ``aclose()``
+    ├── StoreUnavailable     (also InternalError, -32603) the database cannot be reached now
     └── WriterClosed         the writer is closed, or failed (``__cause__`` is the commit error)
 
 Low-level database errors (``sqlite3.Error`` and friends) reach callers as a plain
@@ -23,7 +24,7 @@ in :mod:`accord.store`.
 
 from __future__ import annotations
 
-from accord.errors import AcpError, InvalidParams, SessionError, SessionNotFound
+from accord.errors import AcpError, InternalError, InvalidParams, SessionError, SessionNotFound
 
 
 class StoreError(AcpError):
@@ -60,6 +61,16 @@ class SchemaVersionError(StoreError):
 
 class StoreClosed(StoreError):
     """The store was used after ``aclose()``."""
+
+
+class StoreUnavailable(StoreError, InternalError):
+    """The database cannot be reached now (a server restarting, a network down); a later call
+    may succeed, and nothing committed before is lost.
+
+    It is an :class:`accord.errors.InternalError`, so a handler that lets it escape answers
+    -32603 with this message (naming the database, never its password) instead of a bare
+    "Internal error".
+    """
 
 
 class WriterClosed(StoreError):

@@ -55,7 +55,7 @@ from ._codec import (
 )
 from ._codec import record_from_row as _record
 from ._codec import summary_from_row as _summary
-from ._errors import SessionExists, StoreClosed, StoreError, UnknownSession
+from ._errors import SessionExists, StoreClosed, StoreError, StoreUnavailable, UnknownSession
 from ._follow import Wakeup, Wakeups, check_follow_args, follow
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
 from ._records import (
@@ -179,7 +179,7 @@ class PostgresSessionStore:
                 migrate(conn)
         except psycopg_pool.PoolTimeout as exc:
             pool.close()
-            raise StoreError(
+            raise StoreUnavailable(
                 f"cannot connect to {self._where} within {CONNECT_TIMEOUT_SECONDS:g} s;"
                 " is the server running and the URL right?"
             ) from exc
@@ -205,11 +205,12 @@ class PostgresSessionStore:
             with pool.connection(timeout=CONNECT_TIMEOUT_SECONDS) as conn:
                 return operation(conn)
         except psycopg_pool.PoolTimeout as exc:
-            raise StoreError(
-                f"no connection to {self._where} within {CONNECT_TIMEOUT_SECONDS:g} s"
+            raise StoreUnavailable(
+                f"the session database is unreachable: no connection to {self._where} within"
+                f" {CONNECT_TIMEOUT_SECONDS:g} s"
             ) from exc
         except psycopg.OperationalError as exc:
-            raise StoreError(f"lost the connection to {self._where}: {exc}") from exc
+            raise StoreUnavailable(f"lost the connection to {self._where}: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"session database error on {self._where}: {exc}") from exc
 
@@ -549,22 +550,29 @@ class PostgresSessionStore:
         if self._closed:
             raise StoreClosed("the session store is closed")
         with self._wakeups.register(session_id) as wakeup:
-            async with anyio.create_task_group() as tg:
-                # Listening before the first read: an append committed after that read
-                # always wakes the follower.
-                await tg.start(self._wake_on_notes, session_id, wakeup)
-                batches = follow(
-                    self,
-                    session_id,
-                    after_seq=after_seq,
-                    wakeup=wakeup,
-                    poll_seconds=self._follow_poll_seconds,
-                )
-                try:
-                    yield batches
-                finally:
-                    tg.cancel_scope.cancel()
-                    await batches.aclose()
+            try:
+                async with anyio.create_task_group() as tg:
+                    # Listening before the first read: an append committed after that read
+                    # always wakes the follower.
+                    await tg.start(self._wake_on_notes, session_id, wakeup)
+                    batches = follow(
+                        self,
+                        session_id,
+                        after_seq=after_seq,
+                        wakeup=wakeup,
+                        poll_seconds=self._follow_poll_seconds,
+                    )
+                    try:
+                        yield batches
+                    finally:
+                        tg.cancel_scope.cancel()
+                        await batches.aclose()
+            except BaseExceptionGroup as group:
+                # The listener never raises: the one error is the caller's (a StoreError
+                # from the iteration, say), and it leaves as itself, not wrapped.
+                if len(group.exceptions) == 1:
+                    raise group.exceptions[0] from group.exceptions[0].__cause__
+                raise
 
     async def _wake_on_notes(
         self,
@@ -625,7 +633,7 @@ class PostgresSessionStore:
         try:
             conn = await anyio.to_thread.run_sync(connect)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to {self._where} to listen: {exc}") from exc
+            raise StoreUnavailable(f"cannot connect to {self._where} to listen: {exc}") from exc
         try:
             yield self._notes(conn)
         finally:
@@ -648,7 +656,7 @@ class PostgresSessionStore:
             try:
                 payloads = await anyio.to_thread.run_sync(wait, limiter=limiter)
             except psycopg.Error as exc:
-                raise StoreError(f"lost the listening connection to {self._where}") from exc
+                raise StoreUnavailable(f"lost the listening connection to {self._where}") from exc
             for payload in payloads:
                 session_id, _, seq = payload.rpartition(" ")
                 if session_id and seq.isdigit():
