@@ -72,9 +72,9 @@ def build_agent(
     ``shared_store``: an open store several runtimes use (not closed with this one; ``store``
     is then ignored).
 
-    Several runtimes share the store (``shared_store``), or a PostgreSQL store several server
-    processes share: every attached client then also sees, live, the turns the other runtimes
-    run on its session (``live_from_elsewhere``).
+    With a PostgreSQL store (which several server processes share), every attached client also
+    sees, live, the turns the other processes' runtimes run on its session
+    (``live_from_elsewhere``).
 
     Raises:
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
@@ -82,7 +82,7 @@ def build_agent(
     """
     from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
     from ..coder._credentials import config_dir, load_saved
-    from ..store import POSTGRES_SCHEMES, open_store
+    from ..store import POSTGRES_SCHEMES, PostgresSessionStore, open_store
 
     env = os.environ if environ is None else environ
     if not model and not env.get(MODEL_ENV):
@@ -91,8 +91,14 @@ def build_agent(
             model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
     if shared_store is not None:
+        # Relays follow the store: worth it where other processes write (PostgreSQL), not
+        # for one process's SQLite file, where each follower would only poll in vain.
         runtime = CoderRuntime(
-            config, store=shared_store, activity=activity, live_from_elsewhere=True, grace=grace
+            config,
+            store=shared_store,
+            activity=activity,
+            live_from_elsewhere=isinstance(shared_store, PostgresSessionStore),
+            grace=grace,
         )
         return _built(runtime, config, warn)
     runtime = CoderRuntime(
