@@ -231,3 +231,22 @@ async def _prompt_when_back(session: ClientSession, text: str) -> TurnResult:
             await anyio.sleep(0.5)
     assert all("PostgreSQL at 127.0.0.1" in error for error in errors), errors
     pytest.fail("the server never recovered after the database came back")
+
+
+async def test_a_cursor_from_one_server_resumes_on_the_other(project: Path) -> None:
+    """A client's delivery cursor (``_meta["acp/cursor"]``) from process A resumes the session
+    on process B: B sends exactly what came after it, nothing before."""
+    script = [ScriptedReply(text=["First answer."]), ScriptedReply(text=["Second answer."])]
+    with fresh_schema() as url, FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            async with agent(server, project, url) as on_a:
+                session = await on_a.new_session(project)
+                await session.prompt("One.")
+                cursor = session.cursor
+                assert cursor is not None
+                await session.prompt("Two.")
+            async with agent(server, project, url) as on_b:
+                resumed = await on_b.resume_session(session.session_id, project, cursor=cursor)
+                await resumed.wait_idle()
+                texts = [(m.role, m.text) for m in resumed.view.messages]
+    assert texts == [("user", "Two."), ("agent", "Second answer.")]
