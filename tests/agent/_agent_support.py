@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from accord.agent import AgentRuntime, EngineCapabilities
+from accord.engines import merge_tool_call
 from accord.events import EXT_EVENT_METHOD
 from accord.roles import AgentSideConnection, Client, ClientSideConnection
 from accord.schema import (
@@ -87,6 +88,10 @@ FULL = EngineCapabilities(
     config_options=(MODEL_OPTION, THINKING_OPTION),
     commands=COMMANDS,
 )
+
+
+#: A new tool call before its first update is laid over it (the model's defaults).
+_NEW_TOOL_CALL: dict[str, Any] = {"status": "pending", "kind": "other"}
 
 
 def text(value: str) -> list[ContentBlock]:
@@ -276,7 +281,8 @@ def fold(updates: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Fold ``session/update`` payloads the way a client shows them (ACP merge rules).
 
     Messages are keyed by kind and ``messageId``; adjacent plain text blocks of one message
-    are concatenated. Tool calls merge field by field, later wins. Other updates: last wins.
+    are concatenated. Tool calls merge by ACP's rule, the one
+    the client uses (:func:`accord.engines.merge_tool_call`). Other updates: last wins.
     """
     messages: list[dict[str, Any]] = []
     tools: dict[str, dict[str, Any]] = {}
@@ -299,10 +305,12 @@ def fold(updates: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 blocks.append(block)
         elif tag == "tool_call":
             fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            tools[update["toolCallId"]] = {"status": "pending", "kind": "other", **fields}
+            tools[update["toolCallId"]] = merge_tool_call(_NEW_TOOL_CALL, fields)
         elif tag == "tool_call_update":
             fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            tools.setdefault(update["toolCallId"], {}).update(fields)
+            tools[update["toolCallId"]] = merge_tool_call(
+                tools.get(update["toolCallId"], {}), fields
+            )
         else:
             other[tag] = update
     return {"messages": messages, "tools": tools, "other": other}

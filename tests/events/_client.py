@@ -8,14 +8,21 @@ from typing import Any
 
 import orjson
 
+from accord.engines import merge_tool_call
+
 _CACHE = Path(__file__).resolve().parents[2] / ".schema-cache"
+
+
+#: A new tool call before its first update is laid over it (the model's defaults).
+_NEW_TOOL_CALL: dict[str, Any] = {"status": "pending", "kind": "other"}
 
 
 def reduce_updates(updates: list[dict[str, Any]]) -> dict[str, Any]:
     """Fold ``session/update`` payloads (wire form) the way a client does (ACP merge rules).
 
     Messages are split by ``messageId``; adjacent plain text blocks of one message are
-    concatenated (what a client renders). Tool calls merge field by field, later wins.
+    concatenated (what a client renders). Tool calls merge by ACP's rule, the one
+    the client uses (:func:`accord.engines.merge_tool_call`).
     """
     messages: list[dict[str, Any]] = []
     tools: dict[str, dict[str, Any]] = {}
@@ -38,10 +45,12 @@ def reduce_updates(updates: list[dict[str, Any]]) -> dict[str, Any]:
                 blocks.append(block)
         elif tag == "tool_call":
             fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            tools[update["toolCallId"]] = {"status": "pending", "kind": "other", **fields}
+            tools[update["toolCallId"]] = merge_tool_call(_NEW_TOOL_CALL, fields)
         elif tag == "tool_call_update":
             fields = {k: v for k, v in update.items() if k != "sessionUpdate"}
-            tools[update["toolCallId"]].update(fields)
+            tools[update["toolCallId"]] = merge_tool_call(
+                tools.get(update["toolCallId"], {}), fields
+            )
         else:
             other[tag] = update
     return {"messages": messages, "tools": tools, "other": other}

@@ -41,13 +41,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
 import anyio
 
-from ..engines import PermissionAnswer, TurnContext, TurnOutput
+from ..engines import PermissionAnswer, TurnContext, TurnOutput, merge_tool_call, tool_call_changes
 from ..errors import (
     InternalError,
     InvalidParams,
@@ -86,7 +85,6 @@ from ..schema import (
     SelectedRequestPermissionOutcome,
     StopReason,
     ToolCallUpdate,
-    ToolKind,
 )
 from ..store import SessionStore
 from ._elicitation import ClientElicitation
@@ -110,16 +108,6 @@ CLEANUP_TIMEOUT_SECONDS: Final = 10.0
 _RUNTIME_ONLY: Final = frozenset({"user_message_chunk", "permission_pending", "turn_error"})
 _ALWAYS: Final = frozenset({"allow_always", "reject_always"})
 _CANCELLED: Final = PermissionAnswer(outcome="cancelled")
-
-
-@dataclass(slots=True)
-class _ToolInfo:
-    """What the turn knows of a tool call, for permission keys and clean-up."""
-
-    agent_id: str
-    name: str | None
-    kind: ToolKind | None
-    title: str | None
 
 
 class TurnRunner:
@@ -150,7 +138,8 @@ class TurnRunner:
         self._grace = grace
         self._tracker = session.tracker
         self._engine = session.engine
-        self._tools: dict[str, _ToolInfo] = {}
+        #: The agent each tool call of the turn belongs to (its snapshot is the tracker's).
+        self._tool_agents: dict[str, str] = {}
         self._message_kinds: dict[str, str] = {}
         self._user_message_id = new_id()
         self._stop: StopReason | None = None
@@ -241,7 +230,7 @@ class TurnRunner:
             return True
         if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
             self._tracker.apply(event)
-            self._note_tool(event, agent_id)
+            self._tool_agents.setdefault(event.tool_call_id, agent_id)
         elif isinstance(event, ModelCallEnded) and (event.input_tokens or event.output_tokens):
             spent = self._turn.tokens or (0, 0)
             self._turn.tokens = (
@@ -297,22 +286,6 @@ class TurnRunner:
                 "each message needs its own id"
             )
 
-    def _note_tool(
-        self, event: ToolCallStarted | ToolCallProgress | ToolCallEnded, agent_id: str
-    ) -> None:
-        match event:
-            case ToolCallStarted():
-                self._tools[event.tool_call_id] = _ToolInfo(
-                    agent_id, event.name, event.tool_kind, event.title
-                )
-            case ToolCallProgress():
-                info = self._tools.get(event.tool_call_id)
-                if info is not None:
-                    info.title = event.title or info.title
-                    info.kind = event.tool_kind or info.kind
-            case ToolCallEnded():
-                pass
-
     async def _apply(self, event: Event) -> None:
         session = self._session
         match event:
@@ -349,8 +322,7 @@ class TurnRunner:
         for tool_call_id in self._tracker.unfinished():
             ended = ToolCallEnded(tool_call_id=tool_call_id, status=status)
             self._tracker.apply(ended)
-            info = self._tools.get(tool_call_id)
-            await self._publish(ended, info.agent_id if info is not None else ROOT_AGENT_ID)
+            await self._publish(ended, self._tool_agents.get(tool_call_id, ROOT_AGENT_ID))
 
     # ------------------------------------------------------------------ permissions
 
@@ -361,10 +333,13 @@ class TurnRunner:
         if turn.cancelled:
             return _CANCELLED
         choices = tuple(options) or DEFAULT_PERMISSION_OPTIONS
-        info = self._tools.get(tool_call.tool_call_id)
-        title = tool_call.title or (info.title if info else None)
-        kind = tool_call.kind or (info.kind if info else None)
-        name = tool_call.name or (info.name if info else None)
+        # What the turn knows of the call, with the request's fields laid over it.
+        known = self._tracker.get(tool_call.tool_call_id)
+        merged = merge_tool_call(
+            {} if known is None else {"title": known.title, "kind": known.kind, "name": known.name},
+            tool_call_changes(tool_call),
+        )
+        title, kind, name = merged.get("title"), merged.get("kind"), merged.get("name")
         key = permission_key(name=name, kind=kind, title=title)
         rule = session.permissions.lookup(key)
         if rule is not None:

@@ -30,10 +30,15 @@ models.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, assert_never
+from typing import assert_never
 
+from ..engines import (
+    TOOL_CALL_TRANSITIONS,
+    ToolCallState,
+    merge_tool_call,
+    tool_call_changes,
+)
 from ..schema import (
     AgentMessageChunkSessionUpdate,
     AgentThoughtChunkSessionUpdate,
@@ -82,12 +87,9 @@ from ._events import (
     new_thought_delta,
     new_user_message_delta,
 )
-from ._state import Message, MessageRole, ToolCallState
+from ._state import Message, MessageRole
 
 __all__ = ("SessionView",)
-
-# ToolCallUpdate / ToolCall attribute -> ToolCallState field, for the fields a patch may carry.
-_PATCHABLE = ("title", "kind", "status", "raw_input", "raw_output", "name")
 
 
 class SessionView:
@@ -207,7 +209,7 @@ class SessionView:
                 text = self._chunk("thought", content, message_id)
                 return new_thought_delta(text, content, message_id)
             case ToolCallUpdateSessionUpdate():
-                return self._patch_tool_call(update)
+                return self._upsert_tool_call(update)
             case ToolCallSessionUpdate():
                 return self._upsert_tool_call(update)
             case UserMessageChunkSessionUpdate(content=content, message_id=message_id):
@@ -282,47 +284,16 @@ class SessionView:
         self._forget_echo()  # the agent shows something other than what was sent
         return self._chunk("user", content, message_id)
 
-    def _upsert_tool_call(self, update: ToolCallSessionUpdate) -> TurnEvent:
+    def _upsert_tool_call(self, update: ToolCallSessionUpdate | ToolCallUpdate) -> TurnEvent:
+        """A ``tool_call`` or ``tool_call_update``: a new call, or ACP's merge rule over it."""
+        changes = tool_call_changes(update)
         known = self._tool_calls.get(update.tool_call_id)
         if known is None:
-            state = ToolCallState(
-                tool_call_id=update.tool_call_id,
-                title=update.title,
-                kind=update.kind or "other",
-                status=update.status or "pending",
-                content=tuple(update.content),
-                locations=tuple(update.locations),
-                raw_input=update.raw_input,
-                raw_output=update.raw_output,
-                name=update.name,
-            )
+            state = merge_tool_call(ToolCallState(tool_call_id=update.tool_call_id), changes)
             self._tool_calls[state.tool_call_id] = state
             self._timeline.append(state.tool_call_id)
             return ToolCallAdded(tool_call=state)
-        # A repeated ``tool_call``: the fields it carries replace, the rest stay.
-        given = update.model_fields_set
-        changes: dict[str, Any] = {"title": update.title}
-        for field in ("kind", "status", "raw_input", "raw_output", "name"):
-            value = getattr(update, field)
-            if field in given and value is not None:
-                changes[field] = value
-        if "content" in given:
-            changes["content"] = tuple(update.content)
-        if "locations" in given:
-            changes["locations"] = tuple(update.locations)
-        state = dataclasses.replace(known, **changes)
-        self._tool_calls[state.tool_call_id] = state
-        return ToolCallUpdated(tool_call=state, changed=frozenset(changes))
-
-    def _patch_tool_call(self, update: ToolCallUpdate) -> TurnEvent:
-        changes = _patch_fields(update)
-        known = self._tool_calls.get(update.tool_call_id)
-        if known is None:
-            state = ToolCallState(tool_call_id=update.tool_call_id, **changes)
-            self._tool_calls[state.tool_call_id] = state
-            self._timeline.append(state.tool_call_id)
-            return ToolCallAdded(tool_call=state)
-        state = dataclasses.replace(known, **changes) if changes else known
+        state = merge_tool_call(known, changes)
         self._tool_calls[state.tool_call_id] = state
         return ToolCallUpdated(tool_call=state, changed=frozenset(changes))
 
@@ -337,11 +308,10 @@ class SessionView:
 
     def _tool_call_with(self, update: ToolCallUpdate) -> ToolCallState:
         """What the view knows of a tool call, with ``update`` laid over it (not stored)."""
-        changes = _patch_fields(update)
         known = self._tool_calls.get(update.tool_call_id)
         if known is None:
-            return ToolCallState(tool_call_id=update.tool_call_id, **changes)
-        return dataclasses.replace(known, **changes) if changes else known
+            known = ToolCallState(tool_call_id=update.tool_call_id)
+        return merge_tool_call(known, tool_call_changes(update))
 
     def _add_prompt(self, blocks: Sequence[ContentBlock]) -> None:
         """Record a prompt this client sent as a user message."""
@@ -371,24 +341,6 @@ class SessionView:
         """Mark every unfinished tool call ``cancelled`` (the client's side of a cancel)."""
         calls = self._tool_calls
         for tool_call_id, state in calls.items():
-            if not state.finished:
-                calls[tool_call_id] = dataclasses.replace(state, status="cancelled")
-
-
-def _patch_fields(update: ToolCallUpdate) -> dict[str, Any]:
-    """The fields a ``tool_call_update`` carries (v1: ``null`` = unchanged)."""
-    changes: dict[str, Any] = {}
-    for field in _PATCHABLE:
-        value = getattr(update, field)
-        if value is not None:
-            changes[field] = value
-    if update.content is not None:
-        changes["content"] = tuple(update.content)
-    if update.locations is not None:
-        changes["locations"] = tuple(update.locations)
-    meta = update.meta
-    if meta is not None and "status" not in changes:
-        accord: object = meta.get("accord")
-        if isinstance(accord, dict) and accord.get("status") == "cancelled":  # pyright: ignore[reportUnknownMemberType]
-            changes["status"] = "cancelled"  # accord's marker: cut short by session/cancel
-    return changes
+            status = TOOL_CALL_TRANSITIONS.step(state.status, "cancel")
+            if status is not None:  # unfinished
+                calls[tool_call_id] = merge_tool_call(state, {"status": status})

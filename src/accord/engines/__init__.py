@@ -12,8 +12,12 @@ is everything the two agree on, and nothing of the runtime's machinery:
   :class:`PlanChanged`, :class:`TurnCompleted`, ...; :class:`SubAgentEvent`);
 * prompt content with bytes inside (:class:`TextPart`, :class:`ImagePart`, ...,
   :func:`part_from_block`, :func:`part_to_block`);
-* tool calls: the one status table (:data:`TOOL_CALL_TRANSITIONS`) and its tracker
-  (:class:`ToolCallTracker`).
+* tool calls: the one model of a call (:class:`ToolCallState`, a frozen snapshot), the one
+  status table (:data:`TOOL_CALL_TRANSITIONS`) and its tracker (:class:`ToolCallTracker`),
+  and ACP's one merge rule (:func:`merge_tool_call`; :func:`tool_call_changes` reads a wire
+  update), used by the runtime, the replay and the client alike;
+* :class:`StateTable`, the small state-machine helper every lifecycle table in accord is
+  (tool calls, the runtime's sessions and turns, the client's sessions and turns).
 
 Adapters are subpackages, imported by name so that importing this package never imports a
 framework:
@@ -92,10 +96,15 @@ from ._protocol import TextFileReader as TextFileReader
 from ._protocol import TextFileWriter as TextFileWriter
 from ._protocol import TurnContext as TurnContext
 from ._protocol import TurnOutput as TurnOutput
+from ._state_table import StateTable as StateTable
 from ._tool_calls import TRANSITIONS as TOOL_CALL_TRANSITIONS
 from ._tool_calls import ToolCallEvent as ToolCallEvent
+from ._tool_calls import ToolCallPhase as ToolCallPhase
+from ._tool_calls import ToolCallState as ToolCallState
 from ._tool_calls import ToolCallTracker as ToolCallTracker
 from ._tool_calls import ToolCallTrigger as ToolCallTrigger
+from ._tool_calls import merge_tool_call as merge_tool_call
+from ._tool_calls import tool_call_changes as tool_call_changes
 from ._tool_calls import tool_call_trigger as tool_call_trigger
 from ._tool_calls import transition_diagram as tool_call_transition_diagram
 
@@ -136,6 +145,7 @@ __all__ = (
     "ResourceLinkPart",
     "SessionContext",
     "StateSnapshot",
+    "StateTable",
     "SubAgentEvent",
     "SubAgentStarted",
     "SubAgentStopped",
@@ -150,8 +160,10 @@ __all__ = (
     "TitleChanged",
     "ToolCallEnded",
     "ToolCallEvent",
+    "ToolCallPhase",
     "ToolCallProgress",
     "ToolCallStarted",
+    "ToolCallState",
     "ToolCallTracker",
     "ToolCallTrigger",
     "TurnCompleted",
@@ -162,11 +174,13 @@ __all__ = (
     "UserMessageChunk",
     "accepted_block_types",
     "check_prompt",
+    "merge_tool_call",
     "new_id",
     "part_from_block",
     "part_to_block",
     "prompt_capabilities",
     "prompt_parts",
+    "tool_call_changes",
     "tool_call_transition_diagram",
     "tool_call_trigger",
 )

@@ -30,6 +30,7 @@ from ..engines import (
     ToolCallProgress,
     ToolCallStarted,
     UserMessageChunk,
+    merge_tool_call,
 )
 from ..schema import TextContentBlock
 from ._envelope import Envelope, restamp
@@ -66,21 +67,18 @@ def _same_message(first: Envelope, other: Envelope) -> bool:
 def _fold(
     earlier: ToolCallStarted | ToolCallProgress, later: ToolCallProgress
 ) -> ToolCallStarted | ToolCallProgress:
-    """Apply ``later``'s set fields on top of ``earlier`` (later wins, collections replace)."""
-    changes: dict[str, object] = {}
-    if later.status is not None:
-        changes["status"] = later.status
-    if later.title is not None:
-        changes["title"] = later.title
-    if later.tool_kind is not None:
-        changes["tool_kind"] = later.tool_kind
-    if later.content is not None:
-        changes["content"] = later.content
-    if later.locations is not None:
-        changes["locations"] = later.locations
-    if later.raw_input is not None:
-        changes["raw_input"] = later.raw_input
-    return dataclasses.replace(earlier, **changes)
+    """``later`` laid over ``earlier`` by ACP's merge rule (:func:`merge_tool_call`)."""
+    return merge_tool_call(
+        earlier,
+        {
+            "status": later.status,
+            "title": later.title,
+            "tool_kind": later.tool_kind,
+            "content": later.content,
+            "locations": later.locations,
+            "raw_input": later.raw_input,
+        },
+    )
 
 
 def compact_for_replay(envelopes: Iterable[Envelope]) -> list[Envelope]:
