@@ -25,9 +25,9 @@ This module sits on :mod:`accord.errors`; the runtime's session object owns one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final, Literal, TypeAlias
 
+from ..engines import StateTable
 from ..errors import LocalProtocolError
 from ._errors import PromptInProgress, session_not_found
 
@@ -41,26 +41,30 @@ LifecycleTrigger: TypeAlias = Literal["prompt", "cancel", "turn_end", "reload", 
 resume, ``close`` for close and delete) or the runtime's own progress (``turn_end``,
 ``ready``)."""
 
-TRANSITIONS: Final[Mapping[tuple[LifecycleState, LifecycleTrigger], LifecycleState]] = {
-    ("idle", "prompt"): "running",
-    ("idle", "cancel"): "idle",
-    ("idle", "reload"): "loading",
-    ("idle", "close"): "closed",
-    ("running", "cancel"): "cancelling",
-    ("running", "turn_end"): "idle",
-    ("running", "reload"): "loading",
-    ("running", "close"): "closing",
-    ("cancelling", "cancel"): "cancelling",
-    ("cancelling", "turn_end"): "idle",
-    ("cancelling", "reload"): "loading",
-    ("cancelling", "close"): "closing",
-    ("loading", "cancel"): "loading",
-    ("loading", "turn_end"): "loading",
-    ("loading", "ready"): "idle",
-    ("loading", "close"): "closed",
-    ("closing", "cancel"): "closing",
-    ("closing", "turn_end"): "closed",
-}
+TRANSITIONS: Final[StateTable[LifecycleState, LifecycleTrigger]] = StateTable(
+    {
+        ("idle", "prompt"): "running",
+        ("idle", "cancel"): "idle",
+        ("idle", "reload"): "loading",
+        ("idle", "close"): "closed",
+        ("running", "cancel"): "cancelling",
+        ("running", "turn_end"): "idle",
+        ("running", "reload"): "loading",
+        ("running", "close"): "closing",
+        ("cancelling", "cancel"): "cancelling",
+        ("cancelling", "turn_end"): "idle",
+        ("cancelling", "reload"): "loading",
+        ("cancelling", "close"): "closing",
+        ("loading", "cancel"): "loading",
+        ("loading", "turn_end"): "loading",
+        ("loading", "ready"): "idle",
+        ("loading", "close"): "closed",
+        ("closing", "cancel"): "closing",
+        ("closing", "turn_end"): "closed",
+    },
+    initial="idle",
+    final=("closed",),
+)
 """``(state, trigger) -> next state``; a pair that is absent is an illegal transition."""
 
 _RUNTIME_TRIGGERS: Final = frozenset({"turn_end", "ready"})
@@ -68,12 +72,7 @@ _RUNTIME_TRIGGERS: Final = frozenset({"turn_end", "ready"})
 
 def transition_diagram() -> str:
     """Return :data:`TRANSITIONS` as a Mermaid state diagram (the docs embed this output)."""
-    lines = ["stateDiagram-v2", "    [*] --> idle"]
-    for (state, trigger), target in TRANSITIONS.items():
-        if state != target:
-            lines.append(f"    {state} --> {target}: {trigger}")
-    lines.append("    closed --> [*]")
-    return "\n".join(lines)
+    return TRANSITIONS.diagram(loops=False)
 
 
 class SessionLifecycle:
@@ -96,7 +95,7 @@ class SessionLifecycle:
                 (-32002).
             LocalProtocolError: a runtime trigger at the wrong time (a bug in the runtime).
         """
-        target = TRANSITIONS.get((self.state, trigger))
+        target = TRANSITIONS.step(self.state, trigger)
         if target is None:
             raise self._illegal(trigger)
         self.state = target

@@ -22,12 +22,13 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
 from pydantic import JsonValue
 
-from ..engines import EngineSession
+from ..engines import EngineSession, StateTable
+from ..errors import LocalProtocolError
 from ..events import ROOT_AGENT_ID, Envelope, Event, ToolCallTracker
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
@@ -40,19 +41,57 @@ from ._pipeline import Attachment, DeliveryPipeline
 if TYPE_CHECKING:
     from ._links import ClientLink, OpenQuestion
 
-__all__ = ("STATE_FORMAT", "LiveSession", "TurnHandle")
+__all__ = (
+    "STATE_FORMAT",
+    "TURN_TRANSITIONS",
+    "LiveSession",
+    "TurnHandle",
+    "TurnPhase",
+    "TurnTrigger",
+)
 
 #: Version of the state record layout above.
 STATE_FORMAT: Final = 1
 
 
+TurnPhase: TypeAlias = Literal["running", "cancelling", "stopping", "done"]
+"""Where a prompt turn is: ``running``; ``cancelling`` (the client sent ``session/cancel``:
+the engine sees ``TurnContext.cancelled`` and should wrap up); ``stopping`` (cut off: the
+grace period ran out, or the session was reloaded; the engine's step is cancelled and no
+further output is read); ``done`` (it ended and its events are delivered)."""
+
+TurnTrigger: TypeAlias = Literal["cancel", "stop", "finish"]
+"""What happens to a turn: the cancel request, the hard stop, its end."""
+
+TURN_TRANSITIONS: Final[StateTable[TurnPhase, TurnTrigger]] = StateTable(
+    {
+        ("running", "cancel"): "cancelling",
+        ("running", "stop"): "stopping",
+        ("running", "finish"): "done",
+        ("cancelling", "cancel"): "cancelling",
+        ("cancelling", "stop"): "stopping",
+        ("cancelling", "finish"): "done",
+        ("stopping", "cancel"): "stopping",
+        ("stopping", "stop"): "stopping",
+        ("stopping", "finish"): "done",
+        ("done", "cancel"): "done",
+        ("done", "stop"): "done",
+    },
+    initial="running",
+    final=("done",),
+)
+"""``(phase, trigger) -> next phase`` of a prompt turn on the agent's side; an absent pair
+(finishing twice) is a bug in the runtime."""
+
+
 class TurnHandle:
-    """One running prompt turn: its ids, its cancellation signal, and how to stop it hard.
+    """One running prompt turn: its ids, its phase (:data:`TURN_TRANSITIONS`), how to stop it.
 
     ``cancel()`` is the cooperative request (``session/cancel``): it sets the signal the
     engine sees as ``TurnContext.cancelled`` and cancels pending permission requests at once.
     ``hard_cancel()`` cancels the engine's current step (the runtime calls it after the grace
-    period).
+    period, or when the session is reloaded). ``finish()`` marks the end. The phase is the
+    only state; ``cancel_event`` and ``done`` are its signals for waiters.
     """
 
     __slots__ = (
@@ -61,7 +100,7 @@ class TurnHandle:
         "cancel_event",
         "done",
         "epoch",
-        "hard_cancelled",
+        "phase",
         "stepping",
         "tokens",
         "turn_id",
@@ -71,10 +110,11 @@ class TurnHandle:
         """Create the handle of turn ``turn_id`` in ``epoch``."""
         self.turn_id = turn_id
         self.epoch = epoch
+        self.phase: TurnPhase = "running"
+        #: Set on entering ``cancelling`` or ``stopping`` (the engine's cancellation signal).
         self.cancel_event = anyio.Event()
-        #: Set when the turn has ended and its events are delivered.
+        #: Set on entering ``done``: the turn has ended and its events are delivered.
         self.done = anyio.Event()
-        self.hard_cancelled = False
         #: Whether the engine is producing its next output (only then is a hard cancel
         #: delivered into it; an output being published is finished first).
         self.stepping = False
@@ -84,6 +124,25 @@ class TurnHandle:
         #: ``None`` while none reported any (the prompt's ``usage``).
         self.tokens: tuple[int, int] | None = None
 
+    def _advance(self, trigger: TurnTrigger) -> None:
+        phase = TURN_TRANSITIONS.step(self.phase, trigger)
+        if phase is None:
+            raise LocalProtocolError(f"turn {self.turn_id!r}: {trigger} while {self.phase}")
+        self.phase = phase
+        if phase in ("cancelling", "stopping"):
+            self.cancel_event.set()
+        elif phase == "done":
+            self.done.set()
+
+    @property
+    def hard_cancelled(self) -> bool:
+        """Whether the turn was cut off (its engine's output is no longer read)."""
+        return self.phase == "stopping"
+
+    def finish(self) -> None:
+        """The turn has ended and its events are delivered (wakes :attr:`done` waiters)."""
+        self._advance("finish")
+
     @property
     def cancelled(self) -> bool:
         """Whether the turn was asked to stop."""
@@ -91,13 +150,13 @@ class TurnHandle:
 
     def cancel(self) -> None:
         """Ask the turn to stop: set the signal, cancel pending permission requests."""
-        self.cancel_event.set()
+        self._advance("cancel")
         for scope in self._permission_scopes:
             scope.cancel()
 
     def hard_cancel(self) -> None:
         """Cancel the engine's current step; the turn reads no further output."""
-        self.hard_cancelled = True
+        self._advance("stop")
         if self._step is not None and self.stepping:
             self._step.cancel()
 

@@ -550,7 +550,7 @@ class AgentRuntime(Agent):
                 session.turn = None
             if session.lifecycle.state != "closed":
                 session.lifecycle.apply("turn_end")
-            turn.done.set()
+            turn.finish()
         if turn.tokens is None:
             return PromptResponse(stop_reason=stop)
         # The turn's tokens (unstable ``usage``; see docs/architecture.md on unstable fields).

@@ -229,7 +229,7 @@ class ClientSession:
             assert result is not None
             await turn.emit(TurnFinished(stop_reason=result.stop_reason, usage=result.usage))
         finally:
-            if not turn.done.is_set():  # cancelled: the connection is closing
+            if turn.phase != "finished":  # cancelled: the connection is closing
                 self._end(turn, error=ConnectionClosed("the connection closed during the turn"))
             turn.close_stream()
 
@@ -265,7 +265,7 @@ class ClientSession:
             )
         turn.result = result
         turn.error = error
-        turn.done.set()
+        turn.advance("finish")
         if close_stream:
             turn.close_stream()
         if self._turn is turn:
@@ -280,9 +280,8 @@ class ClientSession:
         Runs as the prompt's ``on_answer`` hook, in notification order: after the updates
         the agent sent before its answer, before any it sent after it.
         """
-        if turn.answered:
+        if not turn.advance("answer"):
             return
-        turn.answered = True
         turn.text = "".join(turn.text_parts)
         turn.text_parts = []
         calls = self._view.tool_calls
@@ -428,7 +427,7 @@ class ClientSession:
         """
         event = self._view.apply(update)
         turn = self._turn
-        if turn is None or turn.answered:
+        if turn is None or turn.phase != "open":
             return None
         if type(event) is TextDelta:
             turn.text_parts.append(event.text)

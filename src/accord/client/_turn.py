@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, Self, TypeAlias
 
 import anyio
 import anyio.lowlevel
 
+from ..engines import StateTable
 from ..errors import LocalProtocolError, SessionBusy
 from ..schema import PromptResponse, StopReason, Usage
 from ._events import TurnEvent
@@ -35,7 +36,9 @@ if TYPE_CHECKING:
 __all__ = (
     "TRANSITIONS",
     "TURN_EVENT_BUFFER",
+    "TURN_TRANSITIONS",
     "SessionState",
+    "TurnPhase",
     "TurnResult",
     "TurnStream",
     "transition",
@@ -51,19 +54,43 @@ SessionState: TypeAlias = Literal["idle", "running", "cancelling", "closed"]
 _SessionEvent: TypeAlias = Literal["prompt", "cancel", "finish", "close"]
 
 #: (state, event) -> next state. Pairs not listed are illegal.
-TRANSITIONS: dict[tuple[SessionState, _SessionEvent], SessionState] = {
-    ("idle", "prompt"): "running",
-    ("idle", "cancel"): "idle",
-    ("running", "cancel"): "cancelling",
-    ("cancelling", "cancel"): "cancelling",
-    ("running", "finish"): "idle",
-    ("cancelling", "finish"): "idle",
-    ("closed", "finish"): "closed",
-    ("idle", "close"): "closed",
-    ("running", "close"): "closed",
-    ("cancelling", "close"): "closed",
-    ("closed", "close"): "closed",
-}
+TRANSITIONS: Final[StateTable[SessionState, _SessionEvent]] = StateTable(
+    {
+        ("idle", "prompt"): "running",
+        ("idle", "cancel"): "idle",
+        ("running", "cancel"): "cancelling",
+        ("cancelling", "cancel"): "cancelling",
+        ("running", "finish"): "idle",
+        ("cancelling", "finish"): "idle",
+        ("closed", "finish"): "closed",
+        ("idle", "close"): "closed",
+        ("running", "close"): "closed",
+        ("cancelling", "close"): "closed",
+        ("closed", "close"): "closed",
+    },
+    initial="idle",
+    final=("closed",),
+)
+
+TurnPhase: TypeAlias = Literal["open", "answered", "finished"]
+"""Where a prompt turn is on the client's side: ``open`` (the agent's updates are the turn's),
+``answered`` (the answer arrived: the turn's text and tool calls are taken, later updates are
+not its), ``finished`` (its result or error is set; waiters wake)."""
+
+_TurnEvent: TypeAlias = Literal["answer", "finish"]
+
+#: (phase, event) -> next phase of a turn; the answer may be seen twice (the connection's
+#: ``on_answer`` hook, then the end of the request), finishing twice is a bug.
+TURN_TRANSITIONS: Final[StateTable[TurnPhase, _TurnEvent]] = StateTable(
+    {
+        ("open", "answer"): "answered",
+        ("answered", "answer"): "answered",
+        ("answered", "finish"): "finished",
+        ("finished", "answer"): "finished",
+    },
+    initial="open",
+    final=("finished",),
+)
 
 
 def transition(session_id: str, state: SessionState, event: _SessionEvent) -> SessionState:
@@ -73,7 +100,7 @@ def transition(session_id: str, state: SessionState, event: _SessionEvent) -> Se
         SessionBusy: a prompt while a turn is running (ACP allows one at a time).
         LocalProtocolError: any other illegal step, e.g. a prompt on a closed session.
     """
-    new = TRANSITIONS.get((state, event))
+    new = TRANSITIONS.step(state, event)
     if new is not None:
         return new
     if event == "prompt" and state in ("running", "cancelling"):
@@ -104,9 +131,9 @@ class _Turn:
     """The bookkeeping of the running turn (one per session at a time)."""
 
     __slots__ = (
-        "answered",
         "done",
         "error",
+        "phase",
         "result",
         "send",
         "text",
@@ -117,9 +144,9 @@ class _Turn:
 
     def __init__(self, send: MemoryObjectSendStream[TurnEvent] | None) -> None:
         self.send = send
-        #: Set where the agent's answer falls among the updates (the prompt's ``on_answer``
-        #: hook): later ones are not the turn's.
-        self.answered = False
+        #: The turn's phase (:data:`TURN_TRANSITIONS`): ``answered`` where the agent's answer
+        #: falls among the updates (the prompt's ``on_answer`` hook), ``finished`` at the end.
+        self.phase: TurnPhase = "open"
         self.tool_call_ids: dict[str, None] = {}
         self.text_parts: list[str] = []
         # The turn's text and tool calls, taken when the turn is answered.
@@ -127,7 +154,23 @@ class _Turn:
         self.tool_calls: tuple[ToolCallState, ...] = ()
         self.result: TurnResult | None = None
         self.error: BaseException | None = None
+        #: Set on entering ``finished``.
         self.done = anyio.Event()
+
+    def advance(self, event: _TurnEvent) -> bool:
+        """Move the turn's phase by ``event``; return whether the phase changed.
+
+        Raises:
+            LocalProtocolError: an illegal step (finishing twice: a bug in the session).
+        """
+        phase = TURN_TRANSITIONS.step(self.phase, event)
+        if phase is None:
+            raise LocalProtocolError(f"a prompt turn cannot {event} when {self.phase}")
+        changed = phase != self.phase
+        self.phase = phase
+        if changed and phase == "finished":
+            self.done.set()
+        return changed
 
     def emit_nowait(self, event: TurnEvent) -> bool:
         """Hand an event to the stream's reader if its buffer has room.
