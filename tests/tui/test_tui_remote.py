@@ -2,8 +2,8 @@
 --listen`` process on loopback (the built-in agent on the fake model server).
 
 The conversation over the network; a server that goes away and comes back (the app says it
-is reconnecting, then carries on in the same session); a wrong token. (The observer mark of
-a second client attached to a live session is not covered: that part is not on main yet.)
+is reconnecting, then carries on in the same session); attached to a session another client
+has open, the observer mark until it prompts; a wrong token.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from _tui_support import SIZE, chat_app, text_of, until
 
+from accord.client import connect
 from accord.testing import FakeOpenAIServer, ScriptedReply
 from accord.tui._conversation import AgentMessage
 
@@ -135,3 +136,47 @@ async def test_a_wrong_token_is_said_in_the_app(
             text = text_of(app.query_one("#failure"))
             assert "401" in text or "token" in text.lower(), text
             assert TOKEN not in text
+
+
+async def test_attached_to_a_live_session_it_is_an_observer_until_it_prompts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another client has a session open on the served agent; ``accord chat --session ID
+    --resume`` attaches to it: the footer says ``observer`` (the other client's turn shows up
+    live), until this client prompts and becomes a participant."""
+    monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
+    script = [
+        ScriptedReply(text=["From the first client."]),
+        ScriptedReply(text=["From the TUI."]),
+    ]
+    with (
+        FakeOpenAIServer(script) as model,
+        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, _),
+    ):
+        async with connect(url, cwd=tmp_path) as first:
+            session = await first.new_session(tmp_path)
+            app = chat_app(url, tmp_path, session_id=session.session_id, resume=True)
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: app.active_pane is not None or app.failed, SLOW)
+                assert not app.failed, text_of(app.query_one("#failure"))
+                pane = app.active_pane
+                assert pane is not None
+                footer = app.query_one("#footer")
+                await until(pilot, lambda: "observer" in text_of(footer))
+                assert pane.session.observer
+
+                result = await session.prompt("hello from the first client")
+                assert result.text == "From the first client."
+                await until(
+                    pilot,
+                    lambda: (
+                        [m.source for m in pane.query(AgentMessage)] == ["From the first client."]
+                    ),
+                    within=SLOW,
+                )
+                assert "observer" in text_of(footer)
+
+                await pilot.press(*"my turn", "enter")
+                await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+                assert not pane.session.observer
+                await until(pilot, lambda: "observer" not in text_of(footer))

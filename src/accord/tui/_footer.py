@@ -1,5 +1,8 @@
 """The footer line: the session's state, mode, model, context use and cost.
 
+``observer`` follows the state while this client watches a session other clients have open
+(it attached to it) and has not prompted in it yet.
+
 Mode and model come from the session's view: the mode from its modes (or a config option of
 category ``mode``), the model from the config option of category ``model``; context use from
 the latest ``usage_update`` (used / size, with a percentage); cost when the agent reports one.
@@ -62,6 +65,9 @@ def _mode_name(view: SessionView) -> str | None:
 def footer_content(view: SessionView | None, state: str, agent: str) -> Content:
     """The footer's text for a session (None: no session yet) in ``state``."""
     parts: list[Content] = [Content.styled(f" {state} ", "reverse"), plain_line(f" {agent}")]
+    if view is not None and view.observer:
+        # Attached to a session other clients have open, and not prompted in it yet.
+        parts.insert(1, Content.styled(" observer ", "bold $text-warning"))
     if view is not None:
         mode = _mode_name(view)
         if mode:
