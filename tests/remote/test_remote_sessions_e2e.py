@@ -1,0 +1,197 @@
+"""Several clients on one served session, end to end: a real server process, real sockets.
+
+The agent runs as its own process (``_served_script.py``: one runtime behind ``serve_remote``,
+as ``accord serve --listen`` runs it); every client is a :func:`accord.client.connect` over a
+loopback socket, some through a TCP relay the test controls so it can cut a connection or stop
+a client reading. Each test waits on what the clients received, never on the clock; every wait
+is bounded.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from accord.client import connect
+from accord.errors import CURSOR_META_KEY
+from accord.schema import SessionNotification
+
+pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
+
+SCRIPT = Path(__file__).with_name("_served_script.py")
+TOKEN = "e2e-test-token-0123456789abcdef"
+TIMEOUT = 60
+
+
+@dataclass
+class Server:
+    """The agent's process: its port and its command pipe."""
+
+    port: int
+    process: anyio.abc.Process
+    lines: AsyncIterator[str]
+
+    def url(self, port: int | None = None) -> str:
+        return f"ws://127.0.0.1:{port or self.port}/acp"
+
+    async def command(self, text: str) -> str:
+        """Send one command line; return the process's answer line."""
+        assert self.process.stdin is not None
+        await self.process.stdin.send(f"{text}\n".encode())
+        with anyio.fail_after(TIMEOUT):
+            return await anext(self.lines)
+
+
+async def _lines(process: anyio.abc.Process) -> AsyncIterator[str]:
+    assert process.stdout is not None
+    buffer = b""
+    async for chunk in process.stdout:
+        buffer += chunk
+        while b"\n" in buffer:
+            line, _, buffer = buffer.partition(b"\n")
+            yield line.decode()
+
+
+@asynccontextmanager
+async def agent_process(scenario: str, grace: float = 600) -> AsyncGenerator[Server]:
+    """Start the served agent process; yield it once it listens; stop it on exit."""
+    process = await anyio.open_process([sys.executable, str(SCRIPT), scenario, str(grace)])
+    try:
+        lines = _lines(process)
+        with anyio.fail_after(TIMEOUT):
+            first = await anext(lines)
+        assert first.startswith("listening on "), first
+        yield Server(int(first.split()[-1]), process, lines)
+    finally:
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        with anyio.move_on_after(TIMEOUT):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+        await process.aclose()
+
+
+@dataclass
+class Relay:
+    """A loopback TCP relay in front of the server: it can cut its connections or stop
+    forwarding to the client (a client that stops reading)."""
+
+    target: int
+    port: int = 0
+    flowing: anyio.Event = field(default_factory=anyio.Event)
+    pairs: list[tuple[anyio.abc.SocketStream, anyio.abc.SocketStream]] = field(
+        default_factory=list[tuple[anyio.abc.SocketStream, anyio.abc.SocketStream]]
+    )
+    accepted: int = 0
+
+    async def cut(self) -> None:
+        """Close every relayed connection on both sides (as a dropped network does)."""
+        pairs, self.pairs = self.pairs, []
+        for inner, outer in pairs:
+            await inner.aclose()
+            await outer.aclose()
+
+    async def _pump(
+        self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream, gated: bool
+    ) -> None:
+        try:
+            async for chunk in source:
+                if gated:
+                    await self.flowing.wait()
+                await sink.send(chunk)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+        finally:
+            await sink.aclose()
+            await source.aclose()
+
+    async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        self.accepted += 1
+        server = await anyio.connect_tcp("127.0.0.1", self.target)
+        self.pairs.append((client, server))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._pump, client, server, False)
+            tg.start_soon(self._pump, server, client, True)
+
+
+@asynccontextmanager
+async def relay_to(port: int, *, flowing: bool = True) -> AsyncGenerator[Relay]:
+    relay = Relay(port)
+    if flowing:
+        relay.flowing.set()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    relay.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, relay._handle)
+        yield relay
+        tg.cancel_scope.cancel()
+
+
+@dataclass
+class Seen:
+    """What one client received of the session: each update's wire form and its cursor."""
+
+    updates: list[tuple[dict[str, Any], str | None]] = field(
+        default_factory=list[tuple[dict[str, Any], str | None]]
+    )
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def __call__(self, notification: SessionNotification) -> None:
+        meta = notification.meta or {}
+        self.updates.append((notification.update.to_wire(), meta.get(CURSOR_META_KEY)))
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def chunks(self) -> list[str]:
+        return [
+            u["content"]["text"]
+            for u, _ in self.updates
+            if u["sessionUpdate"] == "agent_message_chunk"
+        ]
+
+    async def until(self, done: Callable[[Seen], bool]) -> None:
+        """Wait (bounded) until ``done(self)`` holds."""
+        with anyio.fail_after(TIMEOUT):
+            while not done(self):
+                await self.changed.wait()
+
+
+# ---------------------------------------------------------------------- ten clients
+
+
+async def test_ten_clients_on_one_session_see_identical_sequences() -> None:
+    async with agent_process("stream") as server, AsyncExitStack() as stack:
+        seen = [Seen() for _ in range(10)]
+        conns = [
+            await stack.enter_async_context(
+                connect(server.url(), token=TOKEN, reconnect=False, update_listener=s)
+            )
+            for s in seen
+        ]
+        session = await conns[0].new_session()
+        for conn in conns[1:]:
+            await conn.resume_session(session.session_id)
+        for s in seen:
+            s.updates.clear()
+        with anyio.fail_after(TIMEOUT):
+            result = await session.prompt("go")
+        assert result.stop_reason == "end_turn"
+        expected = seen[0].updates
+        for s in seen[1:]:
+            await s.until(lambda s: len(s.updates) >= len(expected))
+        assert [s.updates for s in seen] == [expected] * 10
+        # Every update carries a cursor, and the cursors are all different.
+        cursors = [c for _, c in expected]
+        assert None not in cursors and len(set(cursors)) == len(cursors)
+        chunks = seen[0].chunks()
+        assert len([c for c in chunks if c.startswith("w")]) == 40
+        assert "".join(chunks).endswith("end of turn")
