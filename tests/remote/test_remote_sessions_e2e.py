@@ -91,14 +91,21 @@ class Relay:
     pairs: list[tuple[anyio.abc.SocketStream, anyio.abc.SocketStream]] = field(
         default_factory=list[tuple[anyio.abc.SocketStream, anyio.abc.SocketStream]]
     )
+    admitting: anyio.Event = field(default_factory=anyio.Event)
     accepted: int = 0
 
     async def cut(self) -> None:
-        """Close every relayed connection on both sides (as a dropped network does)."""
+        """Close every relayed connection on both sides (as a dropped network does), and
+        hold new connections until :meth:`admit`."""
+        self.admitting = anyio.Event()
         pairs, self.pairs = self.pairs, []
         for inner, outer in pairs:
             await inner.aclose()
             await outer.aclose()
+
+    def admit(self) -> None:
+        """Let connections through again."""
+        self.admitting.set()
 
     async def _pump(
         self, source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream, gated: bool
@@ -115,6 +122,7 @@ class Relay:
             await source.aclose()
 
     async def _handle(self, client: anyio.abc.SocketStream) -> None:
+        await self.admitting.wait()
         self.accepted += 1
         server = await anyio.connect_tcp("127.0.0.1", self.target)
         self.pairs.append((client, server))
@@ -126,6 +134,7 @@ class Relay:
 @asynccontextmanager
 async def relay_to(port: int, *, flowing: bool = True) -> AsyncGenerator[Relay]:
     relay = Relay(port)
+    relay.admitting.set()
     if flowing:
         relay.flowing.set()
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
@@ -195,3 +204,59 @@ async def test_ten_clients_on_one_session_see_identical_sequences() -> None:
         chunks = seen[0].chunks()
         assert len([c for c in chunks if c.startswith("w")]) == 40
         assert "".join(chunks).endswith("end of turn")
+
+
+# ---------------------------------------------------------------------- cut and resume
+
+
+async def test_a_connection_cut_mid_turn_resumes_from_its_cursor_losing_nothing() -> None:
+    status: list[str] = []
+    back = anyio.Event()
+
+    def on_status(line: str) -> None:
+        status.append(line)
+        if line.startswith("reconnected"):
+            back.set()
+
+    watched, cut = Seen(), Seen()
+    async with (
+        agent_process("cut") as server,
+        relay_to(server.port) as relay,
+        connect(server.url(), token=TOKEN, reconnect=False, update_listener=watched) as observer,
+        connect(
+            server.url(relay.port), token=TOKEN, update_listener=cut, on_status=on_status
+        ) as leaver,
+        anyio.create_task_group() as tg,
+    ):
+        session = await observer.new_session()
+        await leaver.resume_session(session.session_id)
+        watched.updates.clear()
+        cut.updates.clear()
+        stops: list[str] = []
+        finished = anyio.Event()
+
+        async def prompt() -> None:
+            stops.append((await session.prompt("go")).stop_reason)
+            finished.set()
+
+        tg.start_soon(prompt)
+        # The turn waits at its gate after 20 chunks; cut the leaver's connection there.
+        await cut.until(lambda s: len(s.chunks()) == 20)
+        await relay.cut()
+        # The turn goes on while the leaver is away (its reconnects are held at the relay).
+        assert await server.command("release") == "released"
+        with anyio.fail_after(TIMEOUT):
+            await finished.wait()
+        assert stops == ["end_turn"]
+        assert len(cut.chunks()) == 20
+        relay.admit()
+        with anyio.fail_after(TIMEOUT):
+            await back.wait()
+        await cut.until(lambda s: len(s.updates) >= len(watched.updates))
+        assert cut.updates == watched.updates
+        assert cut.chunks() == [f"a{i} " for i in range(20)] + [f"b{i} " for i in range(20)]
+    assert status == [
+        "connection to the agent lost; reconnecting",
+        "reconnected; resumed 1 session",
+    ]
+    assert relay.accepted == 2
