@@ -30,3 +30,10 @@ def project(tmp_path: Path) -> Path:
         "from pkg import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
     )
     return root
+
+
+@pytest.fixture(autouse=True)
+def _private_user_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user data dir (the prompt-capabilities cache, ...) is the test's own, never the
+    real one (children spawned by the test inherit it)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

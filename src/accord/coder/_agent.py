@@ -70,19 +70,20 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
     return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url), profile=text_only)
 
 
-def prompt_support(config: CoderConfig) -> tuple[bool, bool]:
+def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:
     """Whether every configured model takes images, and audio, by its pydantic-ai profile.
 
     The agent advertises ``promptCapabilities.image`` / ``.audio`` from this, so a client
-    does not send a pasted image to a model that cannot read it. A model that cannot be
-    built (e.g. no API key yet) counts as taking neither.
+    does not send a pasted image to a model that cannot read it. ``None`` when a model cannot
+    be built (e.g. no API key yet): the caller takes that as neither, and does not remember it
+    (see :mod:`._prompt_cache`).
     """
     image = audio = bool(config.models)
     for choice in model_choices(config):
         try:
             profile = choice.build().profile
         except Exception:
-            return False, False
+            return None
         image = image and bool(profile.get("supports_image_input", True))
         audio = audio and bool(profile.get("supports_audio_file_input", False))
     return image, audio

@@ -3,8 +3,10 @@
 :class:`CoderEngine` is what the agent runtime serves. Its capabilities are known without any
 model code (modes, the ``model`` option, slash commands, MCP over HTTP), except what prompts
 may hold: images and audio are taken as the configured models' pydantic-ai profiles say, read
-by :meth:`CoderEngine.resolve_prompt_support` (``accord serve`` runs it in ``initialize``, which
-so waits for the model code the first session needs anyway). Everything heavy (pydantic-ai, the
+by :meth:`CoderEngine.resolve_prompt_support` (``accord serve`` runs it in ``initialize``). The
+answer is remembered per configuration and pydantic-ai version (:mod:`._prompt_cache`), so only
+the first start with a new configuration waits there for the model code; later starts answer
+``initialize`` without importing it. Everything heavy (pydantic-ai, the
 OpenAI SDK: about a second of imports) lives in :mod:`._open` and below, imported in a worker
 thread (by that, by :meth:`CoderEngine.prewarm` or, at the latest, by the first
 :meth:`CoderEngine.open_session`) so the event loop keeps serving (a ``session/cancel`` is
@@ -27,6 +29,7 @@ from ..errors import AuthRequired, InternalError
 from ._commands import COMMANDS
 from ._config import CoderConfig
 from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
+from ._prompt_cache import cached_support, remember_support
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -107,20 +110,28 @@ class CoderEngine(Engine):
     async def resolve_prompt_support(self) -> None:
         """Take images and audio in prompts as the configured models' profiles say (once).
 
-        Loads the model code (in a worker thread); until then, and without a model or when
+        The answer remembered for this configuration (:mod:`._prompt_cache`) is taken without
+        loading anything; otherwise the model code is loaded (in a worker thread) and the
+        answer remembered. Without a model, when a model cannot be built yet (no API key) or
         the code cannot be loaded, prompts take neither.
         """
         if self._prompt_support_resolved or not self._config.configured:
             return
         self._prompt_support_resolved = True
-        try:
-            module = await _load_heavy()
-            image, audio = module.prompt_support(self._config)
-        except InternalError:  # the extra is missing: open_session says so
-            return
-        except Exception:
-            _log.warning("the models' profiles could not be read", exc_info=True)
-            return
+        support = await anyio.to_thread.run_sync(cached_support, self._config)
+        if support is None:
+            try:
+                module = await _load_heavy()
+                support = module.prompt_support(self._config)
+            except InternalError:  # the extra is missing: open_session says so
+                return
+            except Exception:
+                _log.warning("the models' profiles could not be read", exc_info=True)
+                return
+            if support is None:  # a model cannot be built yet: neither, not remembered
+                return
+            await anyio.to_thread.run_sync(remember_support, self._config, support)
+        image, audio = support
         self._capabilities = dataclasses.replace(self._capabilities, image=image, audio=audio)
 
     async def prewarm(self) -> None:
