@@ -378,7 +378,9 @@ def test_capabilities_need_no_model_code() -> None:
     assert [m.id for m in caps.modes] == ["ask", "code", "auto"]
     assert caps.initial_mode_id == "code"
     assert [c.name for c in caps.commands] == ["help", "mode", "clear"]
-    assert caps.mcp_http and caps.image and caps.embedded_context
+    assert caps.mcp_http and caps.embedded_context
+    # images and audio only once resolve_prompt_support() read the profiles (or the cache)
+    assert not caps.image and not caps.audio
     local = CoderEngine(CoderConfig(models=("m",), base_url="http://localhost:1/v1"))
     assert not local.capabilities.image
     assert json.dumps([o.to_wire() for o in caps.config_options])

@@ -120,7 +120,7 @@ class CoderRuntime(AgentRuntime):
                 await self.store.aclose()
 
     async def serve(self, transport: Transport) -> None:
-        """Serve one client over ``transport``; the model code loads with ``initialize``."""
+        """Serve one client over ``transport``; the model code loads after ``initialize``."""
         async with anyio.create_task_group() as background:
             self._background = background
             try:
@@ -137,8 +137,9 @@ class CoderRuntime(AgentRuntime):
         """
         terminal = request.client_capabilities.auth.terminal
         self.auth_methods = self._coder.config.auth_methods(terminal=terminal)
-        # Prompt capabilities come from the models' profiles, read once the model code is in
-        # (the first session needs it anyway); the runtime advertises and checks these.
+        # Prompt capabilities come from the models' profiles: remembered per configuration
+        # (no import), else read once the model code is in; the runtime advertises and checks
+        # these.
         await self._coder.resolve_prompt_support()
         self._capabilities = self._coder.capabilities
         response = await super().initialize(request)
