@@ -9,7 +9,9 @@ spawned ``--starts`` times per variant, alternating, and the time from spawn to 
   read: what every start cost before the cache, and what a first start with a new
   configuration costs now;
 * ``warm cache``: the cache holds this configuration: ``initialize`` is answered before any
-  model code is imported (it then loads in a worker thread).
+  model code is imported (it then loads in a worker thread);
+* ``no model``: ``accord serve`` without a model (``ACCORD_MODEL`` emptied): nothing of the
+  model code is ever loaded, the floor a warm start can reach.
 
 ``--src DIR`` runs the agent from another checkout's ``src`` (``PYTHONPATH``), e.g. to measure
 main before a change side by side. Print the load average with the figures (``/proc/loadavg``).
@@ -39,12 +41,16 @@ class _Quiet(Client):
     """A client that is only asked to initialize."""
 
 
-async def _one_start(directory: Path, env: dict[str, str], *, cold: bool) -> float:
+async def _one_start(
+    directory: Path, env: dict[str, str], *, cold: bool, model: bool = True
+) -> float:
     cache = directory / "data" / "accord" / "prompt-support.json"
     if cold:
         cache.unlink(missing_ok=True)
     store = directory / "sessions.sqlite3"
-    command = [sys.executable, "-m", "accord.cli", "serve", "--model", MODEL, "--store", str(store)]
+    command = [sys.executable, "-m", "accord.cli", "serve", "--store", str(store)]
+    if model:
+        command += ["--model", MODEL]
     started = time.perf_counter()
     async with (
         spawn_agent(command, cwd=directory, env=env) as transport,
@@ -64,14 +70,20 @@ def _summary(name: str, times: list[float]) -> str:
 async def _main(starts: int, src: Path | None) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as name:
         directory = Path(name)
-        env = {"XDG_DATA_HOME": str(directory / "data"), "OPENAI_API_KEY": "bench"}
+        env = {
+            "XDG_DATA_HOME": str(directory / "data"),
+            "XDG_CONFIG_HOME": str(directory / "config"),  # no saved model either
+            "OPENAI_API_KEY": "bench",
+            "ACCORD_MODEL": "",
+        }
         if src is not None:
             env["PYTHONPATH"] = str(src)
         await _one_start(directory, env, cold=False)  # byte-compile, fill the cache
-        results: dict[str, list[float]] = {"cold cache": [], "warm cache": []}
+        results: dict[str, list[float]] = {"cold cache": [], "warm cache": [], "no model": []}
         for _ in range(starts):
             results["cold cache"].append(await _one_start(directory, env, cold=True))
             results["warm cache"].append(await _one_start(directory, env, cold=False))
+            results["no model"].append(await _one_start(directory, env, cold=False, model=False))
     return results
 
 
