@@ -14,15 +14,17 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
 import pytest
 
-from accord.client import connect
+from accord.client import AllowAll, DenyAll, PermissionContext, PermissionDecision, connect
 from accord.errors import CURSOR_META_KEY
+from accord.remote import open_remote
 from accord.schema import SessionNotification
+from accord.transports import MalformedFrame, Transport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
 
@@ -260,3 +262,149 @@ async def test_a_connection_cut_mid_turn_resumes_from_its_cursor_losing_nothing(
         "reconnected; resumed 1 session",
     ]
     assert relay.accepted == 2
+
+
+# ---------------------------------------------------------------------- first answer wins
+
+
+@dataclass
+class Recording:
+    """A transport that keeps every message it received (to see ``$/cancel_request``)."""
+
+    inner: Transport
+    received: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.inner.send(message)
+
+    async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
+        message: Any = await self.inner.receive()
+        if isinstance(message, dict):
+            self.received.append(cast(dict[str, Any], message))
+            self.changed.set()
+            self.changed = anyio.Event()
+        return message
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def requests(self, method: str) -> list[dict[str, Any]]:
+        return [m for m in self.received if m.get("method") == method]
+
+    async def until_received(self, method: str) -> None:
+        """Wait (bounded) until a ``method`` message came in."""
+        with anyio.fail_after(TIMEOUT):
+            while not self.requests(method):
+                await self.changed.wait()
+
+
+@dataclass
+class Racer:
+    """Answers only once both clients were asked, so the two answers leave together."""
+
+    answer: AllowAll | DenyAll
+    both_asked: anyio.Event
+    asked: list[str]
+
+    async def decide(self, context: PermissionContext) -> PermissionDecision:
+        self.asked.append(context.session_id)
+        if len(self.asked) == 2:
+            self.both_asked.set()
+        await self.both_asked.wait()
+        return await self.answer.decide(context)
+
+
+async def test_two_answers_at_once_exactly_one_decision_takes_effect() -> None:
+    both_asked, asked = anyio.Event(), list[str]()
+    seen = {"allow": Seen(), "reject": Seen()}
+    async with (
+        agent_process("ask") as server,
+        open_remote(server.url(), token=TOKEN) as allow_wire,
+        open_remote(server.url(), token=TOKEN) as reject_wire,
+    ):
+        wires = {"allow": Recording(allow_wire), "reject": Recording(reject_wire)}
+        async with (
+            connect(
+                wires["allow"],
+                update_listener=seen["allow"],
+                permission_policy=Racer(AllowAll(), both_asked, asked),
+            ) as allowing,
+            connect(
+                wires["reject"],
+                update_listener=seen["reject"],
+                permission_policy=Racer(DenyAll(), both_asked, asked),
+            ) as rejecting,
+        ):
+            session = await allowing.new_session()
+            await rejecting.resume_session(session.session_id)
+            for s in seen.values():
+                s.updates.clear()
+            with anyio.fail_after(TIMEOUT):
+                assert (await session.prompt("deploy")).stop_reason == "end_turn"
+            await seen["reject"].until(lambda s: len(s.updates) >= len(seen["allow"].updates))
+            # Each was asked once; exactly one of them was told its question is withdrawn.
+            asks = {k: w.requests("session/request_permission") for k, w in wires.items()}
+            assert [len(a) for a in asks.values()] == [1, 1]
+            cancelled = {
+                k
+                for k, w in wires.items()
+                for c in w.requests("$/cancel_request")
+                if c["params"]["requestId"] == asks[k][0]["id"]
+            }
+    # Both saw the same turn, and exactly one decision reached the tool call.
+    assert seen["allow"].updates == seen["reject"].updates
+    statuses = [
+        u.get("status")
+        for u, _ in seen["allow"].updates
+        if u["sessionUpdate"] == "tool_call_update" and u.get("status")
+    ]
+    assert len([s for s in statuses if s in ("completed", "failed")]) == 1
+    # A loser still waiting for its answer is withdrawn with $/cancel_request; one whose
+    # answer crossed the winner's on the wire has nothing left to withdraw.
+    assert len(cancelled) <= 1
+    if cancelled:
+        (winner,) = set(wires) - cancelled
+        assert ("completed" in statuses) == (winner == "allow"), (winner, statuses)
+
+
+@dataclass
+class Holding:
+    """Never answers by itself: only a ``$/cancel_request`` ends its question."""
+
+    asked: anyio.Event
+
+    async def decide(self, context: PermissionContext) -> PermissionDecision:
+        self.asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_the_first_answer_wins_and_the_other_client_gets_cancel_request() -> None:
+    held = anyio.Event()
+    seen = Seen()
+    async with (
+        agent_process("ask") as server,
+        open_remote(server.url(), token=TOKEN) as holder_wire,
+    ):
+        wire = Recording(holder_wire)
+        async with (
+            connect(wire, update_listener=seen, permission_policy=Holding(held)) as holder,
+            connect(
+                server.url(),
+                token=TOKEN,
+                reconnect=False,
+                permission_policy=Racer(AllowAll(), held, ["held", "answering"]),
+            ) as answerer,
+        ):
+            session = await answerer.new_session()
+            await holder.resume_session(session.session_id)
+            with anyio.fail_after(TIMEOUT):
+                assert (await session.prompt("deploy")).stop_reason == "end_turn"
+            (asked,) = wire.requests("session/request_permission")
+            await wire.until_received("$/cancel_request")
+            assert [c["params"]["requestId"] for c in wire.requests("$/cancel_request")] == [
+                asked["id"]
+            ]
+            statuses = [u.get("status") for u, _ in seen.updates if u.get("status")]
+            assert "completed" in statuses
