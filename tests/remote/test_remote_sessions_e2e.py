@@ -24,7 +24,7 @@ from accord.client import AllowAll, DenyAll, PermissionContext, PermissionDecisi
 from accord.errors import CURSOR_META_KEY
 from accord.remote import open_remote
 from accord.schema import SessionNotification
-from accord.transports import MalformedFrame, Transport
+from accord.transports import Transport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
 
@@ -278,13 +278,13 @@ class Recording:
     async def send(self, message: dict[str, Any]) -> None:
         await self.inner.send(message)
 
-    async def receive(self) -> dict[str, Any] | MalformedFrame | Any:
+    async def receive(self) -> Any:
         message: Any = await self.inner.receive()
         if isinstance(message, dict):
             self.received.append(cast(dict[str, Any], message))
             self.changed.set()
             self.changed = anyio.Event()
-        return message
+        return message  # pyright: ignore[reportUnknownVariableType]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -408,3 +408,36 @@ async def test_the_first_answer_wins_and_the_other_client_gets_cancel_request() 
             ]
             statuses = [u.get("status") for u, _ in seen.updates if u.get("status")]
             assert "completed" in statuses
+
+
+# ---------------------------------------------------------------------- the grace period
+
+GRACE = 5.0
+
+
+async def test_a_session_left_alone_stays_live_for_the_grace_period_then_is_closed() -> None:
+    async with agent_process("grace", grace=GRACE) as server:
+        async with connect(server.url(), token=TOKEN, reconnect=False) as conn:
+            session = await conn.new_session()
+            with anyio.fail_after(TIMEOUT):
+                assert (await session.prompt("hi")).text == "kept"
+            assert await server.command("live") == "live 1"
+        # The last client left: the session is still live (the grace period is running)...
+        assert await server.command("live") == "live 1"
+        # ...and closed once it is over (polled, bounded: the clock is not asserted on).
+        for _ in range(int(TIMEOUT / 0.2)):
+            if await server.command("live") == "live 0":
+                break
+            await anyio.sleep(0.2)  # the agent's process owns the clock; it is polled
+        else:
+            raise AssertionError(f"still live {TIMEOUT} s after a {GRACE} s grace period")
+        # Closed, not deleted: it still lists and loads, with its history.
+        async with connect(server.url(), token=TOKEN, reconnect=False) as conn:
+            listed = await conn.list_sessions()
+            assert session.session_id in [s.session_id for s in listed.sessions]
+            loaded = await conn.load_session(session.session_id)
+            assert [(m.role, m.text) for m in loaded.view.messages] == [
+                ("user", "hi"),
+                ("agent", "kept"),
+            ]
+            assert await server.command("live") == "live 1"
