@@ -4,8 +4,10 @@ idle connections.
 1. Throughput: the same agent (``_remote_agent.py``: accord's runtime, a scripted engine
    streaming N chunks, in-memory store) as a subprocess over stdio and over the network on
    loopback; accord's client in this process runs one turn of N chunks per round, transports
-   interleaved round by round; reported: chunks per wall second (median of the rounds) and
-   the WebSocket / stdio ratio (target >= 70%).
+   interleaved round by round; reported: chunks per wall second (median of the rounds), the
+   WebSocket / stdio ratio (target >= 70%), and CPU microseconds per chunk on each side (this
+   process's ``process_time``; the agent process's utime + stime from ``/proc``), which the
+   machine's load moves far less than the wall-clock rate.
 2. Idle connections: the agent listening; this process opens C WebSocket connections, each
    initialized with one session (``session/new``), then reads the agent's resident memory
    (``VmRSS``) and reports the cost per connection.
@@ -20,6 +22,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -36,15 +39,34 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-async def _turn(agent: object, chunks: int) -> float:
+def _cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU seconds (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+async def _turn(agent: object, chunks: int, server: int) -> tuple[float, float, float]:
+    """One measured turn: (chunks per second, client and agent CPU microseconds per chunk)."""
     async with connect(agent, token=TOKEN, reconnect=False) as conn:  # type: ignore[arg-type]
         session = await conn.new_session()
         await session.prompt("1")  # warm the path
+        (pid,) = _children() - {server} or {server}
+        agent_cpu = _cpu_seconds(pid)
+        client_cpu = time.process_time()
         started = anyio.current_time()
         result = await session.prompt(str(chunks))
         elapsed = anyio.current_time() - started
+        client_cpu = time.process_time() - client_cpu
+        agent_cpu = _cpu_seconds(pid) - agent_cpu
     assert result.text.count("chunk") == chunks, "chunks lost"
-    return chunks / elapsed
+    return chunks / elapsed, client_cpu / chunks * 1e6, agent_cpu / chunks * 1e6
 
 
 async def _listening(process: anyio.abc.Process) -> int:
@@ -57,19 +79,31 @@ async def _listening(process: anyio.abc.Process) -> int:
 
 async def throughput(chunks: int, rounds: int) -> None:
     env = {**os.environ, "ACCORD_TOKEN": TOKEN}
-    rates: dict[str, list[float]] = {"stdio": [], "ws": [], "http": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"stdio": [], "ws": [], "http": []}
+    print(f"streaming {chunks} chunks per turn, {rounds} rounds interleaved (load {_load()})")
     async with await anyio.open_process([*AGENT, "listen"], env=env) as server:
         port = await _listening(server)
+        agents = {
+            "stdio": [*AGENT, "stdio"],
+            "ws": f"ws://127.0.0.1:{port}/acp",
+            "http": f"http://127.0.0.1:{port}/acp",
+        }
         for _ in range(rounds):
-            rates["stdio"].append(await _turn([*AGENT, "stdio"], chunks))
-            rates["ws"].append(await _turn(f"ws://127.0.0.1:{port}/acp", chunks))
-            rates["http"].append(await _turn(f"http://127.0.0.1:{port}/acp", chunks))
+            for name, agent in agents.items():
+                runs[name].append(await _turn(agent, chunks, server.pid))
         server.terminate()
-    median = {name: statistics.median(values) for name, values in rates.items()}
-    print(f"streaming {chunks} chunks per turn, {rounds} rounds interleaved (load {_load()})")
-    for name, value in median.items():
-        ratio = value / median["stdio"]
-        print(f"  {name:5} {value:10,.0f} chunks/s  ({ratio:.0%} of stdio)")
+    median = {
+        name: tuple(statistics.median(run[i] for run in values) for i in range(3))
+        for name, values in runs.items()
+    }
+    stdio_rate, stdio_client, stdio_agent = median["stdio"]
+    for name, (rate, client, agent) in median.items():
+        print(
+            f"  {name:5} {rate:10,.0f} chunks/s ({rate / stdio_rate:4.0%} of stdio)"
+            f"  CPU per chunk: client {client:5.1f} us ({client / stdio_client:4.0%}),"
+            f" agent {agent:5.1f} us ({agent / stdio_agent:4.0%})"
+        )
+    print(f"  (load {_load()})")
 
 
 def _rss_kib(pid: int) -> int:
@@ -124,10 +158,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--connections", type=int, default=1000, help="0 skips the idle test")
     args = parser.parse_args()
     anyio.run(throughput, args.chunks, args.rounds)
-    anyio.run(idle_connections, args.connections)
+    if args.connections:
+        anyio.run(idle_connections, args.connections)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ WebSocket (the token in ``Authorization: Bearer``, never in the URL); ``http://`
 :class:`~accord.errors.ConnectionRefused` with the HTTP status.
 
 Above: :mod:`accord.client` (``connect("ws://...")``), the CLI's bridge. Below:
-:mod:`._websocket`, :mod:`._http_client`, wsproto, anyio.
+:mod:`._websocket`, :mod:`._http_client`, websockets, anyio.
 """
 
 from __future__ import annotations
@@ -213,37 +213,38 @@ async def _open(
 
 
 async def _handshake(stream: anyio.abc.ByteStream, endpoint: RemoteEndpoint, token: str) -> Any:
-    from wsproto import ConnectionType, WSConnection
-    from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
+    """Upgrade ``stream`` with websockets' sans-IO client; its protocol carries the frames."""
+    from websockets.client import ClientProtocol
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
 
-    ws = WSConnection(ConnectionType.CLIENT)
-    request = Request(
-        host=endpoint.host_header,
-        target=endpoint.target,
-        extra_headers=[(b"authorization", f"Bearer {token}".encode())],
-    )
-    await stream.send(ws.send(request))
-    status = 0
-    body = b""
+    scheme = "wss" if endpoint.secure else "ws"
+    uri = parse_uri(f"{scheme}://{endpoint.host_header}{endpoint.target}")
+    # max_size=None: the transport enforces the message limit (close 1009) itself.
+    ws = ClientProtocol(uri, max_size=None)
+    request = ws.connect()
+    request.headers["Authorization"] = f"Bearer {token}"
+    ws.send_request(request)
+    await stream.send(b"".join(ws.data_to_send()))
     while True:
         try:
             data = await stream.receive(65536)
-        except (anyio.EndOfStream, anyio.BrokenResourceError) as exc:
-            raise ConnectionRefused(
-                0, "the server closed the connection during the upgrade"
-            ) from exc
-        ws.receive_data(data)
-        for event in ws.events():
-            if isinstance(event, AcceptConnection):
-                return ws
-            if isinstance(event, RejectConnection):
-                status = event.status_code
-                if not event.has_body:
-                    raise _refused(status, body)
-            elif isinstance(event, RejectData):
-                body += event.data[:512]
-                if event.body_finished:
-                    raise _refused(status, body)
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            ws.receive_eof()
+            data = b""
+        else:
+            ws.receive_data(data)
+        for event in ws.events_received():
+            if isinstance(event, Response):
+                if ws.handshake_exc is None:
+                    return ws
+                if event.status_code == 101:
+                    raise ConnectionRefused(
+                        101, f"the agent's server sent a broken upgrade: {ws.handshake_exc}"
+                    )
+                raise _refused(event.status_code, bytes(event.body))
+        if ws.handshake_exc is not None or not data:
+            raise ConnectionRefused(0, "the server closed the connection during the upgrade")
 
 
 def _refused(status: int, body: bytes) -> ConnectionRefused:

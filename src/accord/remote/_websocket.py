@@ -1,22 +1,26 @@
 """ACP over WebSocket: one JSON-RPC message per text frame, as a message-level Transport.
 
-:class:`WebSocketTransport` drives a sans-IO `wsproto` connection over an anyio byte stream
-(plain TCP or TLS), on either side: the server builds it after answering the upgrade, the
-client after its handshake (:mod:`._client`). Messages are text frames (binary frames are
-ignored, as the RFD says, with a log line); a message over the size limit closes the
-connection with code 1009 (message too big), and one that is not JSON becomes a
-:class:`~accord.transports.MalformedFrame` the JSON-RPC connection answers. Pings are
-answered as they arrive; :meth:`WebSocketTransport.keepalive` sends the heartbeat pings and
-closes a connection whose peer stopped answering or that has been idle too long.
+:class:`WebSocketTransport` drives a sans-IO WebSocket connection over an anyio byte stream
+(plain TCP or TLS), on either side: the server builds it on a `wsproto` connection after
+answering the upgrade; the client (:mod:`._client`) on a `websockets` ``ClientProtocol``
+after its handshake, because the client is the side that parses the stream of updates and
+websockets' frame parser costs about a third of wsproto's per frame (docs/benchmarks.md).
+Messages are text frames (binary frames are ignored, as the RFD says, with a log line); a
+message over the size limit closes the connection with code 1009 (message too big), and one
+that is not JSON becomes a :class:`~accord.transports.MalformedFrame` the JSON-RPC connection
+answers. Pings are answered as they arrive; :meth:`WebSocketTransport.keepalive` sends the
+heartbeat pings and closes a connection whose peer stopped answering or that has been idle too
+long.
 
-Above: :mod:`._server`, :mod:`._client`. Below: wsproto, anyio, :mod:`accord.transports`.
+Above: :mod:`._server`, :mod:`._client`. Below: wsproto (server), websockets (client), anyio,
+:mod:`accord.transports`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -25,6 +29,7 @@ from ..errors import ConnectionClosed
 from ..transports import MalformedFrame, decode_line, encode_message
 
 if TYPE_CHECKING:
+    from websockets.client import ClientProtocol
     from wsproto import WSConnection
     from wsproto.connection import Connection
 
@@ -52,7 +57,7 @@ class WebSocketTransport:
     def __init__(
         self,
         stream: anyio.abc.ByteStream,
-        ws: Connection | WSConnection,
+        ws: Connection | WSConnection | ClientProtocol,
         *,
         max_message_bytes: int,
         pending: list[Any] | None = None,
@@ -65,13 +70,17 @@ class WebSocketTransport:
         self._stream = stream
         self._ws = ws
         self._max = max_message_bytes
+        from websockets.protocol import Protocol
         from wsproto.connection import Connection
         from wsproto.events import TextMessage
 
         self._text_message = TextMessage
+        # A websockets protocol (the client side) rather than a wsproto connection.
+        self._websockets = isinstance(ws, Protocol)
         # Only a server's frames go unmasked (the server side passes the bare Connection);
-        # a client's are masked by wsproto.
+        # a client's are masked by its protocol layer.
         self._unmasked = isinstance(ws, Connection) and not ws.client
+        self._binary = False
         self._ready: deque[Any] = deque(pending or ())
         self._parts: list[str | bytes | bytearray] = []
         self._size = 0
@@ -103,6 +112,8 @@ class WebSocketTransport:
             # A server's text frame is a header and the UTF-8 bytes as they are (RFC 6455,
             # 5.2): built here, without decoding the payload to build it again.
             await self._write(None, frame=_text_frame(payload))
+        elif self._websockets:
+            await self._write(("text", payload))
         else:
             await self._write(self._text_message(data=payload.decode("utf-8")))
         self._last_activity = anyio.current_time()
@@ -154,6 +165,7 @@ class WebSocketTransport:
         """
         from wsproto.events import Ping
 
+        ping: Any = ("ping", b"accord") if self._websockets else Ping(payload=b"accord")
         while not self.closed:
             await anyio.sleep(interval)
             if self.closed:
@@ -166,11 +178,14 @@ class WebSocketTransport:
                 return
             self._awaiting_pong = True
             try:
-                await self._write(Ping(payload=b"accord"))
+                await self._write(ping)
             except ConnectionClosed:
                 return
 
     async def _handle_events(self) -> None:
+        if self._websockets:
+            await self._handle_frames()
+            return
         from wsproto.events import (
             BytesMessage,
             CloseConnection,
@@ -179,7 +194,8 @@ class WebSocketTransport:
             TextMessage,
         )
 
-        for event in self._ws.events():
+        ws = cast("Connection | WSConnection", self._ws)
+        for event in ws.events():
             if isinstance(event, TextMessage | BytesMessage):
                 self._size += len(event.data)
                 if self._size > self._max:
@@ -203,6 +219,68 @@ class WebSocketTransport:
                 await self._answer_close(event)
                 return
 
+    async def _handle_frames(self) -> None:
+        """Take the frames websockets parsed (client side); write what it answered."""
+        from websockets.frames import Frame, Opcode
+
+        ws = cast("ClientProtocol", self._ws)
+        for frame in ws.events_received():
+            if not isinstance(frame, Frame):
+                continue
+            opcode = frame.opcode
+            if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
+                if opcode is not Opcode.CONT:
+                    self._binary = opcode is Opcode.BINARY
+                self._size += len(frame.data)
+                if self._size > self._max:
+                    await self._close(CLOSE_TOO_BIG, f"message over the limit of {self._max} bytes")
+                    return
+                self._parts.append(bytes(frame.data))
+                if frame.fin:
+                    parts, self._parts, self._size = self._parts, [], 0
+                    if self._binary:
+                        _log.info("ignored a binary WebSocket message (ACP uses text frames)")
+                        continue
+                    self._last_activity = anyio.current_time()
+                    data = parts[0] if len(parts) == 1 else b"".join(cast("list[bytes]", parts))
+                    self._ready.append(decode_line(cast("bytes", data)))
+            elif opcode is Opcode.PONG:
+                self._awaiting_pong = False
+        # Pongs to pings, the answer to a close or to a protocol error: websockets queued them.
+        answers = b"".join(ws.data_to_send())
+        ending = not self._is_open()
+        if answers:
+            try:
+                await self._write(None, closing=ending, frame=answers)
+            except ConnectionClosed:
+                pass
+        if ending:
+            self._peer_closed = True
+            await self._shut_socket()
+
+    def _is_open(self) -> bool:
+        if self._websockets:
+            from websockets.protocol import State
+
+            return cast("ClientProtocol", self._ws).state is State.OPEN
+        from wsproto.connection import ConnectionState
+
+        return cast("Connection | WSConnection", self._ws).state is ConnectionState.OPEN
+
+    def _encode(self, event: Any) -> bytes:
+        """The bytes of one frame: a wsproto event, or ``(kind, payload)`` for websockets."""
+        if not self._websockets:
+            return cast("Connection | WSConnection", self._ws).send(event)
+        kind, payload = event
+        ws: Any = self._ws
+        if kind == "text":
+            ws.send_text(payload)
+        elif kind == "ping":
+            ws.send_ping(payload)
+        else:
+            ws.send_close(*payload)
+        return b"".join(ws.data_to_send())
+
     async def _answer_close(self, event: Any) -> None:
         from wsproto.connection import ConnectionState
 
@@ -222,11 +300,12 @@ class WebSocketTransport:
         """
         if self._closed and not closing:
             raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
+        from websockets.exceptions import InvalidState
         from wsproto.utilities import LocalProtocolError as WsLocalError
 
         try:
-            data = frame or self._ws.send(event)
-        except WsLocalError as exc:
+            data = frame or self._encode(event)
+        except (WsLocalError, InvalidState) as exc:
             self._peer_closed = True
             raise ConnectionClosed("the WebSocket connection is closed") from exc
         self._queue.append(data)
@@ -291,7 +370,6 @@ class WebSocketTransport:
             await self._flush()
 
     async def _close(self, code: int, reason: str) -> None:
-        from wsproto.connection import ConnectionState
         from wsproto.events import CloseConnection
 
         if self._closed:
@@ -302,9 +380,14 @@ class WebSocketTransport:
         if reason:
             _log.info("closing a WebSocket connection (%d): %s", code, reason)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
-            if self._ws.state is ConnectionState.OPEN:
+            if self._is_open():
+                close: Any = (
+                    ("close", (code, reason))
+                    if self._websockets
+                    else CloseConnection(code=code, reason=reason)
+                )
                 try:
-                    await self._write(CloseConnection(code=code, reason=reason), closing=True)
+                    await self._write(close, closing=True)
                     await self._drain()
                 except ConnectionClosed:
                     pass
