@@ -70,9 +70,11 @@ class WebSocketTransport:
         self._stream = stream
         self._ws = ws
         self._max = max_message_bytes
+        from websockets.exceptions import InvalidState
         from websockets.protocol import Protocol
         from wsproto.connection import Connection
         from wsproto.events import TextMessage
+        from wsproto.utilities import LocalProtocolError
 
         self._text_message = TextMessage
         # A websockets protocol (the client side) rather than a wsproto connection.
@@ -81,6 +83,8 @@ class WebSocketTransport:
         # a client's are masked by its protocol layer.
         self._unmasked = isinstance(ws, Connection) and not ws.client
         self._binary = False
+        # What either protocol layer raises for a frame sent on a closed connection.
+        self._send_errors = (LocalProtocolError, InvalidState)
         self._ready: deque[Any] = deque(pending or ())
         self._parts: list[str | bytes | bytearray] = []
         self._size = 0
@@ -300,12 +304,9 @@ class WebSocketTransport:
         """
         if self._closed and not closing:
             raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
-        from websockets.exceptions import InvalidState
-        from wsproto.utilities import LocalProtocolError as WsLocalError
-
         try:
             data = frame or self._encode(event)
-        except (WsLocalError, InvalidState) as exc:
+        except self._send_errors as exc:
             self._peer_closed = True
             raise ConnectionClosed("the WebSocket connection is closed") from exc
         self._queue.append(data)
