@@ -157,6 +157,11 @@ class Seen:
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     def __call__(self, notification: SessionNotification) -> None:
+        # An activation announcement (the session's title and commands, sent to the client
+        # that activated it, without a cursor) is not part of the session's update stream.
+        accord: dict[str, Any] = (notification.update.meta or {}).get("accord") or {}
+        if accord.get("announcement") is True:
+            return
         meta = notification.meta or {}
         self.updates.append((notification.update.to_wire(), meta.get(CURSOR_META_KEY)))
         self.changed.set()
