@@ -33,7 +33,7 @@ def turns(scenario: str, gate: anyio.Event) -> list[list[ScriptStep]]:
         return [[Stream(count=20, prefix="a"), WaitFor(gate), Stream(count=20, prefix="b")]]
     if scenario == "slow":
         # Large chunks, so a client that stops reading fills its socket and its queue.
-        return [[Stream(count=400, prefix="x" * 4000), Say("end of turn")]]
+        return [[Say("warm up")], [Stream(count=1500, prefix="x" * 4000), Say("end of turn")]]
     if scenario == "grace":
         return [[Say("kept")]]
     raise SystemExit(f"unknown scenario {scenario!r}")

@@ -105,6 +105,14 @@ class Relay:
             await inner.aclose()
             await outer.aclose()
 
+    def pause(self) -> None:
+        """Stop forwarding what the server sends (the client stops reading)."""
+        self.flowing = anyio.Event()
+
+    def resume(self) -> None:
+        """Forward again."""
+        self.flowing.set()
+
     def admit(self) -> None:
         """Let connections through again."""
         self.admitting.set()
@@ -446,3 +454,33 @@ async def test_a_session_left_alone_stays_live_for_the_grace_period_then_is_clos
                 ("agent", "kept"),
             ]
             assert await server.command("live") == "live 1"
+
+
+# ---------------------------------------------------------------------- a slow client
+
+
+async def test_a_client_that_stops_reading_does_not_hold_the_others_and_catches_up() -> None:
+    fast, slow = Seen(), Seen()
+    async with (
+        agent_process("slow") as server,
+        relay_to(server.port) as relay,
+        connect(server.url(), token=TOKEN, reconnect=False, update_listener=fast) as prompter,
+        connect(server.url(relay.port), token=TOKEN, update_listener=slow) as lagging,
+    ):
+        session = await prompter.new_session()
+        await lagging.resume_session(session.session_id)
+        with anyio.fail_after(TIMEOUT):
+            await session.prompt("warm up")
+        await slow.until(lambda s: len(s.updates) >= len(fast.updates))
+        assert slow.updates == fast.updates
+        relay.pause()
+        # A turn of ~6 MB goes out while the lagging client reads nothing.
+        with anyio.fail_after(TIMEOUT):
+            assert (await session.prompt("stream")).stop_reason == "end_turn"
+        assert len([c for c in fast.chunks() if c.startswith("x")]) == 1500
+        behind = len(slow.updates)
+        assert behind < len(fast.updates)
+        relay.resume()
+        # It catches up (from its queue, or by reconnecting from its cursor), in order.
+        await slow.until(lambda s: len(s.updates) >= len(fast.updates))
+        assert slow.updates == fast.updates
