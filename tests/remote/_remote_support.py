@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from accord.agent import AgentRuntime
+from accord.agent import AgentRuntime, EngineCapabilities
 from accord.remote import AccessPolicy, ServerLimits, serve_remote
 from accord.store import MemorySessionStore
 from accord.testing import ScriptedEngine, ScriptStep
@@ -38,10 +38,13 @@ async def served_agent(
     limits: ServerLimits | None = None,
     origins: Sequence[str] = (),
     ssl_context: ssl.SSLContext | None = None,
+    capabilities: EngineCapabilities | None = None,
 ) -> AsyncIterator[Served]:
     """Serve a scripted agent (one runtime per connection, one store) on a loopback port."""
     store = MemorySessionStore()
-    engine = ScriptedEngine([list(t) for t in turns])
+    engine = ScriptedEngine(
+        [list(t) for t in turns], capabilities=capabilities or EngineCapabilities()
+    )
     state = Served(0, engine)
 
     async def handler(transport: Transport) -> None:

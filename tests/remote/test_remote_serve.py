@@ -7,6 +7,7 @@ would never send), on asyncio and trio.
 
 from __future__ import annotations
 
+import logging
 import ssl
 
 import anyio
@@ -14,9 +15,12 @@ import orjson
 import pytest
 from _remote_support import TOKEN, UPGRADE, raw_request, request_bytes, served_agent
 
+import accord.client._session as client_session
+from accord.agent import EngineCapabilities
 from accord.client import AllowAll, DenyAll, connect
 from accord.errors import ConnectionClosed, ConnectionRefused, LocalProtocolError
 from accord.remote import ServerLimits, open_remote
+from accord.schema import AvailableCommand
 from accord.testing import Say, Stream, UseTool
 
 pytestmark = pytest.mark.anyio
@@ -393,3 +397,39 @@ async def test_tls(scheme: str) -> None:
             async with open_remote(server.url("ws"), token=TOKEN):
                 pass
     assert result.text == "secret"
+
+
+def _tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a certificate for 127.0.0.1 and a client context trusting it."""
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    authority.configure_trust(client_context)
+    return server_context, client_context
+
+
+_PLAN = EngineCapabilities(commands=(AvailableCommand(name="plan", description="Plan first"),))
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http", "wss", "https"])
+async def test_a_new_session_s_announcements_arrive_with_it(
+    scheme: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # No bound worth reaching: announcements parked where the client never reads hang the
+    # test (and fail it at fail_after) instead of passing after the bound.
+    monkeypatch.setattr(client_session, "ANNOUNCEMENT_TIMEOUT", 3600.0)
+    server_context, client_context = _tls_contexts() if scheme in ("wss", "https") else (None, None)
+    async with served_agent(capabilities=_PLAN, ssl_context=server_context) as server:
+        with caplog.at_level(logging.INFO, logger="accord.client"), anyio.fail_after(30):
+            async with connect(
+                server.url(scheme), token=TOKEN, reconnect=False, ssl_context=client_context
+            ) as conn:
+                session = await conn.new_session()
+                commands = [c.name for c in session.view.available_commands]
+                forked = await conn.fork_session(session.session_id)
+                forked_commands = [c.name for c in forked.view.available_commands]
+    assert commands == ["plan"]
+    assert forked_commands == ["plan"]
+    assert not [r for r in caplog.records if "did not arrive" in r.getMessage()]

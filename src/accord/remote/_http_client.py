@@ -1,9 +1,11 @@
 """Streamable HTTP, client side: POST each message, read the answers from event streams.
 
 The first message must be ``initialize``: its POST is answered ``200`` with the result and the
-``Acp-Connection-Id``, and the connection's event stream (GET) is opened. A message for a
-session (``params.sessionId``, or the answer to a request that came on a session's stream)
-first opens that session's stream, then goes out with ``Acp-Session-Id``. Messages from every
+``Acp-Connection-Id``, and the connection's event stream (GET) is opened. An answer naming a
+new session (``result.sessionId``: ``session/new``, ``session/fork``) opens that session's
+stream before it is handed on, since the agent sends the session's first updates right after
+it. A message for a session (``params.sessionId``, or the answer to a request that came on a
+session's stream) first opens that session's stream, then goes out with ``Acp-Session-Id``. Messages from every
 stream arrive through one bounded queue, in the order each stream delivers them. A request
 whose POST is refused is answered locally with a JSON-RPC error (``data: {status}``); a
 refused notification or answer, or the connection's stream ending, closes the transport.
@@ -18,7 +20,7 @@ import logging
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -262,6 +264,16 @@ class HttpClientTransport:
                         key = route_key(message.get("id"))  # pyright: ignore[reportUnknownMemberType]
                         if key is not None:
                             self._answer_sessions[key] = session
+                    opened = _opened_session(message)
+                    if opened is not None and opened not in self._sessions:
+                        # A new session's updates go on its own stream, and the agent sends
+                        # some right after this answer: listen before handing it on.
+                        self._sessions.add(opened)
+                        try:
+                            await self._tg.start(self._read_stream, opened)
+                        except ConnectionClosed as exc:
+                            self._sessions.discard(opened)
+                            _log.warning("cannot open the event stream of %s: %s", opened, exc)
                     await self._inbound_send.send(message)
         except (
             h11.ProtocolError,
@@ -283,6 +295,21 @@ class HttpClientTransport:
     async def _fail(self) -> None:
         """The connection is unusable: let the reader see the end."""
         self._inbound_send.close()
+
+
+def _opened_session(message: Any) -> str | None:
+    """``result.sessionId`` of an answer (``session/new``, ``session/fork``), if any."""
+    if not isinstance(message, dict):
+        return None
+    answer = cast("dict[str, Any]", message)
+    if "method" in answer:
+        return None
+    result: Any = answer.get("result")
+    if isinstance(result, dict):
+        sid = cast("dict[str, Any]", result).get("sessionId")
+        if isinstance(sid, str) and sid:
+            return sid
+    return None
 
 
 def _error_answer(request_id: Any, status: int, body: bytes) -> dict[str, Any]:
