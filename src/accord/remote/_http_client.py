@@ -5,10 +5,11 @@ The first message must be ``initialize``: its POST is answered ``200`` with the 
 new session (``result.sessionId``: ``session/new``, ``session/fork``) opens that session's
 stream before it is handed on, since the agent sends the session's first updates right after
 it. A message for a session (``params.sessionId``, or the answer to a request that came on a
-session's stream) first opens that session's stream, then goes out with ``Acp-Session-Id``. Messages from every
-stream arrive through one bounded queue, in the order each stream delivers them. A request
-whose POST is refused is answered locally with a JSON-RPC error (``data: {status}``); a
-refused notification or answer, or the connection's stream ending, closes the transport.
+session's stream) first opens that session's stream, then goes out with ``Acp-Session-Id``.
+Messages from every stream arrive through one bounded queue, in the order each stream
+delivers them. A request whose POST is refused is answered locally with a JSON-RPC error
+(``data: {status}``); a refused notification or answer, or the connection's stream ending,
+closes the transport.
 Closing sends ``DELETE``.
 
 Above: :mod:`._client`. Below: :mod:`._http11`, :mod:`._sse`, h11, anyio.
