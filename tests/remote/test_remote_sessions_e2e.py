@@ -41,8 +41,8 @@ class Server:
     process: anyio.abc.Process
     lines: AsyncIterator[str]
 
-    def url(self, port: int | None = None) -> str:
-        return f"ws://127.0.0.1:{port or self.port}/acp"
+    def url(self, port: int | None = None, scheme: str = "ws") -> str:
+        return f"{scheme}://127.0.0.1:{port or self.port}/acp"
 
     async def command(self, text: str) -> str:
         """Send one command line; return the process's answer line."""
@@ -219,6 +219,26 @@ async def test_ten_clients_on_one_session_see_identical_sequences() -> None:
         chunks = seen[0].chunks()
         assert len([c for c in chunks if c.startswith("w")]) == 40
         assert "".join(chunks).endswith("end of turn")
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+async def test_the_creator_sees_another_client_s_turn_without_asking(scheme: str) -> None:
+    # The creator sends nothing more for its session: what reaches it of another client's
+    # turn belongs to no request of its own (over HTTP: its session's event stream).
+    async with agent_process("stream") as server:
+        seen = Seen()
+        async with connect(
+            server.url(scheme=scheme), token=TOKEN, reconnect=False, update_listener=seen
+        ) as creator:
+            session = await creator.new_session()
+            async with connect(server.url(), token=TOKEN, reconnect=False) as other:
+                resumed = await other.resume_session(session.session_id)
+                seen.updates.clear()
+                with anyio.fail_after(TIMEOUT):
+                    result = await resumed.prompt("go")
+                await seen.until(lambda s: "".join(s.chunks()).endswith("end of turn"))
+    assert result.stop_reason == "end_turn"
+    assert "".join(seen.chunks()) == result.text
 
 
 # ---------------------------------------------------------------------- cut and resume

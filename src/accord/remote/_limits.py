@@ -29,10 +29,10 @@ class ServerLimits:
             peers. A WebSocket peer that has not answered a ping by the next one is gone.
         request_timeout: seconds a client may take to send one request's head and body
             (slow-loris protection); the long-lived streams are not bounded by it.
-        sse_buffer: messages held for an HTTP stream whose client is not reading (the
-            session stream before its GET arrives, or a slow reader); past it the
-            connection is closed rather than holding the agent back or growing without
-            bound.
+        sse_buffer: messages held for an HTTP stream no GET reads (a session stream
+            before its GET arrives, or after it broke); past it the connection is closed
+            rather than growing without bound. While a GET reads the stream, a burst past
+            it makes the agent wait for the reader (backpressure, as over WebSocket).
     """
 
     max_message_bytes: int = 16 * 1024 * 1024

@@ -394,7 +394,7 @@ class _Server:
                     return
                 connection.last_activity = anyio.current_time()
         finally:
-            stream.attached = False
+            stream.detach()
 
     async def _delete(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
         connection_id = _header(headers, CONNECTION_HEADER)

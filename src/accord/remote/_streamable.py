@@ -7,7 +7,9 @@ the agent sends goes out on long-lived GET streams (Server-Sent Events), routed 
 says: a message for a session (``params.sessionId``, or the answer to a request that was
 posted for a session) on that session's stream, everything else (answers to
 ``session/new`` and ``session/load`` among them) on the connection's stream. A stream with no
-GET attached holds its messages (bounded) until one attaches. DELETE ends the connection.
+GET attached holds its messages (bounded: over the bound the connection is closed, its client
+does not read) until one attaches; while one is attached a burst over the bound makes the
+agent wait for the reader to take it, nothing is dropped. DELETE ends the connection.
 
 Above: :mod:`._server`. Below: anyio, :mod:`accord.transports`.
 """
@@ -57,11 +59,18 @@ class OutboundStream:
         self._queue: deque[dict[str, Any]] = deque()
         self._limit = limit
         self._wakeup = anyio.Event()
+        self._drained = anyio.Event()
         self.attached = False
         self.closed = False
 
-    def put(self, message: dict[str, Any]) -> bool:
-        """Queue ``message``; False if the stream is over its bound (the caller closes)."""
+    async def put(self, message: dict[str, Any]) -> bool:
+        """Queue ``message``; False if the stream is over its bound (the caller closes).
+
+        While a receiver is attached a full stream waits for it to take what is queued (a
+        burst is not a client that never reads); only an unread stream is over its bound.
+        """
+        while len(self._queue) >= self._limit and self.attached and not self.closed:
+            await self._drained.wait()
         if len(self._queue) >= self._limit:
             return False
         self._queue.append(message)
@@ -72,6 +81,17 @@ class OutboundStream:
         """End the stream: its receiver finishes after what is queued."""
         self.closed = True
         self._wakeup.set()
+        self._drain()
+
+    def detach(self) -> None:
+        """The receiver is gone: a sender waiting for it re-checks the bound."""
+        self.attached = False
+        self._drain()
+
+    def _drain(self) -> None:
+        """Wake every sender waiting for room."""
+        self._drained.set()
+        self._drained = anyio.Event()
 
     async def next_batch(self, heartbeat: float) -> list[dict[str, Any]] | None:
         """Wait up to ``heartbeat`` seconds for messages; [] if none came, None once closed."""
@@ -82,6 +102,7 @@ class OutboundStream:
         if self._queue:
             batch = list(self._queue)
             self._queue.clear()
+            self._drain()
             return batch
         return None if self.closed else []
 
@@ -133,7 +154,7 @@ class HttpAcpConnection:
             if target is not None and key is not None:
                 self._client_routes[key] = target
         stream = self.stream_for(target)
-        if not stream.put(message):
+        if not await stream.put(message):
             _log.warning("closing HTTP connection: a stream held %d unread messages", self._buffer)
             await self.aclose()
             raise ConnectionClosed("the client does not read its event stream")
