@@ -205,10 +205,14 @@ async def test_the_first_prompt_titles_the_session_and_only_prompted_sessions_ar
     replies = [ScriptedReply(text=["Done."]), ScriptedReply(text=["Again."])]
     with FakeOpenAIServer(replies, side_scripts=side_scripts) as server:
         async with editor(server, store) as ed:
+            before = len(ed.log.received)  # initialize's answer
             with anyio.fail_after(TIMEOUT):
                 unused = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
                 created = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
-                await ed.log.wait_for(6)  # two responses, each with its two announcements
+                # Two responses, each with its two announcements (which may still be on the
+                # way when new_session returns: counted from before, so none spills into the
+                # first prompt's messages).
+                await ed.log.wait_for(before + 6)
             session_id = created.session_id
             prompts = []
             for text in ("Please fix add()\nin pkg/__init__.py", "And the tests?"):
