@@ -448,11 +448,16 @@ class ChatApp(App[int]):
 
     async def _ask_permission(self, context: PermissionContext) -> PermissionDecision:
         pane = self._panes.get(context.session_id)
+        if pane is not None:
+            await pane.conversation.flush()  # the tool call asked about, drawn under the modal
         screen = PermissionScreen(context, cwd=pane.session.cwd if pane else self.cwd)
         decision: PermissionDecision = await self._ask(screen, Cancel())
         return decision
 
     async def _ask_elicitation(self, context: ElicitationContext) -> ElicitationDecision:
+        pane = self._panes.get(context.session_id) if context.session_id else None
+        if pane is not None:
+            await pane.conversation.flush()
         return await self._ask(ElicitationScreen(context), Cancel())
 
     async def _ask(self, screen: ModalScreen[_Answer], unanswered: _Answer) -> _Answer:

@@ -254,6 +254,15 @@ class ConversationView(VerticalScroll):
         if self._timer is None and not self._syncing and self.is_mounted:
             self._timer = self.set_timer(FRAME, self._run_sync, name="conversation sync")
 
+    async def flush(self) -> None:
+        """Draw what is pending now, not at the next frame (before a modal covers the view:
+        the screen under a modal is not redrawn until the modal closes)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._dirty:
+            await self._run_sync()
+
     async def _run_sync(self) -> None:
         self._timer = None
         if self._syncing:
