@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT
 
 URL_VARIABLE = "ACCORD_TEST_POSTGRES_URL"
 
@@ -67,7 +68,7 @@ def restart_server(mode: str = "fast") -> None:
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,  # docker may pull or start a server
     )
 
 
@@ -83,7 +84,7 @@ def _control(action: str, *extra: str) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,  # docker may pull or start a server
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import ResourceNotFound
 from accord.roles import Client, ClientSideConnection
@@ -35,8 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "examples" / "client.py"
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 SDK_AGENT = ROOT / "tests" / "interop" / "sdk_agent.py"
-#: Two Python processes start and import pydantic models: generous on a busy machine.
-TIMEOUT = 30
 
 
 def run_client(*args: str) -> subprocess.CompletedProcess[str]:

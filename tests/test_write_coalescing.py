@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import ConnectionClosed
 from accord.jsonrpc import Connection
@@ -37,9 +38,6 @@ from accord.transports import _stream as stream_module
 from accord.transports._stream import BURST_WINDOW, COALESCE_BYTES, StreamTransport
 
 pytestmark = pytest.mark.anyio
-
-#: Bound on anything that could hang; every test here takes a fraction of it.
-TIMEOUT = 5
 
 
 def _message(index: int, sender: int = 0, payload: str = "") -> dict[str, Any]:
@@ -312,7 +310,7 @@ async def test_close_is_bounded_when_the_peer_never_reads(monkeypatch: pytest.Mo
 
         tg.start_soon(flood)
         await anyio.wait_all_tasks_blocked()
-        with anyio.fail_after(2):
+        with anyio.fail_after(TIMEOUT):
             await p.sender.aclose()
         await anyio.wait_all_tasks_blocked()
         assert outcome == ["closed"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities
 from accord.engines import merge_tool_call
@@ -50,9 +51,6 @@ from accord.testing import (
     UseTool,
 )
 from accord.transports import memory_transport_pair
-
-#: Upper bound of any single wait in these tests; they finish in milliseconds.
-TIMEOUT = 10
 
 #: The sessions' working directory: a real one (the runtime refuses a ``cwd`` that is not an
 #: existing directory), made once per test process and removed when it ends.

@@ -2,7 +2,9 @@
 
 A prompt carrying ``_meta.traceparent`` runs a tool call that asks permission; the script
 checks that the permission request carried the trace context on, and that no
-``opentelemetry`` module was imported along the way. Prints ``ok``.
+``opentelemetry`` module was imported along the way. Prints ``ok``. Run as
+``python _untraced_turn.py SECONDS``: the bound on the turn (the suite's ``TIMEOUT``; a child
+process cannot import ``helpers``).
 """
 
 from __future__ import annotations
@@ -46,14 +48,14 @@ class _Client(Client):
         )
 
 
-async def main() -> None:
+async def main(bound: float) -> None:
     engine = ScriptedEngine(
         [[UseTool(title="Edit a.py", kind="edit", ask=True)]], capabilities=EngineCapabilities()
     )
     runtime = AgentRuntime(engine, store=MemorySessionStore())
     client = _Client()
     agent_end, client_end = memory_transport_pair()
-    with anyio.fail_after(10):
+    with anyio.fail_after(bound):
         async with anyio.create_task_group() as tg:
             tg.start_soon(runtime.serve, agent_end)
             async with ClientSideConnection(client, client_end) as conn:
@@ -74,4 +76,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    anyio.run(main, float(sys.argv[1]))

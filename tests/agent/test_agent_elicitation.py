@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import (
     AgentRuntime,
@@ -59,7 +60,6 @@ from accord.transports import memory_transport_pair
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 10.0
 
 FORM = ElicitationSchema.model_validate(
     {

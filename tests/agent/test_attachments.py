@@ -13,7 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _agent_support import CWD, TIMEOUT, RecordingClient, scripted, text
+from _agent_support import CWD, RecordingClient, scripted, text
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.errors import (

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import anyio
 import pytest
-from _agent_support import TIMEOUT, Harness, RecordingClient, message_texts, scripted, serve, text
+from _agent_support import Harness, RecordingClient, message_texts, scripted, serve, text
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.errors import ConnectionClosed

@@ -7,7 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _agent_support import CWD, FULL, TIMEOUT, Harness, scripted, serve
+from _agent_support import CWD, FULL, Harness, scripted, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities
 from accord.errors import MethodNotFound, RequestError

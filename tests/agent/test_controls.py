@@ -13,12 +13,12 @@ from _agent_support import (
     FULL,
     MODEL_OPTION,
     MODES,
-    TIMEOUT,
     Harness,
     RecordingClient,
     scripted,
     serve,
 )
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import ConfigValue, EngineCapabilities
 from accord.errors import RequestError

@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from _agent_support import message_texts, scripted, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import MAX_HELD_OBSERVE, Attachment, DeliveryPipeline
 from accord.events import (
@@ -238,7 +239,7 @@ async def test_a_slow_attachment_falls_behind_and_catches_up_from_the_store() ->
     async with anyio.create_task_group() as tg:
         tg.start_soon(fast_attachment.run)
         tg.start_soon(slow_attachment.run)
-        with anyio.fail_after(5):
+        with anyio.fail_after(TIMEOUT):
             for index in range(100):
                 if index % 10 == 0:
                     await pipeline.publish(
@@ -255,7 +256,7 @@ async def test_a_slow_attachment_falls_behind_and_catches_up_from_the_store() ->
         assert fast.seqs == render
         assert slow.seqs == [] and slow_attachment.behind
         slow.gate.set()
-        with anyio.fail_after(5):
+        with anyio.fail_after(TIMEOUT):
             await slow_attachment.wait_sent(pipeline.committed_seq)
         assert slow.seqs == [e.seq for e in stored]  # observe too: it is extended
         stats = slow_attachment.statistics()
@@ -265,7 +266,7 @@ async def test_a_slow_attachment_falls_behind_and_catches_up_from_the_store() ->
         await pipeline.publish(
             TextChunk(message_id="m", content=TextContentBlock(text="x")), epoch=0, turn_id="t"
         )
-        with anyio.fail_after(5):
+        with anyio.fail_after(TIMEOUT):
             await slow_attachment.wait_sent(pipeline.committed_seq)
         assert slow.seqs[-1] == pipeline.committed_seq
         assert slow_attachment.statistics().caught_up == stats.caught_up
@@ -293,7 +294,7 @@ async def test_a_gone_client_stops_its_attachment_and_releases_waiters() -> None
         await pipeline.publish(
             TextChunk(message_id="m", content=TextContentBlock(text="x")), epoch=0, turn_id="t"
         )
-        with anyio.fail_after(5):
+        with anyio.fail_after(TIMEOUT):
             await attachment.wait_sent(pipeline.committed_seq)
     assert attachment.closed and client.seqs == []
 
@@ -306,7 +307,7 @@ async def test_observe_events_never_wait_for_the_store() -> None:
     pipeline = await _pipeline(store)  # type: ignore[arg-type]
     client = Collector(extended=True)
     pipeline.attach(Attachment(pipeline, client, cursor=0))
-    with anyio.fail_after(1):
+    with anyio.fail_after(TIMEOUT):  # every commit is blocked: a wait would hang
         for index in range(MAX_HELD_OBSERVE + 5):
             await pipeline.publish(
                 ModelCallStarted(call_id=str(index), model="m"), epoch=0, turn_id="t"

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from _agent_support import CWD, scripted, serve
+from helpers.timeouts import QUIET
 
 from accord.errors import RequestError
 from accord.schema import LoadSessionRequest
@@ -87,7 +88,7 @@ async def test_this_process_s_own_turn_is_not_relayed_twice(
         a.client.clear()
         await a.prompt(session_id)
         await a.prompt(session_id)
-        with anyio.move_on_after(0.5):  # time for a wrong relay to arrive, if there were one
+        with anyio.move_on_after(QUIET):  # time for a wrong relay to arrive, if there were one
             await a.client.wait_until(lambda: False)
         texts = _texts(a.client.updates(session_id))
     assert texts.count("one") == 1
@@ -107,6 +108,6 @@ async def test_without_the_option_another_process_s_turn_is_not_relayed(
         await b.conn.load_session(_load(session_id))
         b.client.clear()
         await a.prompt(session_id)
-        with anyio.move_on_after(0.5):
+        with anyio.move_on_after(QUIET):  # time for a wrong relay to arrive
             await b.client.wait_until(lambda: False)
         assert _turn(b.client.updates(session_id)) == []

@@ -12,7 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _agent_support import CWD, TIMEOUT, serve
+from _agent_support import CWD, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import EngineCapabilities
 from accord.errors import RequestError

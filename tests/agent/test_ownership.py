@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from _agent_support import CWD, scripted, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import RequestError
 from accord.schema import LoadSessionRequest
@@ -34,7 +35,7 @@ async def test_a_turn_running_in_one_process_makes_the_others_answer_busy(
                 answers.append((await a.prompt(session_id)).stop_reason)
 
             tg.start_soon(run_first)
-            with anyio.fail_after(10):  # a's turn has begun streaming: it holds the claim
+            with anyio.fail_after(TIMEOUT):  # a's turn has begun streaming: it holds the claim
                 await a.client.wait_until(lambda: "started" in str(a.client.updates(session_id)))
             with pytest.raises(RequestError) as caught:
                 await b.prompt(session_id)

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 import accord.jsonrpc
 from accord.agent import AgentRuntime, EngineSession, SessionContext
@@ -68,7 +69,7 @@ async def test_an_engine_asks_tied_to_the_session_new_request() -> None:
     previous = accord.jsonrpc.set_wire_observer(observe)
     try:
         runtime = AgentRuntime(engine, store=MemorySessionStore())
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(runtime, elicitation_policy=AcceptDefaults()) as conn:
                 session = await conn.new_session("/")
     finally:
@@ -92,7 +93,7 @@ async def test_an_engine_asks_tied_to_the_session_new_request() -> None:
 async def test_without_elicitation_the_engine_gets_none() -> None:
     engine = AskingEngine()
     runtime = AgentRuntime(engine, store=MemorySessionStore())
-    with anyio.fail_after(30):
+    with anyio.fail_after(TIMEOUT):
         async with connect(runtime) as conn:
             await conn.new_session("/")
     assert engine.answers == [None]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _agent_support import CWD, TIMEOUT, RecordingClient, serve
+from _agent_support import CWD, RecordingClient, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.errors import ConnectionClosed

@@ -8,7 +8,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _agent_support import CWD, FULL, TIMEOUT, Harness, fold, message_texts, scripted, serve
+from _agent_support import CWD, FULL, Harness, fold, message_texts, scripted, serve
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
 from accord.errors import AuthRequired, RequestError

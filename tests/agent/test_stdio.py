@@ -17,16 +17,8 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from _agent_support import (
-    CWD,
-    FULL,
-    TIMEOUT,
-    RecordingClient,
-    command_steps,
-    fold,
-    message_texts,
-    text,
-)
+from _agent_support import CWD, FULL, RecordingClient, command_steps, fold, message_texts, text
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 import accord.agent
 from accord.agent import AgentRuntime
@@ -57,7 +49,9 @@ _SEEN_BEFORE_KILL = 300
 
 def _agent_env() -> dict[str, str]:
     src = Path(accord.agent.__file__).resolve().parents[2]
-    paths = [str(src), str(_AGENT.parent), os.environ.get("PYTHONPATH", "")]
+    # The agent imports ``_agent_support`` (beside it), which imports ``helpers`` (in tests/).
+    tests = _AGENT.parent.parent
+    paths = [str(src), str(_AGENT.parent), str(tests), os.environ.get("PYTHONPATH", "")]
     return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
@@ -192,7 +186,7 @@ async def test_kill_9_mid_turn_then_load_replays_everything_the_client_saw(
 ) -> None:
     path = tmp_path / "agent.sqlite3"
     client = RecordingClient()
-    with anyio.fail_after(4 * TIMEOUT):
+    with anyio.fail_after(SCENARIO_TIMEOUT):  # two agent processes, a kill and a replay
         async with _stdio_agent(path, anyio_backend) as transport:
             async with ClientSideConnection(client, transport) as conn:
                 await _initialize(conn, client, extended=False)

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -60,7 +61,6 @@ from accord.transports import memory_transport_pair
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT = 10.0
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{CLIENT_SPAN}-01"
@@ -237,7 +237,11 @@ def test_without_tracing_opentelemetry_is_never_imported() -> None:
     script = Path(__file__).with_name("_untraced_turn.py")
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, str(script), str(TIMEOUT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"

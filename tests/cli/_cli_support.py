@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from helpers.timeouts import TIMEOUT
+
 __all__ = (
     "ACCORD",
     "AGENTS",
@@ -41,8 +43,6 @@ AGENTS = Path(__file__).resolve().parent / "agents"
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 #: The ``accord`` command.
 ACCORD = (sys.executable, "-m", "accord.cli")
-#: Two Python processes start and import pydantic models: generous on a busy machine.
-TIMEOUT = 60.0
 
 
 def agent(script: str | Path, *args: str) -> str:

@@ -8,10 +8,9 @@ import select
 import time
 from pathlib import Path
 
-__all__ = ("TIMEOUT", "Terminal")
+from helpers.timeouts import TIMEOUT
 
-#: Python processes start and import pydantic models: generous on a busy machine.
-TIMEOUT = 60.0
+__all__ = ("TIMEOUT", "Terminal")
 
 
 class Terminal:

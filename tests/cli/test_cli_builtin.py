@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pyte
 import pytest
-from _cli_support import TIMEOUT, accord, json_lines, on_a_terminal
+from _cli_support import accord, json_lines, on_a_terminal
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply, ScriptedToolCall

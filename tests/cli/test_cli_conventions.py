@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pyte
 import pytest
-from _cli_support import ACCORD, ECHO_AGENT, ROOT, TIMEOUT, accord, agent, on_a_terminal
+from _cli_support import ACCORD, ECHO_AGENT, ROOT, accord, agent, on_a_terminal
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 

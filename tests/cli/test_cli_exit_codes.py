@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _cli_support import ECHO_AGENT, TIMEOUT, OutputReader, accord, agent, start_accord
+from _cli_support import ECHO_AGENT, OutputReader, accord, agent, start_accord
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 

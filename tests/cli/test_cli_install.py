@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from _cli_support import ROOT
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.cli import ExitCode
 from accord.client import connect
@@ -68,16 +69,22 @@ def plain_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("install")
     wheels = root / "wheels"
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*build, "-q", "-w", str(wheels), str(ROOT)], check=True, timeout=180)
+    subprocess.run(
+        [*build, "-q", "-w", str(wheels), str(ROOT)], check=True, timeout=SCENARIO_TIMEOUT
+    )  # a build
     (wheel,) = wheels.glob("accord-*.whl")
     venv = root / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT)
     (site,) = venv.glob("lib/python*/site-packages")
     _link_core(root / "core")
     (site / "core.pth").write_text(str(root / "core") + "\n")
     install = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
-    subprocess.run([*install, "-q", "--no-deps", "--no-index", str(wheel)], check=True, timeout=180)
+    subprocess.run(
+        [*install, "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=SCENARIO_TIMEOUT,
+    )  # a build
     return venv
 
 
@@ -95,7 +102,7 @@ def _run(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         env=env,
         cwd=venv,
-        timeout=60,
+        timeout=TIMEOUT,
         check=False,
     )
 

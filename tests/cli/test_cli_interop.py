@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 from _cli_support import ROOT, accord
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 
@@ -51,7 +52,9 @@ BEFORE_THE_QUESTION = [
 
 
 def test_approve_all_lets_the_sdk_agent_edit(sdk_agent: str) -> None:
-    done = accord("run", "--agent", sdk_agent, "--approve-all", "improve my project", timeout=45)
+    done = accord(
+        "run", "--agent", sdk_agent, "--approve-all", "improve my project", timeout=TIMEOUT
+    )
     assert done.returncode == ExitCode.OK, done.stderr
     *lines, summary = done.stdout.splitlines()
     assert lines == [
@@ -64,7 +67,7 @@ def test_approve_all_lets_the_sdk_agent_edit(sdk_agent: str) -> None:
 
 
 def test_deny_all_makes_the_sdk_agent_skip_the_edit(sdk_agent: str) -> None:
-    done = accord("run", "--agent", sdk_agent, "--deny-all", "improve my project", timeout=45)
+    done = accord("run", "--agent", sdk_agent, "--deny-all", "improve my project", timeout=TIMEOUT)
     assert done.returncode == ExitCode.PERMISSION_REFUSED, done.stderr
     *lines, summary = done.stdout.splitlines()
     assert lines == [

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pyte
 import pytest
-from _cli_support import TIMEOUT, accord, agent, on_a_terminal
+from _cli_support import accord, agent, on_a_terminal
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 

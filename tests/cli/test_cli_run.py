@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _cli_support import ECHO_AGENT, OutputReader, accord, agent, json_lines, start_accord
+from helpers.timeouts import TIMEOUT
 from schema_validation import WireValidator
 
 from accord.schema import SessionNotification
@@ -66,7 +67,7 @@ def test_plain_output_streams_as_the_reply_arrives() -> None:
         assert words[-1] not in early
         assert process.poll() is None  # still running: the output was not held back
         assert out.read_to_end().startswith(" ".join(words) + "\n[done, session ")
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=TIMEOUT) == 0
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)

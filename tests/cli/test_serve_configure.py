@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _pty import TIMEOUT, Terminal
+from _pty import Terminal
+from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderRuntime
 from accord.schema import (

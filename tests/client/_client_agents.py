@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from helpers.timeouts import TIMEOUT
 
 from accord.roles import Agent
 from accord.schema import (
@@ -54,9 +55,6 @@ from accord.schema import (
     ToolKind,
     UserMessageChunkSessionUpdate,
 )
-
-#: Upper bound of any single wait in these tests; they finish in milliseconds.
-TIMEOUT = 5
 
 TurnScript = Callable[["ScriptedAgent", PromptRequest], Awaitable[StopReason]]
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, WireAgent
+from _client_agents import WireAgent
+from helpers.timeouts import TIMEOUT
 
 import accord.client._session as client_session
 from accord.agent import AgentRuntime, EngineCapabilities

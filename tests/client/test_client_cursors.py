@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.client import connect
@@ -16,8 +17,6 @@ from accord.testing._scripted_engine import ScriptedEngine
 from accord.testing._scripted_steps import Say
 
 pytestmark = pytest.mark.anyio
-
-TIMEOUT = 10
 
 
 def runtime() -> AgentRuntime:

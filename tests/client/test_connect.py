@@ -7,7 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, FullAgent, ModesAgent, ScriptedAgent, WireAgent
+from _client_agents import FullAgent, ModesAgent, ScriptedAgent, WireAgent
+from helpers.timeouts import TIMEOUT
 
 from accord.client import ConnectedAgent, connect
 from accord.errors import (

@@ -10,7 +10,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, WireAgent
+from _client_agents import WireAgent
+from helpers.timeouts import TIMEOUT
 
 from accord.client import (
     Accept,

@@ -10,7 +10,8 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
-from _client_agents import TIMEOUT, FullAgent, ScriptedAgent
+from _client_agents import FullAgent, ScriptedAgent
+from helpers.timeouts import TIMEOUT
 
 from accord.client import FileSystemHost, TerminalHost, connect
 from accord.errors import InvalidParams, ResourceNotFound

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.client import AllowAll, connect
 from accord.testing import (
@@ -52,7 +53,7 @@ async def _play(attack: str, root: Path) -> tuple[HostileReport, str]:
         reports.append(await run_hostile_agent(agent_end, attack, OPTIONS))
         done.set()
 
-    with anyio.fail_after(60):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent)
             async with connect(
@@ -107,7 +108,7 @@ async def test_the_client_survives_the_agent_command_over_stdio(
     root.mkdir()
     written = tmp_path / "report.json"
     command = _command("--attack", attack, f"--report={written}")
-    with anyio.fail_after(120):
+    with anyio.fail_after(SCENARIO_TIMEOUT):  # floods of megabytes through real pipes
         async with (
             spawn_agent(command, max_message_bytes=LIMIT) as transport,
             connect(transport, fs=True, terminals=True, permission_policy=AllowAll()) as conn,
@@ -128,7 +129,7 @@ async def test_without_an_attack_the_command_plays_every_attack_one_per_prompt(
     root = tmp_path / "project"
     root.mkdir()
     written = tmp_path / "report.json"
-    with anyio.fail_after(300):
+    with anyio.fail_after(2 * SCENARIO_TIMEOUT):  # every attack in turn, one prompt each
         async with (
             # A smaller flood: the attacks one by one are tested above; this is the sequence.
             spawn_agent(
@@ -176,7 +177,7 @@ async def test_a_line_that_never_ends_neither_fills_memory_nor_stops_a_clean_clo
     root.mkdir()
     before = _resident_bytes()
     command = _command("--attack", "endless-line", "--never-end")
-    with anyio.fail_after(120):
+    with anyio.fail_after(SCENARIO_TIMEOUT):  # floods of megabytes through real pipes
         async with (
             spawn_agent(command, max_message_bytes=LIMIT) as transport,
             connect(transport) as conn,

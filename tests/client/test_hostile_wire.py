@@ -12,7 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, WireAgent, agent_text
+from _client_agents import WireAgent, agent_text
+from helpers.timeouts import TIMEOUT
 
 from accord.client import MAX_EARLY_UPDATE_BYTES, AllowAll, connect
 from accord.testing import pipe_transport_pair
@@ -74,7 +75,7 @@ async def test_updates_for_an_unknown_session_are_capped_by_bytes(
 
     with caplog.at_level(logging.WARNING, logger="accord.client"):
         async with wire.playing(agent_side), connect(wire.client_end) as conn:
-            with anyio.fail_after(TIMEOUT * 4):
+            with anyio.fail_after(TIMEOUT):
                 statistics = conn.statistics()
                 session = await conn.new_session()
                 await conn.ext_request("_ping")

@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, WireAgent
+from _client_agents import WireAgent
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.errors import LocalProtocolError

@@ -6,7 +6,8 @@ import logging
 
 import anyio
 import pytest
-from _client_agents import PERMISSION_OPTIONS, TIMEOUT, ScriptedAgent, tool_call
+from _client_agents import PERMISSION_OPTIONS, ScriptedAgent, tool_call
+from helpers.timeouts import TIMEOUT
 
 from accord.client import (
     AllowAll,

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _client_agents import TIMEOUT, WireAgent, agent_text
+from _client_agents import WireAgent, agent_text
+from helpers.timeouts import TIMEOUT
 
 from accord.client import AllowAll, TextDelta, TurnEvent, TurnFinished, connect
 from accord.errors import AgentProcessExited
@@ -128,7 +129,7 @@ async def test_unknown_updates_and_notifications_are_ignored(wire: WireAgent) ->
 
 @pytest.mark.subprocess
 async def test_a_spawned_agent_round_trip() -> None:
-    with anyio.fail_after(TIMEOUT * 2):
+    with anyio.fail_after(TIMEOUT):
         async with connect([sys.executable, str(EXAMPLES / "echo_agent.py")]) as conn:
             assert isinstance(conn.transport, SubprocessTransport)
             assert conn.agent_info is not None and conn.agent_info.name == "echo-agent"
@@ -180,7 +181,7 @@ async def test_a_crash_before_initialize_is_reported() -> None:
 
 @pytest.mark.subprocess
 async def test_a_flood_of_stderr_does_not_block() -> None:
-    with anyio.fail_after(TIMEOUT * 4):
+    with anyio.fail_after(TIMEOUT):
         async with connect(agent("noisy_agent.py"), env={"NOISE_MB": "16"}) as conn:
             session = await conn.new_session()
             result = await session.prompt("speak")
@@ -192,7 +193,7 @@ async def test_a_flood_of_stderr_does_not_block() -> None:
 
 @pytest.mark.subprocess
 async def test_a_slow_initialize_is_waited_for() -> None:
-    with anyio.fail_after(TIMEOUT * 2):
+    with anyio.fail_after(TIMEOUT):
         async with connect(agent("slow_start_agent.py"), env={"SLOW_START": "2"}) as conn:
             session = await conn.new_session()
             assert (await session.prompt("worth the wait")).text == "worth the wait"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import TerminalHost
 from accord.errors import InvalidParams, ResourceNotFound
@@ -55,7 +56,7 @@ class Beacon:
 
     async def receive(self) -> str:
         data = b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             while not data.endswith(b"\n"):
                 await anyio.wait_readable(self._read_fd)
                 data += os.read(self._read_fd, 4096)
@@ -104,7 +105,7 @@ async def create(
 async def wait(
     host: TerminalHost, terminal_id: str, session: str = SESSION
 ) -> WaitForTerminalExitResponse:
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         return await host.wait_for_terminal_exit(
             WaitForTerminalExitRequest(session_id=session, terminal_id=terminal_id)
         )
@@ -119,12 +120,12 @@ async def output(
 
 
 async def kill(host: TerminalHost, terminal_id: str) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         await host.kill_terminal(KillTerminalRequest(session_id=SESSION, terminal_id=terminal_id))
 
 
 async def release(host: TerminalHost, terminal_id: str, session: str = SESSION) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         await host.release_terminal(
             ReleaseTerminalRequest(session_id=session, terminal_id=terminal_id)
         )
@@ -137,7 +138,7 @@ async def wait_gone(pid: int) -> None:
     except ProcessLookupError:
         return
     try:
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             await anyio.wait_readable(pidfd)
     finally:
         os.close(pidfd)
@@ -510,7 +511,7 @@ async def test_release_session_releases_only_that_session(
             for b, s in zip(beacons, sessions, strict=True)
         ]
         pids = [int(await b.receive()) for b in beacons]
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             await host.release_session("a")
         assert reaped(pids[0]) and reaped(pids[1])
         assert not reaped(pids[2])
@@ -525,7 +526,7 @@ async def test_release_session_releases_only_that_session(
 async def test_closing_the_host_kills_everything(root: Path, tmp_path: Path) -> None:
     beacons = [Beacon(tmp_path / f"b{i}") for i in range(3)]
     try:
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             async with TerminalHost() as host:
                 for i, b in enumerate(beacons):
                     await create(host, f"echo $$ > {b.path}; exec sleep 30", [root], session=str(i))
@@ -574,7 +575,7 @@ async def test_closing_the_host_while_a_command_starts_does_not_leak(root: Path)
         except RuntimeError as exc:
             raised.append(exc)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as task_group:
             async with TerminalHost() as host:
                 task_group.start_soon(creating, host)

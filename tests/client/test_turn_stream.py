@@ -10,7 +10,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 from _client_agents import (
-    TIMEOUT,
     FullAgent,
     ModesAgent,
     ScriptedAgent,
@@ -24,6 +23,7 @@ from _client_agents import (
     tool_update,
     user_chunk,
 )
+from helpers.timeouts import TIMEOUT
 
 from accord.client import (
     AllowAll,

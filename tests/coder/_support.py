@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 import anyio
 import anyio.to_thread
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import (
     PermissionAnswer,
@@ -104,7 +105,7 @@ async def run_turn(
     """Run one turn to its end (bounded), checking the tool-call lifecycle."""
     turn = turn or Turn()
     outputs: list[TurnOutput] = []
-    with anyio.fail_after(15):
+    with anyio.fail_after(TIMEOUT):
         async for output in session.run_turn([TextContentBlock(text=text)], turn.context):
             outputs.append(output)
     check_rules(outputs)
@@ -145,7 +146,7 @@ def system_text(request: RecordedRequest) -> str:
 
 async def wait_for_requests(server: FakeOpenAIServer, count: int) -> tuple[RecordedRequest, ...]:
     """Wait (in a thread) until the server has seen ``count`` requests."""
-    wait = functools.partial(server.wait_for_requests, count, timeout=10)
+    wait = functools.partial(server.wait_for_requests, count, timeout=TIMEOUT)
     return await anyio.to_thread.run_sync(wait)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
 from accord.errors import AuthRequired
@@ -220,7 +221,7 @@ async def test_cancelling_during_a_command_kills_it(project: Path) -> None:
                 async for output in session.run_turn([], turn.context):
                     outputs.append(output)
 
-            with anyio.fail_after(10):
+            with anyio.fail_after(TIMEOUT):
                 async with anyio.create_task_group() as group:
                     group.start_soon(consume)
                     await terminals.started.wait()

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.agent import TurnOutput
 from accord.client import TextDelta, TurnFinished, TurnStream, connect
@@ -35,9 +36,6 @@ from accord.testing import (
 
 from ._support import Turn, check_rules, engine_on, opened, root, system_text
 
-ATTACK_TIMEOUT = 120.0
-"""Bound on a turn of some 30 attacks (each a model round trip) on a busy CI machine."""
-
 pytestmark = pytest.mark.anyio
 
 
@@ -56,7 +54,7 @@ async def attack(
             turn = Turn(answers=["allow_once"] * len(calls), mode_id=mode)
             outputs: list[TurnOutput] = []
             prompt = [TextContentBlock(text="attack")]
-            with anyio.fail_after(ATTACK_TIMEOUT):
+            with anyio.fail_after(SCENARIO_TIMEOUT):  # some 30 attacks, each a model round trip
                 async for output in session.run_turn(prompt, turn.context):
                     outputs.append(output)
     check_rules(outputs)
@@ -127,7 +125,7 @@ async def test_project_notes_that_are_traps_are_refused_and_logged(
 ) -> None:
     workspace.plant_notes(kind)
     with caplog.at_level(logging.WARNING, "accord.coder"):
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             notes = await anyio.to_thread.run_sync(read_project_notes, str(workspace.project))
     assert notes is None
     assert "AGENTS.md" in caplog.text and "not used in the system prompt" in caplog.text
@@ -173,7 +171,7 @@ async def test_a_backtracking_pattern_stalls_no_other_session_nor_cancel(
                 streamer = await connection.new_session(workspace.project)
                 waiter = await connection.new_session(workspace.project)
                 searcher = await connection.new_session(workspace.project)
-                with anyio.fail_after(30):
+                with anyio.fail_after(TIMEOUT):
                     streaming = streamer.stream("stream")
                     waiting = waiter.stream("wait")
                     await first_text(streaming)
@@ -199,7 +197,7 @@ async def test_an_agents_md_fifo_does_not_hang_session_new(workspace: HostileWor
         runtime = CoderRuntime(config, store=MemorySessionStore())
         try:
             async with connect(runtime, cwd=workspace.project) as connection:
-                with anyio.fail_after(15):
+                with anyio.fail_after(TIMEOUT):
                     session = await connection.new_session(workspace.project)
                     assert (await session.prompt("hello")).text == "hi"
         finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.coder._mcp import McpServers, tool_prefix
 from accord.events import ToolCallEnded
@@ -90,7 +91,7 @@ async def test_servers_that_fail_are_skipped(project: Path) -> None:
     broken = McpServerStdio(name="broken", command="/nonexistent/mcp", args=[], env=[])
     sse = SseMcpServer(name="old", url="http://127.0.0.1:9/sse", headers=[])
     servers = McpServers([broken, sse, stdio_server("ok")], str(project))
-    with anyio.fail_after(30):
+    with anyio.fail_after(TIMEOUT):
         await servers.open()
     try:
         assert set(servers.failed) == {"broken", "old"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import AllowAll, connect
 from accord.errors import AcpError
@@ -25,9 +26,6 @@ pytestmark = [
     pytest.mark.subprocess,
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc"),
 ]
-
-GONE_WITHIN = 15.0
-"""Seconds the group may take to vanish (the watchdog's grace is 2 s; a busy CI box)."""
 
 
 def live_members(pgid: int) -> list[int]:
@@ -67,7 +65,7 @@ async def test_a_killed_agent_takes_its_commands_with_it(project: Path, tmp_path
             server.base_url,
         ]
         env = {"OPENAI_API_KEY": "test", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
-        with anyio.fail_after(60):
+        with anyio.fail_after(TIMEOUT):
             async with connect(agent, cwd=project, env=env, permission_policy=AllowAll()) as conn:
                 session = await conn.new_session(project)
                 turn = session.stream("run it")
@@ -79,7 +77,7 @@ async def test_a_killed_agent_takes_its_commands_with_it(project: Path, tmp_path
                     async for _ in turn:
                         pass
     try:
-        with anyio.fail_after(GONE_WITHIN):
+        with anyio.fail_after(TIMEOUT):  # the watchdog's grace is 2 s
             while live_members(pgid):  # noqa: ASYNC110 (not our children: nothing to wait on)
                 await anyio.sleep(0.1)
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.coder._process import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -55,7 +56,7 @@ async def test_output_and_exit_code(tmp_path: Path) -> None:
 @pytest.mark.anyio
 @both_backends
 async def test_a_command_over_its_time_limit_is_killed(tmp_path: Path) -> None:
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         result = await run_local(
             "echo started; sleep 30 & echo $! > pid; wait", cwd=str(tmp_path), time_limit=0.5
         )
@@ -73,7 +74,7 @@ async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     run = functools.partial(run_local, "echo $$ > pid; sleep 30", cwd=str(tmp_path), time_limit=60)
     pid = 0
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as group:
             group.start_soon(run)
             pid = int(await anyio.to_thread.run_sync(fifo.read_text))  # blocks until written

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 async def _advertised(config: CoderConfig, cwd: Path) -> dict[str, object]:
     runtime = CoderRuntime(config, store=MemorySessionStore())
-    with anyio.fail_after(60):
+    with anyio.fail_after(TIMEOUT):
         async with connect(runtime, cwd=cwd) as conn:
             capabilities = conn.initialize_response.agent_capabilities.prompt_capabilities
     await runtime.aclose()

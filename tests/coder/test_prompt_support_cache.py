@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
@@ -29,7 +30,7 @@ GPT_4O = "openai:gpt-4o"  # its profile reads images, not audio files
 
 async def _advertised(config: CoderConfig, cwd: Path) -> tuple[bool, bool]:
     runtime = CoderRuntime(config, store=MemorySessionStore())
-    with anyio.fail_after(60):
+    with anyio.fail_after(TIMEOUT):
         async with connect(runtime, cwd=cwd) as conn:
             capabilities = conn.initialize_response.agent_capabilities.prompt_capabilities
     await runtime.aclose()
@@ -61,7 +62,7 @@ def _initialize_in_a_fresh_interpreter(model: str, *, key: bool = True) -> list[
     result = subprocess.run(
         [sys.executable, "-c", _INITIALIZE_IN_A_FRESH_INTERPRETER, model],
         check=True,
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,
         capture_output=True,
         text=True,
         env=env,

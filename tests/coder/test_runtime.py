@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 from accord.cli._serve import build_agent, serve_command
@@ -87,7 +88,7 @@ def test_importing_the_agent_loads_no_model_code() -> None:
         "heavy = [m for m in sys.modules if m.split('.')[0] in roots]\n"
         "assert not heavy, heavy\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=TIMEOUT)
 
 
 def test_serve_refuses_a_bad_environment(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
@@ -28,7 +29,7 @@ async def test_the_prompts_trace_context_goes_to_the_model_server_as_headers(
         try:
             async with connect(runtime, cwd=project) as connection:
                 session = await connection.new_session(project)
-                with anyio.fail_after(30):
+                with anyio.fail_after(TIMEOUT):
                     await connection.calls.prompt(
                         PromptRequest(
                             session_id=session.session_id,

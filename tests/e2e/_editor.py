@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from helpers.timeouts import TIMEOUT
 
 from accord.roles import Client, ClientSideConnection
 from accord.schema import (
@@ -31,9 +32,6 @@ from accord.testing import FakeOpenAIServer
 from accord.transports import MalformedFrame, Transport, spawn_agent
 
 __all__ = ("Editor", "EditorClient", "WireLog", "editor")
-
-#: Bound on one exchange with a freshly started agent process on a busy machine.
-TIMEOUT = 60.0
 
 
 class WireLog:

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.errors import RequestError
@@ -29,7 +30,7 @@ from accord.schema import (
 )
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
 
-from ._editor import TIMEOUT, describe, editor, serve_command
+from ._editor import describe, editor, serve_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 

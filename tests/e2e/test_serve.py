@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT
 
 from accord.client import (
     AllowAll,
@@ -38,9 +39,6 @@ from accord.schema import DiffToolCallContent, TerminalToolCallContent
 from accord.testing import FakeOpenAIServer, RecordedRequest, ScriptedReply, ScriptedToolCall
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
-
-SCENARIO_TIMEOUT = 90.0
-"""Bound on one scenario: several agent processes start and load pydantic-ai on a busy CI box."""
 
 
 def call(name: str, **arguments: Any) -> ScriptedReply:

@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT
 
 from accord.client import AllowAll, connect
 from accord.events import ACTIVITY_SCHEMA_VERSION
@@ -21,7 +22,6 @@ from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SCENARIO_TIMEOUT = 90.0
 SECRETS = (
     "SECRET-PROMPT please",
     "SECRET-REPLY the code is 4242",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT
 from pg_support import fresh_schema, server_down
 
 from accord.client import (
@@ -35,7 +36,6 @@ from accord.transports import spawn_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SCENARIO_TIMEOUT = 90.0
 ENV = {"OPENAI_API_KEY": "test", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
 
 

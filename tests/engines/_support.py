@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import anyio
+from helpers.timeouts import TIMEOUT
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -140,7 +141,7 @@ async def collect(
     session: PydanticAISession, turn: Turn, into: list[TurnOutput], text: str = "go"
 ) -> None:
     """Run one turn, appending its events to ``into`` (kept if the turn raises)."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async for event in session.run_turn([TextContentBlock(text=text)], turn.context):
             into.append(event)
 
@@ -151,7 +152,7 @@ async def run_turn(
     """Run one turn to its end (bounded), checking the engine rules on every event."""
     turn = turn or Turn()
     events: list[TurnOutput] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async for event in session.run_turn([TextContentBlock(text=text)], turn.context):
             events.append(event)
     check_rules(events)
@@ -189,5 +190,5 @@ async def wait_for_requests(
     server: FakeOpenAIServer, count: int, outcome: Outcome | None = None
 ) -> tuple[RecordedRequest, ...]:
     """Wait (in a thread) until the server has seen ``count`` requests."""
-    wait = functools.partial(server.wait_for_requests, count, outcome=outcome, timeout=5)
+    wait = functools.partial(server.wait_for_requests, count, outcome=outcome, timeout=TIMEOUT)
     return await anyio.to_thread.run_sync(wait)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 
@@ -28,9 +28,6 @@ from ._support import ModelCounter, Turn, check_rules, collect, of_type, opened,
 
 pytestmark = pytest.mark.anyio
 
-PROMPT_TIMEOUT = 5.0
-"""A cancelled turn must end well within this; the fake server would hang for 30 s."""
-
 
 async def run_and_cancel(
     session: PydanticAISession, turn: Turn, when: Callable[[list[TurnOutput]], bool]
@@ -45,7 +42,7 @@ async def run_and_cancel(
             if when(events):
                 reached.set()
 
-    with anyio.fail_after(PROMPT_TIMEOUT):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
             await reached.wait()
@@ -63,13 +60,11 @@ async def test_cancel_while_the_model_is_silent_stops_at_once() -> None:
     with FakeOpenAIServer([reply]) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            started = time.monotonic()
             events = await run_and_cancel(session, Turn(), chunks(2))  # then the server hangs
-            elapsed = time.monotonic() - started
             [request] = await wait_for_requests(server, 1, outcome="disconnected")
 
-    assert elapsed < PROMPT_TIMEOUT
-    assert request.outcome == "disconnected"  # the HTTP stream was closed
+    # The HTTP stream was closed by the cancel, not dropped by the server when its hang ran out.
+    assert request.outcome == "disconnected"
     [ended] = of_type(events, ModelCallEnded)
     assert ended.outcome == "cancelled"
     assert not of_type(events, TurnCompleted)  # the runtime answers "cancelled"
@@ -114,7 +109,7 @@ async def test_cancel_during_a_tool_keeps_finished_results() -> None:
         async with opened(engine) as session:
             turn = Turn()
             events: list[Any] = []
-            with anyio.fail_after(PROMPT_TIMEOUT):
+            with anyio.fail_after(TIMEOUT):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(collect, session, turn, events)
                     await ran.wait()
@@ -151,7 +146,7 @@ async def test_turn_cancelled_from_outside_keeps_history_in_the_session() -> Non
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
             events: list[Any] = []
-            with anyio.move_on_after(PROMPT_TIMEOUT) as scope:
+            with anyio.move_on_after(TIMEOUT) as scope:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(collect, session, Turn(), events)
                     await wait_for_requests(server, 1)

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.engines import (
     Engine,
@@ -177,7 +178,7 @@ async def test_a_turn_through_the_protocol() -> None:
     engine: Engine = EchoEngine()
     runtime = MiniRuntime()
     session = await engine.open_session(SessionContext(session_id="s-1", cwd="/w"))
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         stop = await runtime.prompt(session, "hello there")
     assert stop == "end_turn"
     assert _tags(runtime.updates) == [
@@ -202,7 +203,7 @@ async def test_state_snapshot_comes_back_as_history() -> None:
     engine = EchoEngine()
     runtime = MiniRuntime()
     first = await engine.open_session(SessionContext(session_id="s-1", cwd="/w"))
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         await runtime.prompt(first, "one")
     snapshot = [e for e in runtime.stored if isinstance(e, StateSnapshot)][-1]
     reloaded = await engine.open_session(
@@ -214,7 +215,7 @@ async def test_state_snapshot_comes_back_as_history() -> None:
 async def test_a_rejected_tool_call_fails() -> None:
     runtime = MiniRuntime(answer="no")
     session = await EchoEngine().open_session(SessionContext(session_id="s-1", cwd="/w"))
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         await runtime.prompt(session, "hi")
     assert runtime.updates[-1]["status"] == "failed"
 
@@ -222,7 +223,7 @@ async def test_a_rejected_tool_call_fails() -> None:
 async def test_the_engine_chooses_the_stop_reason() -> None:
     runtime = MiniRuntime()
     session = await EchoEngine().open_session(SessionContext(session_id="s-1", cwd="/w"))
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         assert await runtime.prompt(session, "hi", mode_id="ask") == "refusal"
 
 
@@ -234,7 +235,7 @@ async def test_cancellation_reaches_the_engine() -> None:
     async def run() -> None:
         result.append(await runtime.prompt(session, "wait for me"))
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
             await anyio.wait_all_tasks_blocked()

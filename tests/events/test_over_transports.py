@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import Attachment, ClientChannel, DeliveryPipeline
 from accord.events import (
@@ -113,7 +114,7 @@ async def _run(pair: Any, extended: bool) -> list[tuple[str, Any]]:
         attachment = Attachment(pipeline, channel, cursor=0)
         pipeline.attach(attachment)
         tg.start_soon(attachment.run)
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             for event in _script():
                 await pipeline.publish(event, epoch=0, turn_id="t-1")
             await done.wait()

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,7 +47,6 @@ settings.load_profile(os.environ.get("ACCORD_FUZZ", "ci"))
 pytestmark = pytest.mark.wire_unchecked("fuzzing sends invalid messages on purpose")
 
 PROBE = "probe\u2603final"
-WAIT = 20
 
 
 @st.composite
@@ -85,7 +85,7 @@ async def _exchange(raw: StreamTransport, lines: list[bytes], probe: dict[str, A
     await raw.send(probe)
     expected = set(_expected_ids(lines)) | {PROBE}
     answered: Counter[Any] = Counter()
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(TIMEOUT):
         while not expected <= set(answered):
             message = await raw.receive()
             assert not isinstance(message, MalformedFrame), (

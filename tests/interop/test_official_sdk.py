@@ -23,6 +23,7 @@ import pytest
 from acp.schema import AgentMessageChunk
 from acp.schema import Implementation as SdkImplementation
 from acp.schema import TextContentBlock as SdkTextContentBlock
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import LocalProtocolError, MethodNotFound
 from accord.roles import Client, ClientSideConnection
@@ -55,8 +56,6 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 SDK_AGENT = Path(__file__).resolve().with_name("sdk_agent.py")
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
-#: Spawning Python and importing pydantic models takes a while on a busy machine.
-TIMEOUT = 30
 
 
 # ---------------------------------------------------------------- accord client -> SDK agent

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.errors import ConnectionRefused
@@ -38,7 +39,7 @@ Program = Callable[[str], list[str]]
 async def test_the_sdk_client_transport_against_accord(kind: str, sdk2_program: Program) -> None:
     command = sdk2_program("sdk_client.mjs")
     async with served_agent([[Say("Hello from accord")]]) as server:
-        with anyio.fail_after(60):
+        with anyio.fail_after(TIMEOUT):
             done = await anyio.run_process(
                 [*command, kind, server.url(kind), "hi"],
                 env={**os.environ, "ACCORD_TOKEN": TOKEN},
@@ -65,7 +66,7 @@ async def test_accord_against_the_sdk_server(scheme: str, sdk2_program: Program)
     ) as process:
         try:
             assert process.stdout is not None
-            with anyio.fail_after(60):
+            with anyio.fail_after(TIMEOUT):
                 first = (await process.stdout.receive()).decode()
                 port = int(first.split()[1])
                 url = f"{scheme}://127.0.0.1:{port}/acp"

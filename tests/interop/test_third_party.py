@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.cli._settings import KNOWN_AGENTS
 from accord.errors import InvalidParams, LocalProtocolError
@@ -74,8 +75,6 @@ from accord.transports import SubprocessTransport, spawn_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.subprocess]
 
-#: Bound on any single wait (a whole prompt turn included). fast-agent takes ~5 s to start.
-WAIT = 45.0
 #: Bound on closing the connection and shutting the agent down (the spawn_agent ladder).
 SHUTDOWN_BOUND = 10.0
 
@@ -242,7 +241,7 @@ async def drive(
 
 
 async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> PromptResponse:
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(TIMEOUT):
         return await conn.prompt(
             PromptRequest(session_id=session_id, prompt=[TextContentBlock(text=text)])
         )
@@ -263,7 +262,7 @@ async def prompt_and_cancel(
     async def run() -> None:
         responses.append(await prompt(conn, session_id, text))
 
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(run)
             if when == "permission":
@@ -276,7 +275,7 @@ async def prompt_and_cancel(
 
 
 async def new_session(conn: ClientSideConnection, cwd: Path) -> str:
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(TIMEOUT):
         response = await conn.new_session(NewSessionRequest(cwd=str(cwd), mcp_servers=[]))
     assert response.session_id
     return response.session_id
@@ -335,7 +334,7 @@ async def test_sdk1_example_agent_turn(
 ) -> None:
     client = RecordingClient(answer)
     async with drive(sdk1_agent, client, cwd=tmp_path) as (conn, _):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             init = await conn.initialize()
         assert init.protocol_version == 1
         assert conn.agent_capabilities == {"loadSession": False}
@@ -391,7 +390,7 @@ async def test_sdk1_example_agent_cancel_mid_turn(
     """``session/cancel`` while the agent "thinks" (a timer): the turn ends ``cancelled``."""
     client = RecordingClient("allow")
     async with drive(sdk1_agent, client, cwd=tmp_path) as (conn, _):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             await conn.initialize()
         session_id = await new_session(conn, tmp_path)
 
@@ -416,7 +415,7 @@ async def test_sdk1_example_agent_cancel_during_permission(
 ) -> None:
     client = RecordingClient("hold")
     async with drive(sdk1_agent, client, cwd=tmp_path) as (conn, _):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             await conn.initialize()
         session_id = await new_session(conn, tmp_path)
         response = await prompt_and_cancel(
@@ -437,7 +436,7 @@ async def test_sdk1_example_agent_refuses_unadvertised_and_shuts_down(
             await conn.load_session(
                 LoadSessionRequest(session_id="x", cwd=str(tmp_path), mcp_servers=[])
             )
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             await conn.initialize()
         session_id = await new_session(conn, tmp_path)
         refused = await check_refused(wire, conn, session_id, tmp_path)
@@ -458,7 +457,7 @@ async def test_sdk1_dual_version_agent_speaks_v1(
 ) -> None:
     client = RecordingClient()
     async with drive(sdk1_dual_version_agent, client, cwd=tmp_path) as (conn, transport):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             init = await conn.initialize()
         assert init.protocol_version == 1
         assert conn.agent_capabilities == {"loadSession": False}
@@ -478,11 +477,11 @@ async def test_sdk1_dual_version_agent_unknown_version(
     latest version it supports (the spec's negotiation rule), and then exits."""
     client = RecordingClient()
     async with drive(sdk1_dual_version_agent, client, cwd=tmp_path) as (conn, transport):
-        with anyio.fail_after(WAIT), pytest.raises(InvalidParams) as error:
+        with anyio.fail_after(TIMEOUT), pytest.raises(InvalidParams) as error:
             await conn.initialize(InitializeRequest(protocol_version=7))
         assert "info" in str(error.value.data)
         # ...and then closes the connection: the router exits after a failed initialize.
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             await conn.wait_closed()
     assert transport.returncode == 0
 
@@ -516,7 +515,7 @@ async def test_fast_agent_passthrough(fast_agent: Path, tmp_path: Path, wire: Wi
     client = FileClient({notes: "line one\nline two\n"})
     command = fast_agent_command(fast_agent, "passthrough")
     async with drive(command, client, cwd=tmp_path) as (conn, _):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             await conn.initialize()
         check_fast_agent_initialize(conn)
         session_id = await new_session(conn, tmp_path)
@@ -622,7 +621,7 @@ async def test_fast_agent_fake_openai_endpoint(
         env = {"GENERIC_BASE_URL": server.base_url, "GENERIC_API_KEY": "fake-key"}
         command = fast_agent_command(fast_agent, "generic.fake-model")
         async with drive(command, client, cwd=tmp_path, env=env) as (conn, _):
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(TIMEOUT):
                 await conn.initialize()
             check_fast_agent_initialize(conn)
             session_id = await new_session(conn, tmp_path)
@@ -656,7 +655,7 @@ async def test_fast_agent_fake_openai_endpoint(
                 conn, client, session_id, "think hard", when="first_message"
             )
             assert response.stop_reason == "cancelled"
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(TIMEOUT):
                 await anyio.to_thread.run_sync(lambda: server.wait_for_requests(3))
             assert server.requests[2].outcome in ("disconnected", "pending")
 
@@ -729,7 +728,7 @@ async def test_gemini_cli_fake_responses(
     client = FileClient({target: "old text\n"})
     command = [*gemini_cli, "--acp", "-m", "gemini-2.5-flash", "--fake-responses", str(fake)]
     async with drive(command, client, cwd=workspace, env=env) as (conn, _):
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             init = await conn.initialize()
         assert init.protocol_version == 1
         assert {m.id for m in init.auth_methods or []} >= {"gemini-api-key"}
@@ -803,7 +802,7 @@ async def test_sdk1_example_agent_through_connect(
         sdk1_agent, cwd=tmp_path, permission_policy=client.AllowAll()
     ) as conn:
         session = await conn.new_session()
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             result = await session.prompt("Please update the config")
         assert result.stop_reason == "end_turn"
         assert [(t.tool_call_id, t.kind, t.status) for t in result.tool_calls] == [
@@ -814,7 +813,7 @@ async def test_sdk1_example_agent_through_connect(
         assert session.view.last_stop_reason == "end_turn"
 
         kinds: list[str] = []
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             async with session.stream("Start, then stop") as stream:
                 async for event in stream:
                     kinds.append(event.kind)
@@ -837,7 +836,7 @@ async def test_fast_agent_through_connect(fast_agent: Path, tmp_path: Path, wire
         command, cwd=tmp_path, fs=True, permission_policy=client.AllowAll()
     ) as conn:
         session = await conn.new_session()
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             result = await session.prompt(
                 f'***CALL_TOOL read_text_file {{"path": "{tmp_path / "notes.txt"}"}}'
             )
@@ -847,7 +846,7 @@ async def test_fast_agent_through_connect(fast_agent: Path, tmp_path: Path, wire
         assert (tool_call.kind, tool_call.status) == ("read", "completed")
 
         out = tmp_path / "out.txt"
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             result = await session.prompt(
                 f'***CALL_TOOL write_text_file {{"path": "{out}", "content": "written"}}'
             )
@@ -875,7 +874,7 @@ async def test_gemini_cli_through_connect(
         command, cwd=workspace, env=env, fs=True, permission_policy=client.AllowAll()
     ) as conn:
         session = await conn.new_session()
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(TIMEOUT):
             result = await session.prompt("write the file")
         assert result.stop_reason == "end_turn"
         assert result.text == "Written."
@@ -907,7 +906,7 @@ def test_the_gemini_name_runs_gemini_cli_in_acp_mode(gemini_cli: list[str], tmp_
         text=True,
         cwd=workspace,
         env={**os.environ, **env, "ACCORD_CONFIG": str(config)},
-        timeout=WAIT,
+        timeout=TIMEOUT,
         check=False,
     )
     assert done.returncode == 0, done.stderr

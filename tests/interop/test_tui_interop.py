@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import SCENARIO_TIMEOUT
 from textual.pilot import Pilot
 
 pytest.importorskip("textual")
@@ -30,9 +31,6 @@ pytestmark = [
     pytest.mark.subprocess,
 ]
 
-#: The npm and fast-agent programs start slowly on a busy machine.
-WAIT = 120.0
-
 
 def chat(command: AgentSpec, cwd: Path) -> ChatApp:
     async def build() -> AgentSpec:
@@ -42,7 +40,7 @@ def chat(command: AgentSpec, cwd: Path) -> ChatApp:
 
 
 async def until(pilot: Pilot[Any], predicate: Any) -> None:
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(SCENARIO_TIMEOUT):  # npm and fast-agent programs start slowly
         while not predicate():
             await pilot.pause(0.05)
 

@@ -13,13 +13,11 @@ from typing import Any
 
 import anyio
 import orjson
+from helpers.timeouts import TIMEOUT
 
 from accord.jsonrpc import CANCEL_REQUEST_METHOD, Connection
 from accord.testing import pipe_transport_pair
 from accord.transports import MAX_MESSAGE_BYTES, StreamTransport, Transport, memory_transport_pair
-
-#: Bound on anything that could hang; generous, because CI machines are slow.
-TIMEOUT = 10
 
 
 def transports(

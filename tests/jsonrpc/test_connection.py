@@ -14,6 +14,7 @@ import anyio.lowlevel
 import orjson
 import pydantic
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import (
     AuthRequired,
@@ -29,7 +30,6 @@ from accord.jsonrpc import Connection
 from accord.transports import StreamTransport
 
 from ._support import (
-    TIMEOUT,
     connected,
     echo,
     expect_ping_works,

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities
 from accord.remote import AccessPolicy, ServerLimits, serve_remote
@@ -80,7 +81,7 @@ async def raw_request(port: int, data: bytes) -> RawResponse:
     async with await anyio.connect_tcp("127.0.0.1", port) as stream:
         await stream.send(data)
         buffer = b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(TIMEOUT):
             while b"\r\n\r\n" not in buffer:
                 try:
                     buffer += await stream.receive()

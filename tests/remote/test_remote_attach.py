@@ -11,6 +11,7 @@ import functools
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.client import connect
@@ -23,7 +24,6 @@ from accord.transports import Transport
 pytestmark = pytest.mark.anyio
 
 TOKEN = "test-token-0123456789abcdef"
-TIMEOUT = 20
 
 
 async def test_two_clients_over_sockets_share_one_session() -> None:

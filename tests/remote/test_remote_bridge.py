@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
+from helpers.timeouts import SCENARIO_TIMEOUT
 from test_remote_cli import ACCORD, TOKEN, _env, accord_serve
 
 from accord.client import connect
@@ -54,7 +55,9 @@ async def test_bridge_forwards_and_survives_a_server_restart(tmp_path: Path) -> 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_stderr, process.stderr)
                 transport = StreamTransport(process.stdout, process.stdin)
-                with anyio.fail_after(180):
+                with anyio.fail_after(
+                    SCENARIO_TIMEOUT
+                ):  # a served agent, a bridge process, two turns
                     async with connect(transport, cwd=project) as conn:
                         session = await conn.new_session()
                         first = await session.prompt("one")
@@ -85,7 +88,7 @@ def test_bridge_without_a_token_is_a_usage_error() -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,
         check=False,
     )
     assert done.returncode == 2
@@ -100,7 +103,7 @@ def test_bridge_refuses_a_bad_url(url: str) -> None:
         capture_output=True,
         text=True,
         env=_env(ACCORD_TOKEN=TOKEN),
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,
         check=False,
     )
     assert done.returncode == 2
@@ -114,7 +117,7 @@ def test_bridge_to_nothing_is_exit_3() -> None:
         capture_output=True,
         text=True,
         env=_env(ACCORD_TOKEN=TOKEN),
-        timeout=120,
+        timeout=SCENARIO_TIMEOUT,
         check=False,
     )
     assert done.returncode == 3

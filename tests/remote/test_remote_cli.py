@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -56,7 +57,7 @@ def accord_serve(
         raise AssertionError(f"accord serve did not start: {''.join(seen)}")
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=TIMEOUT)
 
 
 def test_a_non_loopback_address_without_tls_is_refused_with_exit_2() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from _remote_support import TOKEN, served_agent
+from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.errors import ConnectionClosed, ConnectionRefused
@@ -25,7 +26,7 @@ async def test_a_dropped_connection_reconnects_and_resumes_the_session(scheme: s
             back.set()
 
     async with served_agent([[Say("before")], [Say("after")]]) as server:
-        with anyio.fail_after(60):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token=TOKEN, on_status=status) as conn:
                 session = await conn.new_session()
                 first = await session.prompt("one")
@@ -39,7 +40,7 @@ async def test_a_dropped_connection_reconnects_and_resumes_the_session(scheme: s
 
 async def test_without_reconnect_a_drop_ends_the_connection() -> None:
     async with served_agent([[Say("x")]]) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(), token=TOKEN, reconnect=False) as conn:
                 session = await conn.new_session()
                 await server.served[-1].aclose()
@@ -51,7 +52,7 @@ async def test_without_reconnect_a_drop_ends_the_connection() -> None:
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_a_wrong_token_is_not_retried(scheme: str) -> None:
     async with served_agent() as server:
-        with pytest.raises(ConnectionRefused), anyio.fail_after(30):
+        with pytest.raises(ConnectionRefused), anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token="wrong-token-0123456789abcdef"):
                 pass
         assert server.served == []

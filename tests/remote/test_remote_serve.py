@@ -14,6 +14,7 @@ import anyio
 import orjson
 import pytest
 from _remote_support import TOKEN, UPGRADE, raw_request, request_bytes, served_agent
+from helpers.timeouts import TIMEOUT
 
 import accord.client._session as client_session
 from accord.agent import EngineCapabilities
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.anyio
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_a_prompt_turn_over_the_network(scheme: str) -> None:
     async with served_agent([[Say("Hello "), Stream(count=20)]]) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token=TOKEN) as conn:
                 session = await conn.new_session()
                 result = await session.prompt("hi")
@@ -46,7 +47,7 @@ async def test_a_permission_request_is_answered_over_the_network(scheme: str, al
     turn = [UseTool(title="Edit app.py", kind="edit", ask=True, result="edited"), Say("done")]
     policy = AllowAll() if allow else DenyAll()
     async with served_agent([turn]) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token=TOKEN, permission_policy=policy) as conn:
                 result = await (await conn.new_session()).prompt("edit it")
     assert result.stop_reason == "end_turn"
@@ -57,7 +58,7 @@ async def test_a_permission_request_is_answered_over_the_network(scheme: str, al
 @pytest.mark.parametrize("scheme", ["ws", "http"])
 async def test_a_second_connection_loads_the_session_of_the_first(scheme: str) -> None:
     async with served_agent([[Say("first answer")]]) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token=TOKEN) as conn:
                 session = await conn.new_session()
                 await session.prompt("one")
@@ -71,7 +72,7 @@ async def test_a_second_connection_loads_the_session_of_the_first(scheme: str) -
 @pytest.mark.parametrize("token", [None, "wrong-token-0123456789abcdef"])
 async def test_a_missing_or_wrong_token_is_refused_with_401(scheme: str, token: str | None) -> None:
     async with served_agent() as server:
-        with pytest.raises(ConnectionRefused) as refused, anyio.fail_after(10):
+        with pytest.raises(ConnectionRefused) as refused, anyio.fail_after(TIMEOUT):
             async with open_remote(server.url(scheme), token=token or "x" * 20) as transport:
                 await transport.send(
                     {
@@ -123,7 +124,7 @@ async def test_no_token_at_all_is_a_clear_local_error(monkeypatch: pytest.Monkey
 async def test_the_token_comes_from_accord_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
     async with served_agent([[Say("env")]]) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url()) as conn:
                 result = await (await conn.new_session()).prompt("hi")
     assert result.text == "env"
@@ -156,7 +157,7 @@ async def test_a_message_over_the_limit_closes_a_websocket_with_1009() -> None:
     async with served_agent(limits=limits) as server:
         async with open_remote(server.url(), token=TOKEN) as transport:
             await transport.send({"jsonrpc": "2.0", "method": "x", "params": {"pad": "a" * 8192}})
-            with pytest.raises((anyio.EndOfStream, ConnectionClosed)), anyio.fail_after(10):
+            with pytest.raises((anyio.EndOfStream, ConnectionClosed)), anyio.fail_after(TIMEOUT):
                 await transport.receive()
         # The server goes on serving.
         async with connect(server.url(), token=TOKEN) as conn:
@@ -201,7 +202,7 @@ async def test_connections_per_token_are_bounded() -> None:
 async def test_an_idle_websocket_is_closed() -> None:
     limits = ServerLimits(idle_timeout=0.2, heartbeat_interval=0.1)
     async with served_agent(limits=limits) as server, open_remote(server.url(), token=TOKEN) as t:
-        with pytest.raises((anyio.EndOfStream, ConnectionClosed)), anyio.fail_after(10):
+        with pytest.raises((anyio.EndOfStream, ConnectionClosed)), anyio.fail_after(TIMEOUT):
             await t.receive()
 
 
@@ -226,7 +227,7 @@ async def test_sse_streams_carry_heartbeat_comments() -> None:
                 )
             )
             received = b""
-            with anyio.fail_after(10):
+            with anyio.fail_after(TIMEOUT):
                 while received.count(b": ping") < 2:
                     received += await stream.receive()
     assert received.startswith(b"HTTP/1.1 200")
@@ -332,7 +333,7 @@ async def test_bad_requests_get_their_status_and_the_server_keeps_serving(
 ) -> None:
     async with served_agent([[Say("still here")]]) as server:
         response = await raw_request(server.port, request_)
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(), token=TOKEN) as conn:
                 result = await (await conn.new_session()).prompt("hi")
     assert response.status == status
@@ -385,7 +386,7 @@ async def test_tls(scheme: str) -> None:
     client_context = ssl.create_default_context()
     authority.configure_trust(client_context)
     async with served_agent([[Say("secret")]], ssl_context=server_context) as server:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async with connect(server.url(scheme), token=TOKEN, ssl_context=client_context) as conn:
                 result = await (await conn.new_session()).prompt("hi")
             # A client that does not trust the certificate does not get through.
@@ -422,7 +423,7 @@ async def test_a_new_session_s_announcements_arrive_with_it(
     monkeypatch.setattr(client_session, "ANNOUNCEMENT_TIMEOUT", 3600.0)
     server_context, client_context = _tls_contexts() if scheme in ("wss", "https") else (None, None)
     async with served_agent(capabilities=_PLAN, ssl_context=server_context) as server:
-        with caplog.at_level(logging.INFO, logger="accord.client"), anyio.fail_after(30):
+        with caplog.at_level(logging.INFO, logger="accord.client"), anyio.fail_after(TIMEOUT):
             async with connect(
                 server.url(scheme), token=TOKEN, reconnect=False, ssl_context=client_context
             ) as conn:

@@ -19,6 +19,7 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.client import AllowAll, DenyAll, PermissionContext, PermissionDecision, connect
 from accord.errors import CURSOR_META_KEY
@@ -30,7 +31,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240
 
 SCRIPT = Path(__file__).with_name("_served_script.py")
 TOKEN = "e2e-test-token-0123456789abcdef"
-TIMEOUT = 60
 
 
 @dataclass

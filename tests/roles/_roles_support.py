@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from helpers.timeouts import TIMEOUT
 
 from accord.jsonrpc import set_wire_observer
 from accord.roles import Agent, AgentSideConnection, Client, ClientSideConnection
@@ -22,9 +23,6 @@ from accord.schema import (
     SessionNotification,
 )
 from accord.transports import MemoryTransport, memory_transport_pair
-
-#: Upper bound of any single wait in these tests; they finish in milliseconds.
-TIMEOUT = 5
 
 
 class TappedTransport:

@@ -11,7 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _roles_support import TIMEOUT, MinimalAgent, MinimalClient, TappedTransport, connect
+from _roles_support import MinimalAgent, MinimalClient, TappedTransport, connect
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import LocalProtocolError
 from accord.roles import AgentSideConnection, ClientSideConnection

@@ -12,7 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _roles_support import TIMEOUT, MinimalAgent, MinimalClient, connect
+from _roles_support import MinimalAgent, MinimalClient, connect
+from helpers.timeouts import TIMEOUT
 
 from accord.roles import ClientSideConnection
 from accord.schema import (

@@ -12,13 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _roles_support import (
-    TIMEOUT,
-    MinimalAgent,
-    MinimalClient,
-    connect,
-    schema_validation_paused,
-)
+from _roles_support import MinimalAgent, MinimalClient, connect, schema_validation_paused
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import (
     InternalError,

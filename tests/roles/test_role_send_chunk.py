@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import anyio.lowlevel
 import pytest
-from _roles_support import TIMEOUT, MinimalAgent, MinimalClient, connect
+from _roles_support import MinimalAgent, MinimalClient, connect
+from helpers.timeouts import TIMEOUT
 
 from accord.roles import ChunkKind
 from accord.schema import (

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _roles_support import TIMEOUT, MinimalAgent, MinimalClient, connect
+from _roles_support import MinimalAgent, MinimalClient, connect
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import LocalProtocolError, RemoteProtocolError
 from accord.roles import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, negotiate_version

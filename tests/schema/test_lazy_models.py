@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 import pytest
+from helpers.timeouts import TIMEOUT
 
 import accord.schema
 from accord.schema import _generated_v1
@@ -32,7 +33,7 @@ _CODE = compile(SOURCE.read_text(encoding="utf-8"), str(SOURCE), "exec")
 
 def _run(code: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=TIMEOUT
     )
     return result.stdout.strip()
 

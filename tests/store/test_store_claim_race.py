@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from _store_support import record
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 from pg_support import fresh_schema
 
 import accord.store
@@ -72,7 +73,9 @@ def _race(database: str, kind: str) -> list[dict[str, str]]:
             child.stdin.flush()
         told: list[dict[str, str]] = []
         for child in children:
-            out, _ = child.communicate(timeout=120)
+            out, _ = child.communicate(
+                timeout=SCENARIO_TIMEOUT
+            )  # children race on a loaded machine
             assert child.returncode == 0
             told.append(dict(line.split(" ", 1) for line in out.splitlines()))
         return told
@@ -80,7 +83,7 @@ def _race(database: str, kind: str) -> list[dict[str, str]]:
         for child in children:
             if child.poll() is None:
                 child.kill()
-                child.wait(timeout=30)
+                child.wait(timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

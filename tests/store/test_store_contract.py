@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 import anyio
 import pytest
 from _store_support import T0, at, events, record
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import InvalidParams, SessionError, SessionNotFound
 from accord.store import (
@@ -562,7 +563,7 @@ async def test_many_tasks_share_one_store(store: SessionStore) -> None:
         for first in range(1, 50, 7):
             await store.append_events(events(session_id, first, 7))
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             for n in range(8):
                 tg.start_soon(session_worker, n)

@@ -16,6 +16,7 @@ import anyio
 import orjson
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
+from helpers.timeouts import TIMEOUT
 
 import accord.store
 from accord.store import SqliteSessionStore, iter_events
@@ -72,7 +73,7 @@ async def test_kill_9_during_a_streaming_turn_loses_nothing_committed(
 ) -> None:
     path = tmp_path / "crash.sqlite3"
     reported: list[int] = []
-    with anyio.fail_after(45):
+    with anyio.fail_after(TIMEOUT):
         for _ in range(2):  # the second run resumes the session the first one left behind
             reported += await _run_and_kill(path, anyio_backend)
 

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from _store_support import events, record
+from helpers.timeouts import TIMEOUT
 
 from accord.store import READ_BATCH_SIZE, SessionStore, StoreClosed, StoredEvent
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.anyio
 async def _take(batches: AsyncIterator[list[StoredEvent]], last_seq: int) -> list[int]:
     """Seqs yielded until ``last_seq`` (failing if anything past it comes in the same batch)."""
     seen: list[int] = []
-    with anyio.fail_after(30):
+    with anyio.fail_after(TIMEOUT):
         async for batch in batches:
             seen.extend(event.seq for event in batch)
             if seen[-1] >= last_seq:
@@ -50,7 +51,7 @@ async def test_follow_yields_the_events_verbatim(
         sent = events("s", 1, 4, turn_id="turn-9")
         await writer.append_events(sent)
         received: list[StoredEvent] = []
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async for batch in batches:
                 received.extend(batch)
                 if received[-1].seq == 4:
@@ -85,7 +86,7 @@ async def test_many_small_appends_arrive_once_each_and_in_order(
                 await writer.append_events(events("s", seq, 1))
 
         tg.start_soon(write)
-        with anyio.fail_after(60):
+        with anyio.fail_after(TIMEOUT):
             async for batch in batches:
                 seen.extend(event.seq for event in batch)
                 await anyio.sleep(0.001)  # a consumer slower than the writer
@@ -101,7 +102,7 @@ async def test_a_backlog_longer_than_a_batch_is_read_page_by_page(store: Session
     sizes: list[int] = []
     seqs: list[int] = []
     async with store.follow_events("s") as batches:
-        with anyio.fail_after(30):
+        with anyio.fail_after(TIMEOUT):
             async for batch in batches:
                 sizes.append(len(batch))
                 seqs.extend(e.seq for e in batch)
@@ -161,7 +162,7 @@ async def test_closing_the_store_ends_a_waiting_follower_with_store_closed(
     await store.create_session(record("s"))
     await store.append_events(events("s", 1, 1))
     outcome: list[BaseException] = []
-    with anyio.fail_after(30):
+    with anyio.fail_after(TIMEOUT):
         async with store.follow_events("s") as batches:
             assert await _take(batches, 1) == [1]
             waiting = anyio.Event()

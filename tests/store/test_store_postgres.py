@@ -16,6 +16,7 @@ import anyio
 import psycopg
 import pytest
 from _store_support import events, record
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 from pg_support import fresh_schema, postgres_url, restart_server, server_down, with_search_path
 
 from accord.store import (
@@ -131,7 +132,7 @@ async def test_listen_reports_appends_committed_by_another_store() -> None:
             await writer.create_session(record("s"))
             await writer.append_events(events("s", 1, 2))  # before listening: not reported
             seen: list[tuple[str, int]] = []
-            with anyio.fail_after(30):
+            with anyio.fail_after(TIMEOUT):
                 async with watcher.listen() as notes:
                     await writer.append_events(events("s", 3, 2))
                     await writer.append_events(events("s", 5, 3))
@@ -183,7 +184,7 @@ async def test_a_follower_gets_events_whose_notification_never_came() -> None:
                         )
                     conn.execute("UPDATE accord_sessions SET last_seq = 3")
                 seqs: list[int] = []
-                with anyio.fail_after(30):
+                with anyio.fail_after(TIMEOUT):
                     async for batch in batches:
                         seqs.extend(e.seq for e in batch)
                         if seqs[-1] == 3:
@@ -205,7 +206,7 @@ async def test_a_follower_across_a_database_restart_resumes_from_its_cursor() ->
             seqs: list[int] = []
             errors: list[str] = []
             restarted = False
-            with anyio.fail_after(120):
+            with anyio.fail_after(SCENARIO_TIMEOUT):  # the server restarts while the follower polls
                 while not seqs or seqs[-1] < 10:
                     cursor = seqs[-1] if seqs else 0
                     try:
@@ -236,7 +237,7 @@ async def test_a_follower_whose_database_is_down_says_so_plainly() -> None:
                 first = await anext(aiter(batches))
                 assert [e.seq for e in first] == [1, 2]
                 with server_down(), pytest.raises(StoreUnavailable) as caught:
-                    with anyio.fail_after(60):
+                    with anyio.fail_after(TIMEOUT):
                         await anext(aiter(batches))
             assert "PostgreSQL at 127.0.0.1" in str(caught.value)
             assert caught.value.code == -32603
@@ -287,7 +288,7 @@ def test_a_killed_process_leaves_only_whole_transactions() -> None:
             assert process.stdout.readline().strip() == "ready"
         finally:
             process.kill()
-            process.wait(timeout=30)
+            process.wait(timeout=TIMEOUT)
         with psycopg.connect(url, autocommit=True) as conn:
             seqs = [row[0] for row in conn.execute("SELECT seq FROM accord_events ORDER BY seq")]
             (last_seq,) = conn.execute("SELECT last_seq FROM accord_sessions").fetchone() or (0,)

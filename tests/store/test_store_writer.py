@@ -9,6 +9,7 @@ import anyio
 import anyio.abc
 import pytest
 from _store_support import events, record
+from helpers.timeouts import TIMEOUT
 
 from accord.store import (
     EventOrderError,
@@ -80,7 +81,7 @@ async def test_commits_and_delivers_in_append_order() -> None:
     recorder = Recorder()
     order = [e for pair in zip(events("a", 1, 50), events("b", 1, 50), strict=True) for e in pair]
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with GroupCommitWriter(store, recorder) as writer:
             for event in order:
                 await writer.append(event)
@@ -96,7 +97,7 @@ async def test_batches_what_accumulates_during_a_commit() -> None:
     await store.create_session(record("s"))
     recorder = Recorder()
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with GroupCommitWriter(store, recorder) as writer:
             first, *rest = events("s", 1, 41)
             await writer.append(first)
@@ -131,7 +132,7 @@ async def test_flush_waits_for_delivery() -> None:
         await writer.flush()
         flushed = True
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with (
             GroupCommitWriter(store, slow_delivery) as writer,
             anyio.create_task_group() as tg,
@@ -149,7 +150,7 @@ async def test_flush_waits_for_delivery() -> None:
 
 async def test_flush_with_nothing_appended_returns() -> None:
     store = await _store_with()
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with GroupCommitWriter(store) as writer:
             await writer.flush()
 
@@ -164,7 +165,7 @@ async def test_append_waits_when_max_pending_is_reached() -> None:
             await writer.append(event)
             appended.append(event.seq)
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with GroupCommitWriter(store, max_pending=4) as writer:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(producer, writer)
@@ -184,7 +185,7 @@ async def test_append_waits_when_max_pending_is_reached() -> None:
 async def test_leaving_the_block_commits_everything() -> None:
     store = await _store_with("s")
     recorder = Recorder()
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with GroupCommitWriter(store, recorder) as writer:
             for event in events("s", 1, 20):
                 await writer.append(event)
@@ -201,7 +202,7 @@ async def test_commit_error_is_raised_from_the_block_and_cancels_it() -> None:
             await writer.append(events("s", 1, 1)[0])
             await anyio.sleep_forever()  # the failure cancels the body
 
-    with anyio.fail_after(5), pytest.raises(StoreError, match="disk on fire"):
+    with anyio.fail_after(TIMEOUT), pytest.raises(StoreError, match="disk on fire"):
         await run()
 
 
@@ -215,7 +216,7 @@ async def test_commit_error_reaches_a_waiting_appender() -> None:
             await writer.append(events("s", 2, 1)[0])  # waits for space, then fails
             pytest.fail("unreachable")
 
-    with anyio.fail_after(5), pytest.raises(StoreError, match="disk on fire"):
+    with anyio.fail_after(TIMEOUT), pytest.raises(StoreError, match="disk on fire"):
         await run()
 
 
@@ -238,7 +239,7 @@ async def test_commit_error_in_another_task_raises_writer_closed() -> None:
             await anyio.sleep_forever()
 
     raised: list[BaseException] = []
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
             with pytest.raises(StoreError, match="disk on fire") as caught:
                 await run(tg)
@@ -261,7 +262,7 @@ async def test_flush_raises_when_the_commit_fails() -> None:
             await writer.append(events("s", 1, 1)[0])
             await writer.flush()
 
-    with anyio.fail_after(5), pytest.raises(StoreError, match="disk on fire") as caught:
+    with anyio.fail_after(TIMEOUT), pytest.raises(StoreError, match="disk on fire") as caught:
         await run()
     assert not isinstance(caught.value, WriterClosed)
 
@@ -277,7 +278,7 @@ async def test_delivery_error_is_raised_from_the_block() -> None:
             await writer.append(events("s", 1, 1)[0])
             await writer.flush()
 
-    with anyio.fail_after(5), pytest.raises(ConnectionError, match="client went away"):
+    with anyio.fail_after(TIMEOUT), pytest.raises(ConnectionError, match="client went away"):
         await run()
     assert len(await store.read_events("s")) == 1
 
@@ -290,7 +291,7 @@ async def test_store_rules_apply_through_the_writer() -> None:
             for event in batch:
                 await writer.append(event)
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         with pytest.raises(EventOrderError):
             await run([*events("s", 2, 1), *events("s", 1, 1)])
         with pytest.raises(UnknownSession):
@@ -305,7 +306,7 @@ async def test_body_error_propagates_unwrapped() -> None:
             await writer.append(events("s", 1, 1)[0])
             raise KeyError("from the body")
 
-    with anyio.fail_after(5), pytest.raises(KeyError, match="from the body"):
+    with anyio.fail_after(TIMEOUT), pytest.raises(KeyError, match="from the body"):
         await run()
 
 
@@ -320,7 +321,7 @@ async def test_body_and_commit_errors_together_raise_a_group() -> None:
                 await anyio.wait_all_tasks_blocked()  # the commit fails meanwhile
             raise KeyError("from the body")
 
-    with anyio.fail_after(5), pytest.raises(ExceptionGroup) as caught:
+    with anyio.fail_after(TIMEOUT), pytest.raises(ExceptionGroup) as caught:
         await run()
     kinds = sorted(type(exc).__name__ for exc in caught.value.exceptions)
     assert kinds == ["KeyError", "StoreError"]
@@ -329,7 +330,7 @@ async def test_body_and_commit_errors_together_raise_a_group() -> None:
 async def test_cancelled_block_is_not_an_error() -> None:
     store = await _store_with("s")
     writer = GroupCommitWriter(store)
-    with anyio.fail_after(5):
+    with anyio.fail_after(TIMEOUT):
         with anyio.CancelScope() as scope:
             async with writer:
                 await writer.append(events("s", 1, 1)[0])
@@ -364,7 +365,7 @@ async def test_writer_on_sqlite_end_to_end(tmp_path: Path) -> None:
     recorder = Recorder()
     async with SqliteSessionStore(tmp_path / "w.sqlite3") as store:
         await store.create_session(record("s"))
-        with anyio.fail_after(20):
+        with anyio.fail_after(TIMEOUT):
             async with GroupCommitWriter(store, recorder, max_pending=256) as writer:
                 for event in events("s", 1, 3000):
                     await writer.append(event)

@@ -22,6 +22,7 @@ from typing import Any, TypeAlias
 import anyio
 import openai
 import pytest
+from helpers.timeouts import TIMEOUT
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 from pydantic_ai import Agent, ModelMessagesTypeAdapter
 from pydantic_ai.messages import (
@@ -96,7 +97,7 @@ def collect_text(chunks: Iterable[ChatCompletionChunk], into: list[str] | None =
 async def wait_for(
     server: FakeOpenAIServer, count: int, outcome: Outcome | None = None
 ) -> tuple[RecordedRequest, ...]:
-    wait = functools.partial(server.wait_for_requests, count, outcome=outcome, timeout=5)
+    wait = functools.partial(server.wait_for_requests, count, outcome=outcome, timeout=TIMEOUT)
     return await anyio.to_thread.run_sync(wait)
 
 
@@ -329,7 +330,7 @@ async def test_async_client_cancellation_disconnects() -> None:
     reply = ScriptedReply(text=["first", "never"], hang_after=1, hang_timeout=30)
     with FakeOpenAIServer([reply]) as server:
         async with openai.AsyncOpenAI(base_url=server.base_url, api_key="t") as client:
-            with anyio.fail_after(5), anyio.CancelScope() as scope:
+            with anyio.fail_after(TIMEOUT), anyio.CancelScope() as scope:
                 stream = await client.chat.completions.create(model="m", messages=USER, stream=True)
                 async with stream:
                     async for chunk in stream:
@@ -558,7 +559,7 @@ async def test_agent_cancellation_closes_the_http_stream() -> None:
     reply = ScriptedReply(text=["partial", "never"], hang_after=1, hang_timeout=30)
     with FakeOpenAIServer([reply]) as server:
         async with openai_agent(server) as agent:
-            with anyio.fail_after(5), anyio.CancelScope() as scope:
+            with anyio.fail_after(TIMEOUT), anyio.CancelScope() as scope:
                 async with agent.run_stream_events("go") as events:
                     async for event in events:
                         if isinstance(event, PartStartEvent):

@@ -17,13 +17,12 @@ import sys
 import anyio
 import pytest
 from anyio.abc import Process
+from helpers.timeouts import TIMEOUT
 
 from accord.transports import TailBuffer, signal_group, spawn_group, stop_group
 
 pytestmark = pytest.mark.subprocess
 
-#: Bound on anything that could hang, process start-up included.
-TIMEOUT = 20
 
 #: A child that ignores SIGTERM, then waits for ever.
 IGNORES_TERM = """

@@ -9,6 +9,7 @@ import os
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.transports import stdio_transport
 
@@ -20,7 +21,7 @@ async def test_stdio_transport_over_pipes_round_trips_and_keeps_the_descriptors(
     out_read, out_write = os.pipe()  # the agent's stdout, what the client reads
     try:
         transport = stdio_transport(stdin_fd=in_read, stdout_fd=out_write, protect_stdout=False)
-        with anyio.fail_after(5):
+        with anyio.fail_after(TIMEOUT):
             os.write(in_write, b'{"jsonrpc": "2.0", "id": 0, "method": "m"}\n')
             assert await transport.receive() == {"jsonrpc": "2.0", "id": 0, "method": "m"}
             await transport.send({"jsonrpc": "2.0", "id": 0, "result": {}})

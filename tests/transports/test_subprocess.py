@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.errors import AgentProcessExited, ConnectionClosed, MethodNotFound
 from accord.jsonrpc import Connection
@@ -27,8 +28,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
 HELPERS = Path(__file__).resolve().parent.parent / "helpers"
 ECHO_AGENT = [sys.executable, str(HELPERS / "echo_agent.py")]
-#: Bound on anything that could hang, process start-up included.
-TIMEOUT = 20
 #: The echo agent's last stderr line after a flood (``echo_agent.FLOOD_END``).
 FLOOD_END = "END-OF-FLOOD"
 #: The stdio agent's last stderr line when its stdin closes (``stdio_agent.GOODBYE``).

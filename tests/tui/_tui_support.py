@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from helpers.timeouts import TIMEOUT
 from textual.pilot import Pilot
 
 from accord.agent import AgentRuntime, EngineCapabilities
@@ -69,7 +70,9 @@ def chat_app(agent: AgentSpec, cwd: Path | str, **options: Any) -> ChatApp:
     return ChatApp(build, agent_name="test agent", cwd=str(cwd), **options)
 
 
-async def until(pilot: Pilot[Any], predicate: Callable[[], object], within: float = 10) -> None:
+async def until(
+    pilot: Pilot[Any], predicate: Callable[[], object], within: float = TIMEOUT
+) -> None:
     """Let the app run until ``predicate()`` is true (fails after ``within`` seconds)."""
     with anyio.fail_after(within):
         while not predicate():

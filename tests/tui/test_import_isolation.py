@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from helpers.timeouts import TIMEOUT
 
 pytestmark = pytest.mark.subprocess
 
@@ -16,7 +17,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=TIMEOUT,
         check=False,
     )
 

@@ -17,14 +17,16 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.subprocess
 
 TMUX = shutil.which("tmux")
-#: The chat starts a Python process that loads Textual and pydantic-ai: generous on busy CI.
-SCREEN_TIMEOUT = 60.0
+#: The chat is a fresh process loading Textual and pydantic-ai inside tmux, and the screen is
+#: polled until it shows the text: a scenario more than a single wait.
+SCREEN_TIMEOUT = 2 * TIMEOUT
 
 
 class Tmux:
@@ -39,7 +41,7 @@ class Tmux:
             [self.tmux, "-L", self.socket, *args],
             capture_output=True,
             text=True,
-            timeout=10,
+            timeout=TIMEOUT,
             check=True,
         )
         return done.stdout
@@ -62,7 +64,7 @@ class Tmux:
         done = subprocess.run(
             [self.tmux, "-L", self.socket, "has-session", "-t", "chat"],
             capture_output=True,
-            timeout=10,
+            timeout=TIMEOUT,
             check=False,
         )
         return done.returncode == 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from _tui_support import SIZE, chat_app, text_of, until
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.client import connect
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -28,8 +29,6 @@ pytest.importorskip("wsproto")
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
 
 TOKEN = "tui-remote-token-0123456789abcdef"
-#: A served built-in agent starts slowly on a busy machine.
-SLOW = 120.0
 
 
 @contextmanager
@@ -66,7 +65,7 @@ def accord_serve(
         raise AssertionError(f"accord serve did not start: {''.join(seen)}")
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=TIMEOUT)
 
 
 async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
@@ -90,32 +89,32 @@ async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         app = chat_app(url, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.active_pane is not None or app.failed, SLOW)
+            await until(pilot, lambda: app.active_pane is not None or app.failed, SCENARIO_TIMEOUT)
             assert not app.failed, text_of(app.query_one("#failure"))
             pane = app.active_pane
             assert pane is not None
             session_id = pane.session.session_id
             await pilot.press(*"hello", "enter")
-            await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+            await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
             await until(pilot, lambda: not pane.conversation.pending)
             replies = [m.source for m in pane.query(AgentMessage)]
             assert replies == ["Served over the network."]
 
             server.terminate()
-            server.wait(timeout=30)
-            await until(pilot, lambda: app.reconnecting, within=SLOW)
+            server.wait(timeout=TIMEOUT)
+            await until(pilot, lambda: app.reconnecting, within=SCENARIO_TIMEOUT)
             assert "reconnecting" in text_of(app.query_one("#footer"))
             assert not app.failed
 
             with accord_serve(model.base_url, store, port):
-                await until(pilot, lambda: not app.reconnecting, within=SLOW)
+                await until(pilot, lambda: not app.reconnecting, within=SCENARIO_TIMEOUT)
                 assert not app.failed
                 assert app.connection_status is not None
                 assert app.connection_status.startswith("reconnected")
                 assert app.active_pane is pane and pane.session.session_id == session_id
                 app.last_stop_reason.clear()
                 await pilot.press(*"again", "enter")
-                await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+                await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
                 await until(pilot, lambda: not pane.conversation.pending)
                 assert app.last_stop_reason[session_id] == "end_turn"
                 replies = [m.source for m in pane.query(AgentMessage)]
@@ -132,7 +131,7 @@ async def test_a_wrong_token_is_said_in_the_app(
     ):
         app = chat_app(url, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: app.failed, within=SLOW)
+            await until(pilot, lambda: app.failed, within=SCENARIO_TIMEOUT)
             text = text_of(app.query_one("#failure"))
             assert "401" in text or "token" in text.lower(), text
             assert TOKEN not in text
@@ -157,7 +156,9 @@ async def test_attached_to_a_live_session_it_is_an_observer_until_it_prompts(
             session = await first.new_session(tmp_path)
             app = chat_app(url, tmp_path, session_id=session.session_id, resume=True)
             async with app.run_test(size=SIZE) as pilot:
-                await until(pilot, lambda: app.active_pane is not None or app.failed, SLOW)
+                await until(
+                    pilot, lambda: app.active_pane is not None or app.failed, SCENARIO_TIMEOUT
+                )
                 assert not app.failed, text_of(app.query_one("#failure"))
                 pane = app.active_pane
                 assert pane is not None
@@ -172,11 +173,11 @@ async def test_attached_to_a_live_session_it_is_an_observer_until_it_prompts(
                     lambda: (
                         [m.source for m in pane.query(AgentMessage)] == ["From the first client."]
                     ),
-                    within=SLOW,
+                    within=SCENARIO_TIMEOUT,
                 )
                 assert "observer" in text_of(footer)
 
                 await pilot.press(*"my turn", "enter")
-                await until(pilot, lambda: app.last_stop_reason, within=SLOW)
+                await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
                 assert not pane.session.observer
                 await until(pilot, lambda: "observer" not in text_of(footer))
