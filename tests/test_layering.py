@@ -5,6 +5,10 @@ Every import of every module under ``src/accord`` (at module level, inside funct
 the set of packages each package imports must be exactly the one the architecture page's
 layer table lists for it. An import that breaks the layering fails here, and so does a row
 of the table that the code no longer needs: change the page and the code together.
+
+A package also uses another only through its public names: an import that reaches into another
+package's private module (``from ..coder._config import ...``) or takes a private name from it
+(``from ..coder import _helper``) fails here too.
 """
 
 from __future__ import annotations
@@ -75,6 +79,40 @@ def imported_packages(sources: Path) -> dict[str, dict[str, list[str]]]:
     return found
 
 
+def _import_targets(node: ast.AST, base: list[str]) -> list[list[str]]:
+    """The dotted names an import statement reaches, names taken from a module included."""
+    if isinstance(node, ast.Import):
+        return [alias.name.split(".") for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        module = base[: len(base) - node.level + 1] + (
+            node.module.split(".") if node.module else []
+        )
+    else:
+        module = (node.module or "").split(".")
+    return [[*module, alias.name] for alias in node.names]
+
+
+def private_imports(sources: Path) -> list[str]:
+    """Every import of another accord package's private module or name ("file:line name")."""
+    found: list[str] = []
+    for path in sorted(sources.rglob("*.py")):
+        module = _module_parts(path, sources)
+        if len(module) < 2:
+            continue
+        package = module[1]
+        base = module if path.name == "__init__.py" else module[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for target in _import_targets(node, base):
+                if len(target) < 3 or target[0] != "accord" or target[1] == package:
+                    continue
+                if any(part.startswith("_") for part in target[2:]):
+                    where = f"{path.relative_to(sources.parent)}:{getattr(node, 'lineno', 0)}"
+                    found.append(f"{where} {'.'.join(target)}")
+    return found
+
+
 def layering_violations(sources: Path, layers: dict[str, set[str]]) -> list[str]:
     """Every way the code at ``sources`` differs from the documented ``layers``."""
     problems: list[str] = []
@@ -103,6 +141,10 @@ def test_the_code_imports_exactly_what_the_architecture_page_documents() -> None
     layers = documented_layers(ARCHITECTURE.read_text(encoding="utf-8"))
     assert layers, "no layer table found in docs/architecture.md"
     assert layering_violations(SOURCES, layers) == []
+
+
+def test_no_package_imports_another_package_s_private_modules_or_names() -> None:
+    assert private_imports(SOURCES) == []
 
 
 def test_the_documented_layers_have_no_cycle() -> None:
@@ -167,3 +209,34 @@ def test_a_stale_or_missing_row_is_reported(tmp_path: Path) -> None:
         "the layer table lets accord.schema import accord.events, but it no longer does: "
         "remove it from the table"
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "reported"),
+    [
+        ("from ..schema._models import Model", "accord.schema._models.Model"),
+        ("from ..schema import _helper", "accord.schema._helper"),
+        ("from accord.schema._models import Model", "accord.schema._models.Model"),
+        ("import accord.schema._models", "accord.schema._models"),
+        ("from .. import schema", None),
+        ("from ..schema import Model", None),
+        ("from ._good import Event", None),
+        ("from accord.events._good import Event", None),
+    ],
+)
+def test_a_private_import_across_packages_is_reported(
+    tmp_path: Path, line: str, reported: str | None
+) -> None:
+    """A synthetic tree: events reaches into schema; its own private modules are its own."""
+    sources = tmp_path / "accord"
+    _write(sources, "__init__.py", "")
+    _write(sources, "schema/__init__.py", "from ._models import Model\n")
+    _write(sources, "schema/_models.py", "Model = object\n")
+    _write(sources, "events/__init__.py", "")
+    _write(sources, "events/_good.py", "Event = object\n")
+    _write(sources, "events/_uses.py", f"def late():\n    {line}\n")
+    found = private_imports(sources)
+    if reported is None:
+        assert found == []
+    else:
+        assert found == [f"accord/events/_uses.py:2 {reported}"]

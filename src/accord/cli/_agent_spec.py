@@ -100,7 +100,7 @@ def choose_agent(value: str | None, settings: Settings) -> AgentChoice:
 
 def builtin_environ(settings: Settings) -> dict[str, str]:
     """This process's environment, with the config file's model and URL as fallbacks."""
-    from ..coder._config import BASE_URL_ENV, MODEL_ENV
+    from ..coder import BASE_URL_ENV, MODEL_ENV
 
     environ = dict(os.environ)
     if settings.model and not environ.get(MODEL_ENV):

@@ -13,9 +13,9 @@ auth method (ACP ``type: "terminal"``: the editor starts the agent's own command
     API key for ANTHROPIC_API_KEY (typing is hidden):
 
 The key is read without echo (``getpass``) and saved in the user's keyring when a backend is
-available, else in a ``0600`` file in the user config directory (:mod:`accord.coder`'s
-``_credentials``); it is never printed or logged. The provider, model and server URL are
-saved beside it, and a later ``accord serve`` without ``--model`` uses them.
+available, else in a ``0600`` file in the user config directory
+(:func:`accord.coder.save_model`); it is never printed or logged. The provider, model and server
+URL are saved beside it, and a later ``accord serve`` without ``--model`` uses them.
 
 Prompts go to stderr. Exit codes: 0 saved, 1 not a terminal, end of input or not writable, 130
 interrupted.
@@ -28,7 +28,7 @@ import os
 import sys
 from typing import TextIO
 
-from ..coder._credentials import PROVIDERS, Provider, config_dir, save
+from ..coder import MODEL_PROVIDERS, ModelProvider, accord_config_dir, save_model
 from ._exit_codes import ExitCode
 
 __all__ = ("configure_command",)
@@ -47,15 +47,15 @@ def _line(prompt: str, out: TextIO) -> str:
     return line.strip()
 
 
-def _choose_provider(out: TextIO) -> Provider:
+def _choose_provider(out: TextIO) -> ModelProvider:
     out.write("Providers:\n")
-    for number, provider in enumerate(PROVIDERS, 1):
+    for number, provider in enumerate(MODEL_PROVIDERS, 1):
         out.write(f"  {number}. {provider.name}\n")
     while True:
         answer = _line("Provider [1]: ", out) or "1"
-        if answer.isdigit() and 1 <= int(answer) <= len(PROVIDERS):
-            return PROVIDERS[int(answer) - 1]
-        out.write(f"  choose a number from 1 to {len(PROVIDERS)}\n")
+        if answer.isdigit() and 1 <= int(answer) <= len(MODEL_PROVIDERS):
+            return MODEL_PROVIDERS[int(answer) - 1]
+        out.write(f"  choose a number from 1 to {len(MODEL_PROVIDERS)}\n")
 
 
 def _base_url(out: TextIO) -> str:
@@ -66,7 +66,7 @@ def _base_url(out: TextIO) -> str:
         out.write("  the URL starts with http:// or https://\n")
 
 
-def _model_name(provider: Provider, out: TextIO) -> str:
+def _model_name(provider: ModelProvider, out: TextIO) -> str:
     default = provider.prefix + provider.example_model
     name = _line(f"Model [{default}]: ", out) or default
     if provider.needs_base_url or ":" not in name or not name.split(":", 1)[0].isalpha():
@@ -74,7 +74,7 @@ def _model_name(provider: Provider, out: TextIO) -> str:
     return name
 
 
-def _key(provider: Provider, out: TextIO) -> str | None:
+def _key(provider: ModelProvider, out: TextIO) -> str | None:
     present = bool(os.environ.get(provider.key_variable))
     if provider.needs_base_url:
         hint = "Enter if the server needs none"
@@ -111,9 +111,9 @@ def configure_command(out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         stream.write("\naccord serve --configure: nothing saved (interrupted)\n")
         return ExitCode.CANCELLED
-    directory = config_dir()
+    directory = accord_config_dir()
     try:
-        saved = save(provider, model, base_url=base_url, key=key, directory=directory)
+        saved = save_model(provider, model, base_url=base_url, key=key, directory=directory)
     except OSError as exc:
         stream.write(f"accord serve --configure: cannot save in {directory}: {exc}\n")
         return ExitCode.ERROR

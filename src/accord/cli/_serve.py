@@ -80,13 +80,13 @@ def build_agent(
         ValueError: the environment's configuration is invalid (e.g. a bad context window).
         OSError: the activity file cannot be opened.
     """
-    from ..coder import MODEL_ENV, CoderConfig, CoderRuntime
-    from ..coder._credentials import config_dir, load_saved
+    from ..coder import MODEL_ENV, CoderConfig, CoderRuntime, accord_config_dir, load_saved_model
     from ..store import POSTGRES_SCHEMES, PostgresSessionStore, open_store
 
     env = os.environ if environ is None else environ
     if not model and not env.get(MODEL_ENV):
-        saved = load_saved(config_dir(), os.environ)  # what `accord serve --configure` saved
+        # What `accord serve --configure` saved.
+        saved = load_saved_model(accord_config_dir(), os.environ)
         if saved is not None:
             model, base_url = saved.model, base_url or saved.base_url
     config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)

@@ -26,7 +26,11 @@ What it offers (details in the private modules named):
   (:mod:`._prompt`);
 * **models**: any pydantic-ai model name, or any model of an OpenAI-compatible server
   (``base_url``); keys from the environment; with no model configured the agent still starts
-  and explains how to configure one (:mod:`._config`).
+  and explains how to configure one (:mod:`._config`);
+* **the saved model choice** of ``accord serve --configure`` (:mod:`._credentials`): the
+  providers offered (:data:`MODEL_PROVIDERS`), :func:`save_model` (the key goes to the user's
+  keyring or a ``0600`` file, never beside the choice) and :func:`load_saved_model` (the key
+  put in the provider's variable for this process), under :func:`accord_config_dir`.
 
 Importing this package loads no model code: pydantic-ai is imported when the first session
 needs it (:mod:`._engine`). Below: :mod:`accord.engines` (the contract and the pydantic-ai
@@ -39,6 +43,12 @@ from ._config import BASE_URL_ENV as BASE_URL_ENV
 from ._config import CONTEXT_WINDOW_ENV as CONTEXT_WINDOW_ENV
 from ._config import MODEL_ENV as MODEL_ENV
 from ._config import CoderConfig as CoderConfig
+from ._credentials import MODEL_PROVIDERS as MODEL_PROVIDERS
+from ._credentials import ModelProvider as ModelProvider
+from ._credentials import SavedModel as SavedModel
+from ._credentials import accord_config_dir as accord_config_dir
+from ._credentials import load_saved_model as load_saved_model
+from ._credentials import save_model as save_model
 from ._engine import CoderEngine as CoderEngine
 from ._modes import ASK as ASK
 from ._modes import AUTO as AUTO
@@ -61,13 +71,19 @@ __all__ = (
     "CONTEXT_WINDOW_ENV",
     "DEFAULT_MODE_ID",
     "MODEL_ENV",
+    "MODEL_PROVIDERS",
     "MODES",
     "CoderConfig",
     "CoderEngine",
     "CoderRuntime",
     "CoderState",
     "ModeSpec",
+    "ModelProvider",
+    "SavedModel",
+    "accord_config_dir",
     "build_system_prompt",
+    "load_saved_model",
     "needs_approval",
+    "save_model",
     "tool_allowed",
 )

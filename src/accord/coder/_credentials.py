@@ -10,7 +10,7 @@ Two things are kept, apart:
   created ``0600`` in a ``0700`` directory (:data:`CREDENTIALS_FILE`).
 
 ``accord serve`` reads them when neither ``--model`` nor :data:`~._config.MODEL_ENV` says
-otherwise (:func:`load_saved`); the key is put in the provider's own environment variable
+otherwise (:func:`load_saved_model`); the key is put in the provider's own environment variable
 (``OPENAI_API_KEY``, ...) for this process only, unless that variable is already set. Nothing
 here logs, prints or returns a key to anything but the provider's variable.
 
@@ -35,13 +35,13 @@ import platformdirs
 __all__ = (
     "CREDENTIALS_FILE",
     "KEYRING_SERVICE",
-    "PROVIDERS",
+    "MODEL_PROVIDERS",
     "SETTINGS_FILE",
-    "Provider",
+    "ModelProvider",
     "SavedModel",
-    "config_dir",
-    "load_saved",
-    "save",
+    "accord_config_dir",
+    "load_saved_model",
+    "save_model",
 )
 
 _log = logging.getLogger("accord.coder")
@@ -50,14 +50,14 @@ KEYRING_SERVICE: Final = "accord"
 """The keyring service name the keys are stored under."""
 
 SETTINGS_FILE: Final = "model.json"
-"""The file (in :func:`config_dir`) with the saved provider, model and base URL."""
+"""The file (in :func:`accord_config_dir`) with the saved provider, model and base URL."""
 
 CREDENTIALS_FILE: Final = "credentials.json"
-"""The ``0600`` file (in :func:`config_dir`) with keys, when no keyring backend is available."""
+"""The ``0600`` file (in :func:`accord_config_dir`) with keys when no keyring backend is there."""
 
 
 @dataclass(frozen=True, slots=True)
-class Provider:
+class ModelProvider:
     """A model provider ``--configure`` offers.
 
     Attributes:
@@ -77,11 +77,13 @@ class Provider:
     needs_base_url: bool = False
 
 
-PROVIDERS: Final = (
-    Provider("openai", "OpenAI", "openai:", "OPENAI_API_KEY", "gpt-5"),
-    Provider("anthropic", "Anthropic", "anthropic:", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-    Provider("google", "Google (Gemini API)", "google-gla:", "GOOGLE_API_KEY", "gemini-2.5-pro"),
-    Provider(
+MODEL_PROVIDERS: Final = (
+    ModelProvider("openai", "OpenAI", "openai:", "OPENAI_API_KEY", "gpt-5"),
+    ModelProvider("anthropic", "Anthropic", "anthropic:", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
+    ModelProvider(
+        "google", "Google (Gemini API)", "google-gla:", "GOOGLE_API_KEY", "gemini-2.5-pro"
+    ),
+    ModelProvider(
         "compatible",
         "An OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio, a proxy)",
         "openai:",
@@ -112,10 +114,12 @@ class SavedModel:
     @property
     def key_variable(self) -> str:
         """The environment variable the provider reads its key from."""
-        return next((p.key_variable for p in PROVIDERS if p.id == self.provider), "OPENAI_API_KEY")
+        return next(
+            (p.key_variable for p in MODEL_PROVIDERS if p.id == self.provider), "OPENAI_API_KEY"
+        )
 
 
-def config_dir() -> Path:
+def accord_config_dir() -> Path:
     """``<user config dir>/accord`` (``$XDG_CONFIG_HOME/accord`` on Linux)."""
     return Path(platformdirs.user_config_dir("accord", appauthor=False))
 
@@ -161,8 +165,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
-def save(
-    provider: Provider, model: str, *, base_url: str | None, key: str | None, directory: Path
+def save_model(
+    provider: ModelProvider, model: str, *, base_url: str | None, key: str | None, directory: Path
 ) -> SavedModel:
     """Save the choice and the key; return what was saved (where the key went).
 
@@ -195,7 +199,7 @@ def save(
     return saved
 
 
-def load_saved(directory: Path, environ: MutableMapping[str, str]) -> SavedModel | None:
+def load_saved_model(directory: Path, environ: MutableMapping[str, str]) -> SavedModel | None:
     """The saved choice, with its key put in ``environ`` (unless already set); else ``None``."""
     data = _read_json(directory / SETTINGS_FILE)
     if data is None or not isinstance(data.get("model"), str) or not data["model"]:
