@@ -15,6 +15,7 @@ anyio, orjson and the operating system.
 
 from ._base import BackgroundWriterTransport as BackgroundWriterTransport
 from ._base import BatchTransport as BatchTransport
+from ._base import DirectReceiveTransport as DirectReceiveTransport
 from ._base import Transport as Transport
 from ._fd import FdReceiveStream as FdReceiveStream
 from ._fd import FdSendStream as FdSendStream
@@ -42,6 +43,7 @@ __all__ = (
     "MAX_MESSAGE_BYTES",
     "BackgroundWriterTransport",
     "BatchTransport",
+    "DirectReceiveTransport",
     "FdReceiveStream",
     "FdSendStream",
     "LineDecoder",

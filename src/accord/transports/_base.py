@@ -9,11 +9,12 @@ error instead of dropping it, and raises ``anyio.EndOfStream`` when the peer is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ._framing import MalformedFrame
 
-__all__ = ("BackgroundWriterTransport", "BatchTransport", "Transport")
+__all__ = ("BackgroundWriterTransport", "BatchTransport", "DirectReceiveTransport", "Transport")
 
 
 @runtime_checkable
@@ -75,5 +76,28 @@ class BackgroundWriterTransport(Transport, Protocol):
 
         Raises:
             RuntimeError: it is already running for this transport.
+        """
+        ...
+
+
+@runtime_checkable
+class DirectReceiveTransport(Transport, Protocol):
+    """A transport that can hand a message over as it is read, without waking a task (optional).
+
+    A pipe read from the event loop's readiness callback (asyncio) offers each message it reads
+    to the function given here first, provided its consumer is waiting in ``receive`` (or
+    ``receive_batch``) with nothing read before it still queued: so a message taken this way
+    is one that ``receive`` would have returned next. The connection takes the answers to its
+    requests and the peer's requests this way: a lone request then costs no hand-over to the
+    reading task and no extra turn of the event loop.
+    """
+
+    def set_direct_receiver(self, take: Callable[[Any], bool] | None) -> None:
+        """Offer messages to ``take`` as they are read (``None``: stop).
+
+        ``take(message)`` runs in the event loop's callback, outside any task: it must not
+        block, and returns ``True`` when it consumed the message (``receive`` never returns
+        it) or ``False`` to leave it, and everything read after it, to ``receive``. An
+        exception from it is logged and counts as ``False``.
         """
         ...

@@ -25,6 +25,15 @@ class _FdBase:
         os.set_blocking(fd, False)
         self._closed = False
 
+    def fileno(self) -> int:
+        """The file descriptor."""
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        """Whether the stream was closed."""
+        return self._closed
+
     def _restore(self) -> None:
         if not self._closed:
             self._closed = True

@@ -7,11 +7,20 @@ one queue, so concurrent senders never interleave lines. A line sent while the p
 is written at once by its sender; with ``run_writer`` running (the connection starts it), a
 burst sent without yielding is written with one system call per pipe buffer rather than one
 per message.
+
+On asyncio, a pipe is read from the event loop's readiness callback, registered once for as
+long as the transport reads (the way asyncio's own pipe transports read), rather than by a
+task that registers its interest anew for every read. The callback hands a message straight
+to the consumer's direct receiver when there is one (:meth:`StreamTransport.set_direct_receiver`).
+Other backends (trio) and streams that are not pipes are read by the receiving task.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
@@ -25,7 +34,6 @@ from ._fd import FdReceiveStream, FdSendStream
 from ._framing import (
     MAX_MESSAGE_BYTES,
     LineDecoder,
-    MalformedFrame,
     decode_line,
     encode_message,
 )
@@ -45,6 +53,8 @@ CLOSE_FLUSH_TIMEOUT = 5.0
 BURST_WINDOW = 50e-6
 
 _LONG_AGO = float("-inf")
+
+logger = logging.getLogger("accord.transports")
 
 #: What a failed write raises: the peer is gone or the stream was closed.
 _WRITE_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
@@ -69,7 +79,9 @@ class StreamTransport:
         self._reader = reader
         self._writer = writer
         self._decoder = LineDecoder(max_message_bytes)
-        self._frames: deque[bytes | MalformedFrame] = deque()
+        # Lines read but not yet returned: raw (bytes), MalformedFrame, or a message the
+        # direct receiver left, already parsed (never bytes: JSON never parses to bytes).
+        self._frames: deque[Any] = deque()
         self._eof = False
         self._write_lock = anyio.Lock(fast_acquire=True)
         # A pipe we write with non-blocking system calls: a line that fits goes out at once,
@@ -90,6 +102,14 @@ class StreamTransport:
         self._wake = anyio.Event()
         # When a line last went out directly (see send()); reset when the writer runs.
         self._last_direct_write = _LONG_AGO
+        # Reading a pipe on asyncio (see _wait_for_frames()): the loop whose readiness
+        # callback reads it, whether that callback is registered, the future the receiving
+        # task waits on, and the direct receiver messages are offered to.
+        self._read_loop: asyncio.AbstractEventLoop | None = None
+        self._loop_reading_failed = False
+        self._watching = False
+        self._read_waiter: asyncio.Future[None] | None = None
+        self._take: Callable[[Any], bool] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as a JSON line.
@@ -283,17 +303,19 @@ class StreamTransport:
         while not frames:
             if self._eof:
                 raise anyio.EndOfStream
+            if self._fd_reader is not None and self._reading_from_loop():
+                await self._wait_for_frames()
+                continue
             try:
                 chunk = await self._read()
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self._eof = True
-                frames.extend(self._decoder.end_of_stream())
+                self._end_reading()
                 continue
             frames.extend(self._decoder.feed(chunk))
         frame = frames.popleft()
-        if isinstance(frame, MalformedFrame):
-            return frame
-        return decode_line(frame)
+        if type(frame) is bytes:
+            return decode_line(frame)
+        return frame  # a MalformedFrame, or a message already parsed (see _offer())
 
     async def receive_batch(self, max_messages: int) -> list[Any]:
         """Return the messages already read (at least one, at most ``max_messages``).
@@ -320,6 +342,122 @@ class StreamTransport:
                     continue
             append(frame)
         return batch
+
+    def set_direct_receiver(self, take: Callable[[Any], bool] | None) -> None:
+        """Offer each message to ``take`` as it is read (see ``DirectReceiveTransport``).
+
+        Only a pipe read on asyncio reads from the event loop's callback; elsewhere messages
+        are read by the receiving task and ``take`` is never called.
+        """
+        self._take = take
+
+    def _reading_from_loop(self) -> bool:
+        """Whether the pipe is read from this asyncio loop's readiness callback.
+
+        Decided at the first read under each loop: on asyncio with a loop that can watch a
+        descriptor (not on trio, where this returns ``False`` and the task reads).
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio
+            return False
+        if loop is self._read_loop:
+            return not self._loop_reading_failed
+        self._stop_watching()
+        self._read_loop = loop
+        self._loop_reading_failed = False
+        return True
+
+    async def _wait_for_frames(self) -> None:
+        """Wait until the readiness callback has queued frames or seen the end of the pipe."""
+        loop = self._read_loop
+        fd_reader = self._fd_reader
+        assert loop is not None and fd_reader is not None
+        if not self._watching:
+            if fd_reader.closed:
+                self._end_reading()
+                return
+            try:
+                loop.add_reader(fd_reader.fileno(), self._on_readable)
+            except NotImplementedError:  # a loop that cannot watch descriptors (Windows)
+                self._loop_reading_failed = True
+                return
+            self._watching = True
+        waiter = loop.create_future()
+        self._read_waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._read_waiter = None
+
+    def _on_readable(self) -> None:
+        """The loop's readiness callback: read one chunk, offer or queue its frames."""
+        frames = self._frames
+        fd_reader = self._fd_reader
+        if frames or fd_reader is None:
+            # The consumer has not caught up: read on once it waits again (backpressure).
+            self._stop_watching()
+            return
+        try:
+            chunk = fd_reader.read_nowait(READ_SIZE)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._end_reading()
+            return
+        if chunk is None:
+            return
+        # The loop is turning, so whoever sent last has yielded: a new burst may start.
+        self._last_direct_write = _LONG_AGO
+        found = self._decoder.feed(chunk)
+        if self._take is not None and self._read_waiter is not None:
+            found = self._offer(found, self._take)
+        if found:
+            frames.extend(found)
+            self._wake_receiver()
+
+    def _offer(self, found: list[Any], take: Callable[[Any], bool]) -> list[Any]:
+        """Hand frames to ``take`` in order; return those it left, from the first one left."""
+        loads = orjson.loads
+        for index, frame in enumerate(found):
+            if type(frame) is not bytes:
+                return found[index:]  # a MalformedFrame: receive() returns it
+            try:
+                message = loads(frame)
+            except orjson.JSONDecodeError:
+                return found[index:]  # receive() turns it into a MalformedFrame
+            try:
+                taken = take(message)
+            except Exception:
+                logger.exception("direct receiver failed; the message goes to receive()")
+                taken = False
+            if not taken:
+                found[index] = message
+                return found[index:]
+        return []
+
+    def _wake_receiver(self) -> None:
+        waiter = self._read_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _end_reading(self) -> None:
+        """The pipe ended, failed or was closed: a last unterminated line still counts."""
+        self._eof = True
+        self._frames.extend(self._decoder.end_of_stream())
+        self._stop_watching()
+        self._wake_receiver()
+
+    def _stop_watching(self) -> None:
+        if self._watching:
+            self._watching = False
+            loop = self._read_loop
+            if loop is not None and not loop.is_closed() and self._fd_reader is not None:
+                loop.remove_reader(self._fd_reader.fileno())
+
+    async def _close_reader(self) -> None:
+        """Stop reading and close the reading stream (a receiver waiting sees the end)."""
+        if not self._eof:
+            self._end_reading()
+        await self._reader.aclose()
 
     async def _read(self) -> bytes:
         """Read the next chunk, having yielded to the other tasks once since the last read.
@@ -362,4 +500,4 @@ class StreamTransport:
             await self._flush_before_close()
             await self._writer.aclose()
         finally:
-            await self._reader.aclose()
+            await self._close_reader()

@@ -208,7 +208,7 @@ class SubprocessTransport(StreamTransport):
             # bounded, since a process outside its group may still hold stderr open.
             with anyio.move_on_after(EXIT_WAIT_TIMEOUT):
                 await self._stderr_done.wait()
-        await self._reader.aclose()
+        await self._close_reader()
 
 
 @asynccontextmanager
