@@ -276,6 +276,11 @@ class Connection:
         )
         if run_writer is not None:
             task_group.start_soon(run_writer)
+        set_direct_receiver: Callable[[Any], None] | None = getattr(
+            self._transport, "set_direct_receiver", None
+        )
+        if set_direct_receiver is not None:
+            set_direct_receiver(self._take_now)
         return self
 
     async def __aexit__(
@@ -499,28 +504,12 @@ class Connection:
             self._received_notifications += 1
             self._unsent.append((event.method, event.params))
         elif isinstance(event, ResponseReceived):
-            waiter = self._waiters.get(event.id)
-            if waiter is not None:
-                waiter.result = event.result
-                waiter.error = event.error
-                if waiter.on_answer is not None:
-                    self._received_notifications += 1
-                    self._unsent.append((_ANSWER, waiter.on_answer))
-                waiter.barrier = self._received_notifications
-                waiter.event.set()
+            self._settle(event)
         elif isinstance(event, RequestReceived):
             if self._unsent:  # its handler waits for them: hand them over before any wait
                 await self._flush_notifications()
             await self._slots.acquire()
-            assert self._task_group is not None
-            # Registered before the task starts, so a $/cancel_request read right after the
-            # request (often in the same chunk) finds it; None marks a duplicate id.
-            scope = None if event.id in self._running else anyio.CancelScope()
-            if scope is not None:
-                self._running[event.id] = scope
-            self._task_group.start_soon(
-                self._handle_request, event, self._received_notifications, scope
-            )
+            self._start_handler(event)
         elif isinstance(event, InvalidMessage):
             if self._unsent:
                 await self._flush_notifications()
@@ -528,6 +517,92 @@ class Connection:
                 "%s: invalid message answered with an error: %s", self._name, event.reason
             )
             await self._send_quietly(event.reply)
+
+    def _settle(self, event: ResponseReceived) -> None:
+        """Hand an answer to the call waiting for it (if it still waits)."""
+        waiter = self._waiters.get(event.id)
+        if waiter is not None:
+            waiter.result = event.result
+            waiter.error = event.error
+            if waiter.on_answer is not None:
+                self._received_notifications += 1
+                self._unsent.append((_ANSWER, waiter.on_answer))
+            waiter.barrier = self._received_notifications
+            waiter.event.set()
+
+    def _start_handler(self, event: RequestReceived) -> None:
+        """Start the task answering a peer request; a slot of ``_slots`` is already held."""
+        assert self._task_group is not None
+        # Registered before the task starts, so a $/cancel_request read right after the
+        # request (often in the same chunk) finds it; None marks a duplicate id.
+        scope = None if event.id in self._running else anyio.CancelScope()
+        if scope is not None:
+            self._running[event.id] = scope
+        self._task_group.start_soon(
+            self._handle_request, event, self._received_notifications, scope
+        )
+
+    def _take_now(self, message: Any) -> bool:
+        """Handle an answer or a request as the transport reads it, without the reader task.
+
+        Called by a ``DirectReceiveTransport`` from the event loop's read callback, only for
+        a message ``receive`` would have returned next while the read loop waits in it: so it
+        is handled exactly as the read loop would, in the same order, one turn of the event
+        loop sooner. Only what needs no waiting is taken here: the answer to a call that has
+        no ``on_answer`` hook, and a well-formed request while a handler slot is free (its
+        handler starts in a task of its own). Anything else, or anything while notifications
+        are still being handed over or the connection is ending, is left to the read loop.
+        """
+        if (
+            type(message) is not dict
+            or self._unsent
+            or self._close_reason is not None
+            or self._task_group is None
+            or self._task_group.cancel_scope.cancel_called
+        ):
+            return False
+        fields = cast(dict[str, Any], message)
+        request_id: Any = fields.get("id")
+        if not is_request_id(request_id) or fields.get("jsonrpc") != "2.0":
+            return False
+        if "method" in fields:
+            # A request the endpoint classifies as one (checked here, so that it cannot turn
+            # out to be something that needs an answer sent from here).
+            params: Any = fields.get("params")
+            if type(fields["method"]) is not str or not (
+                params is None or type(params) is dict or type(params) is list
+            ):
+                return False
+            try:
+                self._slots.acquire_nowait()
+            except anyio.WouldBlock:
+                return False  # the read loop waits for a slot (backpressure)
+            self._observe_received(fields)
+            event = self._endpoint.receive(fields)
+            assert isinstance(event, RequestReceived)
+            try:
+                self._start_handler(event)
+            except BaseException:
+                self._running.pop(event.id, None)
+                self._slots.release()
+                raise
+            return True
+        if ("result" not in fields and "error" not in fields) or request_id not in self._waiters:
+            return False
+        waiter = self._waiters[request_id]
+        if waiter.on_answer is not None:
+            return False  # its hook goes through the notification worker: the read loop's job
+        self._observe_received(fields)
+        event = self._endpoint.receive(fields)
+        if isinstance(event, ResponseReceived):
+            self._settle(event)
+        return True  # otherwise the late answer to an abandoned call, which is dropped
+
+    @staticmethod
+    def _observe_received(message: dict[str, Any]) -> None:
+        observer = _wire_observer
+        if observer is not None:
+            observer("received", message)
 
     async def _flush_notifications(self) -> None:
         batch, self._unsent = self._unsent, []
