@@ -18,13 +18,12 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from helpers.timeouts import TIMEOUT
 
 from accord.transports import FdReceiveStream, FdSendStream, MalformedFrame, StreamTransport
 from accord.transports._stream import READ_SIZE
 
 pytestmark = pytest.mark.anyio
-
-TIMEOUT = 10
 
 
 @asynccontextmanager
