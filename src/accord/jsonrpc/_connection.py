@@ -276,12 +276,15 @@ class Connection:
         )
         if run_writer is not None:
             task_group.start_soon(run_writer)
+        self._set_direct_receiver(self._take_now)
+        return self
+
+    def _set_direct_receiver(self, take: Callable[[Any], bool] | None) -> None:
         set_direct_receiver: Callable[[Any], None] | None = getattr(
             self._transport, "set_direct_receiver", None
         )
         if set_direct_receiver is not None:
-            set_direct_receiver(self._take_now)
-        return self
+            set_direct_receiver(take)
 
     async def __aexit__(
         self,
@@ -305,6 +308,7 @@ class Connection:
             self._barrier_waiters = []
             # Closed locally: nothing is left running, so waiters of wait_closed() may go on.
             self._drained.set()
+            self._set_direct_receiver(None)
             with anyio.CancelScope(shield=True):
                 await self._transport.aclose()
 
