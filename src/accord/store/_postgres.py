@@ -55,7 +55,14 @@ from ._codec import (
 )
 from ._codec import record_from_row as _record
 from ._codec import summary_from_row as _summary
-from ._errors import SessionExists, StoreClosed, StoreError, StoreUnavailable, UnknownSession
+from ._errors import (
+    EventOrderError,
+    SessionExists,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    UnknownSession,
+)
 from ._follow import Wakeup, Wakeups, check_follow_args, follow
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
 from ._records import (
@@ -89,6 +96,25 @@ _SESSION_COLUMNS: Final = ", ".join(
 )
 _SUMMARY_COLUMNS: Final = ", ".join(
     f"{column}::text" if column in JSON_COLUMNS else column for column in SUMMARY_COLUMNS
+)
+
+# The statements of the hot paths, as constants: psycopg prepares a statement on the server
+# once it has run a few times on a connection, and keys that on the text.
+_MOVE_HEAD: Final = (
+    b"UPDATE accord_sessions SET last_seq = %s, updated_at = greatest(updated_at, %s),"
+    b" version = version + 1 WHERE session_id = %s AND last_seq < %s"
+)
+#: Binary COPY: nothing to quote or escape on this side, nothing to parse on the server's.
+_COPY_EVENTS: Final = (
+    b"COPY accord_events (session_id, seq, epoch, turn_id, agent_id, kind, layer, payload,"
+    b" created_at) FROM STDIN (FORMAT BINARY)"
+)
+_EVENT_TYPES: Final = ("text", "int8", "int4", "text", "text", "text", "text", "bytea", "int8")
+_NOTIFY: Final = b"SELECT pg_notify(%s, %s)"
+#: Read in binary: integers and bytea arrive as they are stored, no text to parse.
+_READ_EVENTS: Final = (
+    b"SELECT seq, epoch, turn_id, agent_id, kind, layer, payload, created_at"
+    b" FROM accord_events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
 )
 
 
@@ -315,9 +341,9 @@ class PostgresSessionStore:
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`.
 
-        One transaction for the whole batch: per session, the row is locked, the seqs are
-        checked against its ``last_seq``, the events are copied in and the head moves; the
-        ``NOTIFY`` goes out when it commits.
+        One transaction for the whole batch: per session, one ``UPDATE`` locks the row,
+        checks the seqs against its ``last_seq`` and moves the head; the events follow in one
+        binary ``COPY``; the ``NOTIFY`` goes out when it commits.
         """
         groups = group_events(events)
         if not groups:
@@ -327,19 +353,31 @@ class PostgresSessionStore:
         def append(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
                 for session_id, group in groups.items():
-                    row = conn.execute(
-                        "SELECT last_seq FROM accord_sessions WHERE session_id = %s FOR UPDATE",
-                        (session_id,),
-                    ).fetchone()
-                    if row is None:
-                        raise UnknownSession(f"no stored session {session_id!r}")
-                    check_follows(session_id, int(row[0]), group)
-                    with conn.cursor().copy(
-                        "COPY accord_events (session_id, seq, epoch, turn_id, agent_id, kind,"
-                        " layer, payload, created_at) FROM STDIN"
-                    ) as copy:
+                    first, last = group[0], group[-1]
+                    # The head moves first: the UPDATE takes the row lock and checks the seqs
+                    # in one round trip; the events follow it under the lock.
+                    moved = conn.execute(
+                        _MOVE_HEAD,
+                        (last.seq, to_micros(last.created_at), session_id, first.seq),
+                    ).rowcount
+                    if moved != 1:
+                        row = conn.execute(
+                            "SELECT last_seq FROM accord_sessions WHERE session_id = %s",
+                            (session_id,),
+                        ).fetchone()
+                        if row is None:
+                            raise UnknownSession(f"no stored session {session_id!r}")
+                        check_follows(session_id, int(row[0]), group)
+                        raise EventOrderError(  # the head moved between the two statements
+                            f"session {session_id!r}: seq {first.seq} is not after the stored"
+                            f" last_seq {row[0]}"
+                        )
+                    with conn.cursor().copy(_COPY_EVENTS) as copy:
+                        copy.set_types(_EVENT_TYPES)
+                        write = copy.write_row
+                        micros = to_micros
                         for event in group:
-                            copy.write_row(
+                            write(
                                 (
                                     session_id,
                                     event.seq,
@@ -349,19 +387,10 @@ class PostgresSessionStore:
                                     event.kind,
                                     event.layer,
                                     event.payload,
-                                    to_micros(event.created_at),
+                                    micros(event.created_at),
                                 )
                             )
-                    last = group[-1]
-                    conn.execute(
-                        "UPDATE accord_sessions SET last_seq = %s,"
-                        " updated_at = greatest(updated_at, %s), version = version + 1"
-                        " WHERE session_id = %s",
-                        (last.seq, to_micros(last.created_at), session_id),
-                    )
-                    conn.execute(
-                        "SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{session_id} {last.seq}")
-                    )
+                    conn.execute(_NOTIFY, (EVENTS_CHANNEL, f"{session_id} {last.seq}"))
 
         await self._call(append)
         for session_id in groups:
@@ -376,9 +405,7 @@ class PostgresSessionStore:
 
         def read(conn: psycopg.Connection[Any]) -> list[StoredEvent]:
             rows = conn.execute(
-                "SELECT seq, epoch, turn_id, agent_id, kind, layer, payload, created_at"
-                " FROM accord_events WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (session_id, after_seq, limit),
+                _READ_EVENTS, (session_id, after_seq, limit), binary=True
             ).fetchall()
             event = StoredEvent
             at = from_micros
@@ -391,7 +418,7 @@ class PostgresSessionStore:
                     agent_id=agent_id,
                     kind=kind,
                     layer=layer,
-                    payload=bytes(payload),
+                    payload=payload,
                     created_at=at(created_at),
                 )
                 for seq, epoch, turn_id, agent_id, kind, layer, payload, created_at in rows
