@@ -29,6 +29,7 @@ from accord.store import (
     StoreUnavailable,
     iter_events,
 )
+from accord.store._postgres_listen import LISTEN_APPLICATION_NAME
 from accord.store._postgres_schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
@@ -141,6 +142,69 @@ async def test_listen_reports_appends_committed_by_another_store() -> None:
                         if note[1] == 7:
                             break
             assert seen == [("s", 4), ("s", 7)]
+
+
+def _listening_since(url: str, since: object) -> int:
+    """Listening connections of accord opened on the server since ``since`` (its clock)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = %s AND backend_start >= %s",
+            (LISTEN_APPLICATION_NAME, since),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_many_followers_share_one_listening_connection_and_all_wake() -> None:
+    """100 followers of 10 sessions in one store: one listening connection between them, and
+    another process's appends wake every one (the poll is an hour: only NOTIFY can)."""
+    with fresh_schema() as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT now()").fetchone()
+        assert row is not None
+        started = row[0]
+        sessions = [f"s{index}" for index in range(10)]
+        async with (
+            PostgresSessionStore(url, follow_poll_seconds=3600) as here,
+            PostgresSessionStore(url) as elsewhere,
+        ):
+            for session_id in sessions:
+                await elsewhere.create_session(record(session_id))
+                await elsewhere.append_events(events(session_id, 1, 1))
+            received: dict[int, list[int]] = {}
+            first_reads = anyio.Semaphore(0)
+
+            async def follower(index: int, session_id: str) -> None:
+                seqs = received.setdefault(index, [])
+                async with here.follow_events(session_id) as batches:
+                    async for batch in batches:
+                        seqs.extend(event.seq for event in batch)
+                        if seqs == [1]:
+                            first_reads.release()
+                        if seqs[-1] == 3:
+                            return
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    for index in range(100):
+                        tg.start_soon(follower, index, sessions[index % 10])
+                    for _ in range(100):
+                        await first_reads.acquire()
+                    assert await anyio.to_thread.run_sync(_listening_since, url, started) == 1
+                    for session_id in sessions:
+                        await elsewhere.append_events(events(session_id, 2, 2))
+            assert received == {index: [1, 2, 3] for index in range(100)}
+            assert here.listening_connections_opened == 1
+            assert elsewhere.listening_connections_opened == 0
+        # Closing the store closed it (the server notices a closed connection shortly after).
+        with anyio.fail_after(30):
+            for _attempt in range(600):
+                if not await anyio.to_thread.run_sync(_listening_since, url, started):
+                    break
+                await anyio.sleep(0.05)
+            else:
+                pytest.fail("the listening connection outlived its store")
 
 
 async def test_database_restart_under_a_running_store_loses_nothing_committed() -> None:

@@ -11,14 +11,18 @@ follower looks, never what it yields: no gap, no duplicate, seq order.
 The flag is level-triggered: it is cleared *before* each read, so an append that commits while
 the read runs sets it again and the next wait returns at once.
 
+:func:`follow_session` is every store's ``follow_events``: the checks, the registration of the
+follower's flag, and the loop; a store gives it what differs (its poll interval, and for
+PostgreSQL the shared listener to start before the first read).
+
 Above: the stores' ``follow_events``. Below: ``_records``, anyio.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, Generator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
 import anyio
@@ -26,7 +30,7 @@ import anyio
 from ._protocol import READ_BATCH_SIZE
 from ._records import StoredEvent
 
-__all__ = ("EventReader", "Wakeup", "Wakeups", "check_follow_args", "follow")
+__all__ = ("EventReader", "Wakeup", "Wakeups", "check_follow_args", "follow", "follow_session")
 
 
 class EventReader(Protocol):
@@ -135,3 +139,44 @@ async def follow(
             if len(batch) == batch_size:
                 continue
         await wakeup.wait(poll_seconds)
+
+
+@asynccontextmanager
+async def follow_session(
+    store: EventReader,
+    wakeups: Wakeups,
+    session_id: str,
+    *,
+    after_seq: int,
+    poll_seconds: float,
+    check_open: Callable[[], None],
+    listening: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+    """A store's ``follow_events``: ``session_id``'s events after ``after_seq``, live.
+
+    Args:
+        store: Where the events are read.
+        wakeups: The store's followers (its appends, or its listener, wake them).
+        session_id: The session to follow.
+        after_seq: The cursor: only later events are yielded.
+        poll_seconds: How often to read without a wake-up (``inf``: never).
+        check_open: Raises ``StoreClosed`` when the store is closed.
+        listening: Awaited once the follower is registered and before the first read, so
+            that whatever wakes followers (PostgreSQL's ``LISTEN``) is in place by then.
+
+    Raises:
+        ValueError: ``after_seq`` is negative or not an integer.
+        StoreClosed: from ``check_open``.
+    """
+    check_follow_args(after_seq, poll_seconds)
+    check_open()
+    with wakeups.register(session_id) as wakeup:
+        if listening is not None:
+            await listening()
+        batches = follow(
+            store, session_id, after_seq=after_seq, wakeup=wakeup, poll_seconds=poll_seconds
+        )
+        try:
+            yield batches
+        finally:
+            await batches.aclose()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -30,7 +30,7 @@ from ._codec import (
     to_micros,
 )
 from ._errors import SessionExists, StoreClosed, UnknownSession
-from ._follow import Wakeups, check_follow_args, follow
+from ._follow import Wakeups, follow_session
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -277,21 +277,18 @@ class MemorySessionStore:
         if entry is not None and entry.claim is not None and entry.claim.owner == owner:
             entry.claim = None
 
-    @asynccontextmanager
-    async def follow_events(
+    def follow_events(
         self, session_id: str, *, after_seq: int = 0
-    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[StoredEvent]]]:
         """See :meth:`SessionStore.follow_events` (woken by this store's appends)."""
-        check_follow_args(after_seq, math.inf)
-        self._check_open()
-        with self._wakeups.register(session_id) as wakeup:
-            batches = follow(
-                self, session_id, after_seq=after_seq, wakeup=wakeup, poll_seconds=math.inf
-            )
-            try:
-                yield batches
-            finally:
-                await batches.aclose()
+        return follow_session(
+            self,
+            self._wakeups,
+            session_id,
+            after_seq=after_seq,
+            poll_seconds=math.inf,
+            check_open=self._check_open,
+        )
 
     async def aclose(self) -> None:
         """See :meth:`SessionStore.aclose`."""

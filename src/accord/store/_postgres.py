@@ -14,7 +14,8 @@ Guarantees, beyond the ``SessionStore`` contract:
   which is how histories get corrupted;
 * each append ends with a ``NOTIFY`` on :data:`EVENTS_CHANNEL` (``"<session id> <last seq>"``),
   delivered on commit, so another process can wake up and read the new events
-  (:meth:`PostgresSessionStore.listen` keeps a dedicated connection for that);
+  (``follow_events`` shares one listening connection among all the store's followers;
+  :meth:`PostgresSessionStore.listen` opens a dedicated one);
 * a lost connection (the database restarted) surfaces as a :class:`StoreError` that names the
   server, never the password, and the next call reconnects.
 
@@ -25,16 +26,15 @@ psycopg and psycopg_pool (imported lazily: the ``postgres`` extra).
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 import orjson
@@ -63,7 +63,8 @@ from ._errors import (
     StoreUnavailable,
     UnknownSession,
 )
-from ._follow import Wakeup, Wakeups, check_follow_args, follow
+from ._follow import Wakeups, check_follow_args, follow_session
+from ._postgres_listen import LISTEN_APPLICATION_NAME, NoteDispatcher, parse_note
 from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
 from ._records import (
     JsonObject,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-logger = logging.getLogger("accord.store")
 
 #: The channel every append notifies, with ``"<session id> <last seq>"`` as the payload.
 EVENTS_CHANNEL: Final = "accord_events"
@@ -172,6 +172,12 @@ class PostgresSessionStore:
         self._limiter: anyio.CapacityLimiter | None = None
         self._closed = False
         self._where = describe_url(url)
+        self._dispatcher = NoteDispatcher(
+            self._listening_connection,
+            self._wakeups,
+            where=self._where,
+            retry_seconds=follow_poll_seconds,
+        )
 
     @property
     def where(self) -> str:
@@ -562,78 +568,47 @@ class PostgresSessionStore:
 
         await self._call(release)
 
-    @contextlib.asynccontextmanager
-    async def follow_events(
+    def follow_events(
         self, session_id: str, *, after_seq: int = 0
-    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[StoredEvent]]]:
         """See :meth:`SessionStore.follow_events`.
 
-        Woken by the ``NOTIFY`` of every append (any process), on a listening connection of
-        its own held while following; it also reads every ``follow_poll_seconds`` without
-        one, and at once after the listening connection is re-established, so a notification
-        lost with a connection (the database restarted) delays events, never loses them.
+        Woken by the ``NOTIFY`` of every append (any process), through the store's one
+        listening connection, shared by all its followers (:mod:`._postgres_listen`); it also
+        reads every ``follow_poll_seconds`` without one, and at once when the listening
+        connection is lost and re-established, so a notification lost with a connection (the
+        database restarted) delays events, never loses them.
         """
-        check_follow_args(after_seq, self._follow_poll_seconds)
+        return follow_session(
+            self,
+            self._wakeups,
+            session_id,
+            after_seq=after_seq,
+            poll_seconds=self._follow_poll_seconds,
+            check_open=self._check_open,
+            listening=self._dispatcher.start,
+        )
+
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreClosed("the session store is closed")
-        with self._wakeups.register(session_id) as wakeup:
-            try:
-                async with anyio.create_task_group() as tg:
-                    # Listening before the first read: an append committed after that read
-                    # always wakes the follower.
-                    await tg.start(self._wake_on_notes, session_id, wakeup)
-                    batches = follow(
-                        self,
-                        session_id,
-                        after_seq=after_seq,
-                        wakeup=wakeup,
-                        poll_seconds=self._follow_poll_seconds,
-                    )
-                    try:
-                        yield batches
-                    finally:
-                        tg.cancel_scope.cancel()
-                        await batches.aclose()
-            except BaseExceptionGroup as group:
-                # The listener never raises: the one error is the caller's (a StoreError
-                # from the iteration, say), and it leaves as itself, not wrapped.
-                if len(group.exceptions) == 1:
-                    raise group.exceptions[0] from group.exceptions[0].__cause__
-                raise
 
-    async def _wake_on_notes(
-        self,
-        session_id: str,
-        wakeup: Wakeup,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        started = False
-        while True:
-            try:
-                async with self.listen() as notes:
-                    if started:  # re-established: what was notified meanwhile is lost
-                        wakeup.set()
-                    else:
-                        task_status.started()
-                        started = True
-                    async for noted_session, _seq in notes:
-                        if noted_session == session_id:
-                            wakeup.set()
-                wakeup.set()  # the store was closed: the follower's next read says so
-                return
-            except StoreClosed:
-                wakeup.set()
-                if not started:
-                    task_status.started()
-                return
-            except StoreError as exc:
-                logger.warning("following session %s: %s; polling meanwhile", session_id, exc)
-                wakeup.set()
-                if not started:
-                    task_status.started()
-                    started = True
-            await anyio.sleep(self._follow_poll_seconds)
+    def _listening_connection(self) -> psycopg.Connection[Any]:
+        import psycopg
+
+        conn = psycopg.connect(self._url, autocommit=True, application_name=LISTEN_APPLICATION_NAME)
+        try:
+            conn.execute(f"LISTEN {EVENTS_CHANNEL}".encode())
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @property
+    def listening_connections_opened(self) -> int:
+        """Listening connections the store's followers have opened so far: one while the
+        database stays up, however many sessions are followed, plus one per reconnection."""
+        return self._dispatcher.connections_opened
 
     # -- beyond the protocol ---------------------------------------------------------------
 
@@ -650,15 +625,8 @@ class PostgresSessionStore:
 
         if self._closed:
             raise StoreClosed("the session store is closed")
-        url = self._url
-
-        def connect() -> psycopg.Connection[Any]:
-            conn = psycopg.connect(url, autocommit=True)
-            conn.execute(f"LISTEN {EVENTS_CHANNEL}".encode())
-            return conn
-
         try:
-            conn = await anyio.to_thread.run_sync(connect)
+            conn = await anyio.to_thread.run_sync(self._listening_connection)
         except psycopg.Error as exc:
             raise StoreUnavailable(f"cannot connect to {self._where} to listen: {exc}") from exc
         try:
@@ -685,9 +653,9 @@ class PostgresSessionStore:
             except psycopg.Error as exc:
                 raise StoreUnavailable(f"lost the listening connection to {self._where}") from exc
             for payload in payloads:
-                session_id, _, seq = payload.rpartition(" ")
-                if session_id and seq.isdigit():
-                    yield session_id, int(seq)
+                note = parse_note(payload)
+                if note is not None:
+                    yield note
 
     async def aclose(self) -> None:
         """Close the pool (waiting for running calls to finish); idempotent."""
@@ -695,6 +663,7 @@ class PostgresSessionStore:
             return
         self._closed = True
         self._wakeups.notify_all()
+        await self._dispatcher.stop()
         pool, self._pool = self._pool, None
         if pool is not None:
             with anyio.CancelScope(shield=True):

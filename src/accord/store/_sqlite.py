@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +33,7 @@ import platformdirs
 from . import _sqlite_ops as ops
 from ._codec import check_lease, decode_cursor, encode_fields, given_fields, to_micros
 from ._errors import StoreClosed, StoreError
-from ._follow import Wakeups, check_follow_args, follow
+from ._follow import Wakeups, check_follow_args, follow_session
 from ._protocol import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -283,30 +284,26 @@ class SqliteSessionStore:
         """See :meth:`SessionStore.release_session`."""
         await self._call(lambda db: ops.release(db, session_id, owner))
 
-    @contextlib.asynccontextmanager
-    async def follow_events(
+    def follow_events(
         self, session_id: str, *, after_seq: int = 0
-    ) -> AsyncGenerator[AsyncIterator[list[StoredEvent]]]:
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[StoredEvent]]]:
         """See :meth:`SessionStore.follow_events`.
 
         This store's own appends wake a follower at once; other processes' appends to the
         same file are found by polling every ``follow_poll_seconds``.
         """
-        check_follow_args(after_seq, self._follow_poll_seconds)
+        return follow_session(
+            self,
+            self._wakeups,
+            session_id,
+            after_seq=after_seq,
+            poll_seconds=self._follow_poll_seconds,
+            check_open=self._check_open,
+        )
+
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreClosed("the session store is closed")
-        with self._wakeups.register(session_id) as wakeup:
-            batches = follow(
-                self,
-                session_id,
-                after_seq=after_seq,
-                wakeup=wakeup,
-                poll_seconds=self._follow_poll_seconds,
-            )
-            try:
-                yield batches
-            finally:
-                await batches.aclose()
 
     async def aclose(self) -> None:
         """Close the database (waiting for a running call to finish); idempotent."""
