@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _agent_support import CWD, scripted, serve
+from _agent_support import CWD, FULL, scripted, serve
 from helpers.timeouts import TIMEOUT
 
 from accord.errors import RequestError
-from accord.schema import LoadSessionRequest
+from accord.schema import ListSessionsRequest, LoadSessionRequest
 from accord.store import SessionStore
-from accord.testing import Say, WaitFor
+from accord.testing import ChangeMode, Say, SetTitle, WaitFor
 
 pytestmark = pytest.mark.anyio
 
@@ -84,29 +84,35 @@ async def test_a_long_turn_keeps_renewing_its_claim(store: SessionStore) -> None
     assert not claim.held_by("other")
 
 
-async def test_a_copy_continued_elsewhere_is_stale_until_loaded_again(
+async def test_a_copy_continued_elsewhere_continues_from_the_stored_history(
     store: SessionStore,
 ) -> None:
-    """Two processes take turns on one session: never an EventOrderError, never a fork."""
-    a_engine = scripted([Say("one")], [Say("two")])
-    async with serve(a_engine, store=store) as a, serve(scripted([Say("three")]), store=store) as b:
+    """Two processes take turns on one session: b's next prompt continues from what a
+    committed meanwhile (no reload by the client), never an EventOrderError, never a fork."""
+    second = [Say("two"), SetTitle("Renamed over there"), ChangeMode("plan")]
+    a_engine = scripted([Say("one")], second, capabilities=FULL)
+    b_engine = scripted([Say("three")], capabilities=FULL)
+    async with serve(a_engine, store=store) as a, serve(b_engine, store=store) as b:
         session_id = await a.new_session()
         await a.prompt(session_id, "first")
         await b.conn.load_session(_load(session_id))
         await a.prompt(session_id, "second")  # b's copy is now behind the store
-        with pytest.raises(RequestError) as caught:
-            await b.prompt(session_id, "third")
-        assert caught.value.code == -32602
-        assert caught.value.data == {"sessionId": session_id, "reason": "stale"}
-        assert "load it again" in caught.value.message
-        await b.conn.load_session(_load(session_id))
         assert (await b.prompt(session_id, "third")).stop_reason == "end_turn"
+        # b's engine ran the turn on the whole stored history, a's turn included, in the
+        # mode a's turn left, and b's copy has the title a's turn gave.
+        assert b_engine.session(session_id).prompts == ["first", "second", "third"]
+        assert b_engine.session(session_id).turn_controls[-1][0] == "plan"
+        assert b.runtime.statistics().live_sessions == 1
+        listed = await b.conn.list_sessions(ListSessionsRequest())
+        assert [info.title for info in listed.sessions] == ["Renamed over there"]
+        assert (await a.prompt(session_id, "fourth")).stop_reason == "end_turn"
+        assert a_engine.session(session_id).prompts == ["first", "second", "third", "fourth"]
     seqs = [event.seq for event in await store.read_events(session_id)]
     assert seqs == list(range(1, len(seqs) + 1))
     async with serve(scripted(), store=store) as c:
         c.client.clear()
         await c.conn.load_session(_load(session_id))
         replayed = str(c.client.updates(session_id))
-    words = ("'first'", "'one'", "'second'", "'two'", "'third'", "'three'")
+    words = ("'first'", "'one'", "'second'", "'two'", "'third'", "'three'", "'fourth'")
     positions = [replayed.index(word) for word in words]
     assert positions == sorted(positions)

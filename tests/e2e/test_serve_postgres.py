@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from helpers.timeouts import SCENARIO_TIMEOUT
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 from pg_support import fresh_schema, server_down
 
 from accord.client import (
@@ -143,7 +145,8 @@ async def test_a_client_on_another_server_sees_the_turn_live_then_takes_over(
 ) -> None:
     """Two ``accord serve`` processes on one database: the client attached through B sees
     the turn A runs as it happens (its prompt, its command running) and B answers busy to a
-    prompt meanwhile; kill -9 of A mid-turn, and B replays what A committed and carries on."""
+    prompt meanwhile; kill -9 of A mid-turn, and B's next prompt carries on from what A
+    committed, without the client loading the session again."""
     slow = ScriptedToolCall(name="run_command", arguments={"command": "sleep 30"})
     script = [ScriptedReply(tool_calls=[slow]), ScriptedReply(text=["Carried on here."])]
     with fresh_schema() as url, FakeOpenAIServer(script) as server:
@@ -174,15 +177,11 @@ async def test_a_client_on_another_server_sees_the_turn_live_then_takes_over(
                     os.kill(a_transport.pid, signal.SIGKILL)
                     await a_transport.process.wait()  # reaped: B can tell it is gone
                     tg.cancel_scope.cancel()
-                # A is dead: B's copy is behind what A committed until it is loaded again.
-                with pytest.raises(RequestError) as stale:
-                    await watched.prompt("Go on.")
-                assert stale.value.data["reason"] == "stale"  # type: ignore[index]
-                await watched.close()
-                reloaded = await on_b.load_session(session.session_id, project)
-                (command,) = reloaded.view.tool_calls.values()
+                # A is dead: the client's next prompt through B (no reload) carries on from
+                # what A committed; the command A left running is closed first.
+                result = await watched.prompt("Go on.")
+                (command,) = watched.view.tool_calls.values()
                 assert command.status not in ("pending", "in_progress")
-                result = await reloaded.prompt("Go on.")
     assert result.text == "Carried on here."
 
 
@@ -250,3 +249,83 @@ async def test_a_cursor_from_one_server_resumes_on_the_other(project: Path) -> N
                 await resumed.wait_idle()
                 texts = [(m.role, m.text) for m in resumed.view.messages]
     assert texts == [("user", "Two."), ("agent", "Second answer.")]
+
+
+TOKEN = "pg-e2e-token-0123456789abcdef"
+
+
+@asynccontextmanager
+async def listening_server(
+    server: FakeOpenAIServer, project: Path, url: str
+) -> AsyncGenerator[str]:
+    """A real ``accord serve --listen 127.0.0.1:0 --store postgresql://...`` process; yields
+    its WebSocket URL once it listens."""
+    env = {**os.environ, **ENV, "ACCORD_TOKEN": TOKEN, "ACCORD_CONFIG": os.devnull + ".missing"}
+    command = [*serve_command(server, url), "--listen", "127.0.0.1:0"]
+    async with await anyio.open_process(
+        command, cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    ) as process:
+        assert process.stderr is not None
+        seen = ""
+        found = None
+        async for chunk in process.stderr:
+            seen += chunk.decode(errors="replace")
+            found = re.search(r"listening on (\S+)", seen)
+            if found:
+                break
+        assert found, f"accord serve --listen did not start: {seen}"
+
+        async def drain() -> None:
+            assert process.stderr is not None
+            async for _chunk in process.stderr:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            try:
+                yield found.group(1)
+            finally:
+                process.terminate()
+                with anyio.move_on_after(TIMEOUT):
+                    await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                tg.cancel_scope.cancel()
+
+
+async def test_a_prompt_through_the_watching_server_continues_from_the_other_s_turn(
+    project: Path,
+) -> None:
+    """Two ``accord serve --listen`` processes on one database. A client of B watches a turn
+    that runs in A; once it ends, the same client prompts through B, without loading the
+    session again: B's copy (history, next seq) has followed A's turn, so the model gets the
+    whole conversation and the client has every message once, in order."""
+    script = [ScriptedReply(text=["Noted: 42."]), ScriptedReply(text=["You said 42."])]
+    with fresh_schema() as url, FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            async with (
+                listening_server(server, project, url) as url_a,
+                listening_server(server, project, url) as url_b,
+                connect(url_a, token=TOKEN, reconnect=False) as on_a,
+                connect(url_b, token=TOKEN, reconnect=False) as on_b,
+            ):
+                session = await on_a.new_session(project)
+                watched = await on_b.load_session(session.session_id, project)
+                first = await session.prompt("Remember the number 42.")
+                assert first.text == "Noted: 42."
+                while not any(m.text == "Noted: 42." for m in watched.view.messages):  # noqa: ASYNC110
+                    await anyio.sleep(0.02)  # relayed live from A through the database
+                result = await watched.prompt("Which number?")
+                seen = [(m.role, m.text) for m in watched.view.messages]
+    assert result.text == "You said 42."
+    assert [m["content"] for m in server.requests[1].messages[1:4]] == [
+        "Remember the number 42.",
+        "Noted: 42.",
+        "Which number?",
+    ]
+    assert seen == [
+        ("user", "Remember the number 42."),
+        ("agent", "Noted: 42."),
+        ("user", "Which number?"),
+        ("agent", "You said 42."),
+    ]

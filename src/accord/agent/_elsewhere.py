@@ -10,8 +10,10 @@ follows the session in the store (:meth:`~accord.store.SessionStore.follow_event
 own: in ``seq`` order, never twice (it skips what is at or below its cursor), catching up
 from the store if it falls behind.
 
-B's copy of the session is not changed by what it relays: its next prompt answers "stale"
-(:mod:`._ownership`) until the client loads the session again, and while A's turn runs, "busy".
+What it relays does not change B's copy of the session by itself: while A's turn runs, B's
+prompts answer "busy" (:mod:`._ownership`); once A's claim is released, B's next prompt first
+brings its copy up to date from the store (``SessionTable.catch_up``) and continues from A's
+turn.
 
 A database that goes away ends the follower with a ``StoreError``; the feed logs it and
 follows again, from the last ``seq`` it saw, once the store answers (nothing is skipped).

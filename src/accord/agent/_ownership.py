@@ -9,13 +9,18 @@ process of the same machine that no longer exists) another process may claim the
 load it (whatever the dead owner committed is replayed, its unfinished tool calls closed as
 after any crash) and carry on.
 
-Two refusals, both -32602 with ``data.reason`` so a client can tell them from bad params:
+A process whose copy of the session is behind the store (another process appended to it
+since it was opened here) brings it up to date once the claim is granted, before its turn
+runs: the runtime passes ``catch_up`` (``SessionTable.catch_up``: the engine session opened
+again on the stored history, the next ``seq`` after the stored chain), so the turn continues
+from what the other process committed and never forks the history.
+
+Refusals are -32602 with ``data.reason`` so a client can tell them from bad params:
 
 * ``"busy"`` (:class:`SessionOwnedElsewhere`): another process runs a turn of the session
   now (the same answer as a second prompt in one process);
-* ``"stale"`` (:class:`SessionChangedElsewhere`): another process appended to the session
-  since this process opened it; this process's copy (its history, its next ``seq``) is out of
-  date, and continuing would fork the history. ``session/load`` brings it up to date.
+* ``"stale"`` (:class:`SessionChangedElsewhere`): only for a caller of :meth:`TurnOwnership.turn`
+  that gives no ``catch_up``: its copy is out of date and continuing would fork the history.
 
 Above: the runtime's ``prompt``. Below: :mod:`accord.store`, :mod:`accord.errors`.
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
@@ -125,7 +130,12 @@ class TurnOwnership:
 
     @asynccontextmanager
     async def turn(
-        self, session_id: str, known_seq: int, *, start_soon: StartSoon
+        self,
+        session_id: str,
+        known_seq: int,
+        *,
+        start_soon: StartSoon,
+        catch_up: Callable[[], Awaitable[object]] | None = None,
     ) -> AsyncGenerator[None]:
         """Hold the claim on ``session_id`` for the body (a turn), renewing it meanwhile.
 
@@ -134,10 +144,14 @@ class TurnOwnership:
             known_seq: The last ``seq`` this process knows of the session.
             start_soon: Starts the renewing task in a long-lived task group (the
                 connection's); the task ends with the body.
+            catch_up: Brings this process's copy up to date with the store, under the claim,
+                when the stored session has events this process has not (another process
+                continued it); without it, that is refused as "stale".
 
         Raises:
             SessionOwnedElsewhere: another process holds a live claim.
-            SessionChangedElsewhere: the stored session has events this process has not.
+            SessionChangedElsewhere: the stored session has events this process has not, and
+                no ``catch_up`` was given.
         """
         claim = await self._store.claim_session(
             session_id, self.owner, lease_seconds=self.lease_seconds
@@ -157,19 +171,21 @@ class TurnOwnership:
             )
         renewal = anyio.CancelScope()
         try:
-            if claim.last_seq > known_seq:
-                raise SessionChangedElsewhere(
-                    f"session {session_id!r} was continued by another accord process after it"
-                    " was opened here; load it again (session/load) to see what happened there"
-                    " and carry on from it",
-                    {"sessionId": session_id, "reason": "stale"},
-                )
 
             async def renew() -> None:
                 with renewal:
                     await self._renew(session_id)
 
             start_soon(renew, name=f"accord session {session_id} claim")
+            if claim.last_seq > known_seq:
+                if catch_up is None:
+                    raise SessionChangedElsewhere(
+                        f"session {session_id!r} was continued by another accord process after"
+                        " it was opened here; load it again (session/load) to see what happened"
+                        " there and carry on from it",
+                        {"sessionId": session_id, "reason": "stale"},
+                    )
+                await catch_up()
             yield
         finally:
             renewal.cancel()

@@ -314,6 +314,14 @@ class Attachment:
             self._queue.append(envelope)
         self._poke()
 
+    def resync(self) -> None:
+        """Send what is committed after the cursor from the store, then rejoin the queue (the
+        pipeline's numbering jumped past events this attachment was not offered)."""
+        if not self.closed:
+            self.behind = True
+            self._queue.clear()
+            self._poke()
+
     def _poke(self) -> None:
         if self._wake is not None:
             self._wake.set()
@@ -493,8 +501,10 @@ class DeliveryPipeline:
         """Number the next envelope after ``last_seq`` when the stored chain is ahead.
 
         Another process sharing the store appended to the session (see
-        :mod:`._ownership`); a reload calls this between turns so that this pipeline's next
-        event follows the stored ones instead of colliding with them.
+        :mod:`._ownership`); a reload, or the catch-up before a turn, calls this between turns
+        so that this pipeline's next event follows the stored ones instead of colliding with
+        them. An attachment that has not sent all of them (what relays them from the store,
+        :mod:`._elsewhere`, lags) sends the rest from the store.
 
         Raises:
             RuntimeError: a turn's writer is attached (only between turns).
@@ -504,6 +514,9 @@ class DeliveryPipeline:
         if last_seq > self.last_seq:
             self._next_seq = last_seq + 1
             self.committed_seq = last_seq
+            for attachment in self._attachments:
+                if attachment.cursor < last_seq:
+                    attachment.resync()
 
     def statistics(self) -> PipelineStatistics:
         """Return the pipeline's counts."""

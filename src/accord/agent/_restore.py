@@ -112,17 +112,37 @@ class RestoredState:
                 return
         self.state_seq = envelope.seq
 
-    async def catch_up(self, store: SessionStore, session_id: str) -> None:
-        """Fold the stored events after ``stateSeq`` (``session/resume`` and fork)."""
-        async for batch in iter_events(store, session_id, after_seq=self.state_seq):
+    async def catch_up(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        tracker: ToolCallTracker | None = None,
+        tools_after: int = 0,
+    ) -> None:
+        """Fold the stored events after ``stateSeq`` (``session/resume``, fork, and a copy
+        another process continued); with ``tracker``, also apply to it the tool-call events
+        after ``tools_after`` (so the calls they leave unfinished can be ended)."""
+        start = self.state_seq if tracker is None else min(self.state_seq, tools_after)
+        async for batch in iter_events(store, session_id, after_seq=start):
             for stored in batch:
                 if stored.kind in _STATE_KINDS:
                     self.fold(envelope_from_stored(stored))
+                elif tracker is not None and stored.kind in _TOOL_KINDS:
+                    if stored.seq <= tools_after:
+                        continue
+                    event = envelope_from_stored(stored).event
+                    if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+                        try:
+                            tracker.apply(event)
+                        except LocalProtocolError:
+                            pass  # a stored chain is what it is
 
 
 _STATE_KINDS = frozenset(
     {"mode_changed", "config_changed", "title_changed", "commands_changed", "state_snapshot"}
 )
+_TOOL_KINDS = frozenset({"tool_call_started", "tool_call_progress", "tool_call_ended"})
 
 
 async def replay(

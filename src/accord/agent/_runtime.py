@@ -47,6 +47,7 @@ Below: :mod:`accord.roles`, :mod:`accord.events`, :mod:`accord.store`. Above: en
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
@@ -517,8 +518,10 @@ class AgentRuntime(Agent):
             InvalidParams: undeclared content (-32602), nothing recorded.
             PromptInProgress: a turn already runs (-32602).
             SessionOwnedElsewhere: another process runs a turn of the session (-32602).
-            SessionChangedElsewhere: another process continued the session since it was
-                opened here; ``session/load`` it again (-32602).
+
+        A copy of the session that another process continued since it was opened here is
+        brought up to date first (:meth:`SessionTable.catch_up`): the turn continues from
+        what that process committed.
         """
         link = self._link()
         session = self._sessions.active(request.session_id)
@@ -533,6 +536,7 @@ class AgentRuntime(Agent):
                 session.session_id,
                 session.last_seq,
                 start_soon=link.connection.connection.start_soon,
+                catch_up=functools.partial(self._sessions.catch_up, session, owned=True),
             ):
                 if self._tracing is None:
                     stop = await self._run_turn(session, turn, request.prompt, link)

@@ -16,7 +16,12 @@ engine. The client of the connection a method serves is "the caller":
   to it (another client has it open, or it waits out its grace period after its last client
   left) attaches the caller to the live session: no new epoch, its turn goes on, the stored
   record is left as it is (the caller's ``mcpServers`` and ``additionalDirectories`` are not
-  applied: the session keeps those it went live with). ``session/load`` first replays the
+  applied: the session keeps those it went live with). If no turn runs here and another
+  process continued the session meanwhile, the live copy is first brought up to date.
+* **elsewhere**: another process sharing the store may continue a session that is live here
+  (its turn ran there). :meth:`SessionTable.catch_up` brings the live copy up to date from
+  the store: before a turn here (under this process's claim, :mod:`._ownership`) and when a
+  client attaches; the client's prompt then continues from the stored history. ``session/load`` first replays the
   history up to that moment to the caller alone; the caller is asked every question the
   turn has open.
 * **cursor**: with ``_meta["acp/cursor"]`` (:mod:`._cursor`), load and resume send the caller
@@ -69,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import TypeAdapter
 
-from ..engines import Engine, EngineCapabilities, SessionContext
+from ..engines import Engine, EngineCapabilities, EngineSession, SessionContext
 from ..errors import InvalidParams
 from ..events import ToolCallEnded, ToolCallTracker, new_id
 from ..jsonrpc import after_reply, current_request_id
@@ -386,6 +391,8 @@ class SessionTable:
         self, live: LiveSession, link: ClientLink, *, replay_history: bool, cursor: object
     ) -> LiveSession:
         """Attach ``link`` to a session live here (module docstring: attach)."""
+        if live.turn is None:
+            await self.catch_up(live, owned=False)
         pipeline = live.pipeline
         if cursor is not None:
             after = await check_cursor(
@@ -422,6 +429,40 @@ class SessionTable:
         for question in list(live.questions):
             question.offer(link)
         return live
+
+    async def catch_up(self, live: LiveSession, *, owned: bool) -> bool:
+        """Bring ``live`` up to date if another process continued the session (module
+        docstring: elsewhere); return whether it was behind.
+
+        Between turns here only. The engine session is opened again on the stored history,
+        and the controls, title, commands and remembered answers are the stored ones; the
+        pipeline numbers its next event after the stored chain, and each attached client gets
+        from the store what it was not relayed yet. ``owned``: this process holds the
+        session's claim (its turn is about to run), so tool calls the other process left
+        unfinished (it died mid-turn) are ended as after a load; without the claim, another
+        process may be running a turn, and nothing is written.
+        """
+        record = await self._stored(live.session_id)
+        known = live.pipeline.last_seq
+        if record.last_seq <= known or live.pipeline.writer is not None:
+            return False
+        restored = RestoredState(record, self._capabilities)
+        tracker = ToolCallTracker() if owned else None
+        await restored.catch_up(self._store, live.session_id, tracker=tracker, tools_after=known)
+        engine_session = await self._open_engine(
+            record, restored, live.mcp_servers, self._link(), [live]
+        )
+        previous, live.engine = live.engine, engine_session
+        live.pipeline.continue_after(record.last_seq)
+        live.controls = restored.controls
+        live.permissions = restored.permissions
+        live.title = restored.title
+        live.commands = restored.commands
+        live.engine_state = restored.engine_state
+        await previous.aclose()
+        if tracker is not None:
+            await self._end_unfinished(live, tracker)
+        return True
 
     async def _quiesce(self, live: LiveSession) -> int:
         """Stop a live session for a reload: new epoch, turn cancelled and ended, engine
@@ -460,40 +501,8 @@ class SessionTable:
         """Open the engine session for ``record`` and make it live (or refresh ``live``), and
         attach ``link`` (after ``after``, sent from the store first, when given)."""
         session_id = record.session_id
-        holder: list[LiveSession] = []
-
-        def candidates() -> list[AgentSideConnection]:
-            if not holder:
-                return [link.connection]
-            session = holder[0]
-            order = [session.driver] if session.driver is not None else []
-            order.extend(session.links)
-            return [each.connection for each in order if not each.gone]
-
-        reader, writer, terminals = client_services(
-            link.connection, session_id, ConnectionPicker(candidates)
-        )
-        asking = self._request_elicitation(link)
-        try:
-            engine_session = await self._engine.open_session(
-                SessionContext(
-                    session_id=session_id,
-                    cwd=record.cwd,
-                    additional_directories=record.additional_directories,
-                    mcp_servers=tuple(mcp_servers),
-                    history=restored.engine_state,
-                    mode_id=restored.controls.mode_id,
-                    config_values=MappingProxyType(dict(restored.controls.values)),
-                    file_reader=reader,
-                    file_writer=writer,
-                    terminals=terminals,
-                    title=restored.title,
-                    elicitation=asking,
-                )
-            )
-        finally:
-            if asking is not None:
-                asking.close()  # the request is about to be answered
+        holder: list[LiveSession] = []  # until the session is live: the caller's client
+        engine_session = await self._open_engine(record, restored, mcp_servers, link, holder)
         if live is None:
             pipeline = DeliveryPipeline(
                 session_id, self._store, epoch=epoch, next_seq=record.last_seq + 1
@@ -531,6 +540,52 @@ class SessionTable:
         holder.append(live)
         self._attach_after(live, link, after)
         return live
+
+    async def _open_engine(
+        self,
+        record: SessionRecord,
+        restored: RestoredState,
+        mcp_servers: Sequence[McpServer],
+        link: ClientLink,
+        holder: list[LiveSession],
+    ) -> EngineSession:
+        """Open the engine's session on ``restored``; ``holder`` has the live session once
+        there is one (the client services ask its clients)."""
+        session_id = record.session_id
+
+        def candidates() -> list[AgentSideConnection]:
+            if not holder:
+                return [link.connection]
+            session = holder[0]
+            order = [session.driver] if session.driver is not None else []
+            order.extend(session.links)
+            return [each.connection for each in order if not each.gone]
+
+        reader, writer, terminals = client_services(
+            link.connection, session_id, ConnectionPicker(candidates)
+        )
+        asking = self._request_elicitation(link)
+        try:
+            engine_session = await self._engine.open_session(
+                SessionContext(
+                    session_id=session_id,
+                    cwd=record.cwd,
+                    additional_directories=record.additional_directories,
+                    mcp_servers=tuple(mcp_servers),
+                    history=restored.engine_state,
+                    mode_id=restored.controls.mode_id,
+                    config_values=MappingProxyType(dict(restored.controls.values)),
+                    file_reader=reader,
+                    file_writer=writer,
+                    terminals=terminals,
+                    title=restored.title,
+                    elicitation=asking,
+                )
+            )
+        finally:
+            if asking is not None:
+                asking.close()  # the request is about to be answered
+        return engine_session
 
     def _request_elicitation(self, link: ClientLink) -> ClientElicitation | None:
         """Questions tied to the client's request being handled, if it can be asked any."""
