@@ -16,14 +16,14 @@ engine. The client of the connection a method serves is "the caller":
   to it (another client has it open, or it waits out its grace period after its last client
   left) attaches the caller to the live session: no new epoch, its turn goes on, the stored
   record is left as it is (the caller's ``mcpServers`` and ``additionalDirectories`` are not
-  applied: the session keeps those it went live with). If no turn runs here and another
-  process continued the session meanwhile, the live copy is first brought up to date.
+  applied: the session keeps those it went live with). ``session/load`` first replays the
+  history up to that moment to the caller alone; the caller is asked every question the
+  turn has open. If no turn runs here and another process continued the session meanwhile,
+  the live copy is first brought up to date.
 * **elsewhere**: another process sharing the store may continue a session that is live here
   (its turn ran there). :meth:`SessionTable.catch_up` brings the live copy up to date from
   the store: before a turn here (under this process's claim, :mod:`._ownership`) and when a
-  client attaches; the client's prompt then continues from the stored history. ``session/load`` first replays the
-  history up to that moment to the caller alone; the caller is asked every question the
-  turn has open.
+  client attaches; the client's prompt then continues from the stored history.
 * **cursor**: with ``_meta["acp/cursor"]`` (:mod:`._cursor`), load and resume send the caller
   exactly the stored events after the cursor, before the response, and no replay; a cursor
   that cannot be honoured is refused before anything changes
