@@ -4,6 +4,7 @@ import functools
 import os
 import select
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,10 +15,12 @@ from helpers.timeouts import TIMEOUT
 
 from accord.coder._process import (
     DEFAULT_TIMEOUT_SECONDS,
+    GATE,
     MAX_TIMEOUT_SECONDS,
     CommandResult,
     clamp_timeout,
     run_local,
+    shell_argv,
 )
 from accord.transports import TailBuffer
 
@@ -80,6 +83,36 @@ async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
             pid = int(await anyio.to_thread.run_sync(fifo.read_text))  # blocks until written
             group.cancel_scope.cancel()
     assert await anyio.to_thread.run_sync(_gone, pid)
+
+
+@pytest.mark.anyio
+@both_backends
+async def test_a_shell_whose_gate_closes_unopened_runs_nothing(tmp_path: Path) -> None:
+    # What an agent killed before registering the group leaves: the gate's pipe at end of file.
+    marker = tmp_path / "ran"
+    with anyio.fail_after(10):
+        process = await anyio.open_process(
+            shell_argv(GATE + f"touch {marker}"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        async with process:
+            assert process.stdin is not None
+            await process.stdin.aclose()
+            assert await process.wait() == 125
+    assert not marker.exists()
+
+
+@pytest.mark.anyio
+@both_backends
+@pytest.mark.skipif(not Path("/proc/self/fd/0").exists(), reason="reads /proc")
+async def test_the_command_reads_dev_null_past_the_gate(tmp_path: Path) -> None:
+    result = await run_local(
+        "readlink /proc/$$/fd/0; read -r line; echo read=$?", cwd=str(tmp_path), time_limit=10
+    )
+    assert result.output.splitlines() == ["/dev/null", "read=1"]
+    assert result.exit_code == 0
 
 
 @pytest.mark.anyio

@@ -3,7 +3,10 @@
 When the client offers terminals, ``run_command`` runs there (the editor shows the output
 live); otherwise :func:`run_local` runs the command line here, under ``bash -c`` (``/bin/sh -c``
 without bash) in its own process group, with stdin from ``/dev/null``, stdout and stderr
-together. Both ways are bounded:
+together. The shell first waits at a gate (:data:`GATE`: one line read from a pipe) until the
+group is registered with the watchdog, so nothing the command starts can run while an agent
+killed at that moment would leave it behind; if the agent dies first, the gate reads end of
+file and the shell exits without running the command. Both ways are bounded:
 
 * time: :data:`DEFAULT_TIMEOUT_SECONDS` unless the model asks for another timeout, never more
   than :data:`MAX_TIMEOUT_SECONDS`; a command that runs over is killed (the whole group);
@@ -20,6 +23,7 @@ POSIX only (process groups and signals), like the client's terminal host.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -27,12 +31,15 @@ from dataclasses import dataclass
 from typing import Final
 
 import anyio
+import anyio.to_thread
+from anyio.abc import Process
 
 from ..transports import TailBuffer, spawn_group, stop_group
 from ._watchdog import group_watchdog
 
 __all__ = (
     "DEFAULT_TIMEOUT_SECONDS",
+    "GATE",
     "MAX_OUTPUT_BYTES",
     "MAX_TIMEOUT_SECONDS",
     "TERMINATE_GRACE_SECONDS",
@@ -56,6 +63,10 @@ TERMINATE_GRACE_SECONDS: Final = 2.0
 
 _READ_CHUNK: Final = 65536
 
+GATE: Final = "read -r _ || exit 125\nexec </dev/null\n"
+"""What the shell runs before the command line: wait for the go line on stdin (end of file:
+the agent died before registering the group, so run nothing), then read ``/dev/null``."""
+
 
 def clamp_timeout(seconds: float | None) -> float:
     """The timeout to use: the default for ``None``, else within ``(0, MAX_TIMEOUT_SECONDS]``."""
@@ -68,6 +79,15 @@ def shell_argv(command: str) -> list[str]:
     """The argv that runs ``command`` as a shell command line."""
     bash = shutil.which("bash")
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
+
+
+async def _open_gate(process: Process) -> None:
+    """Let the shell past :data:`GATE`; a shell already gone is left for ``wait`` to report."""
+    stdin = process.stdin
+    assert stdin is not None
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await stdin.send(b"go\n")
+    await stdin.aclose()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,17 +151,20 @@ async def run_local(
         OSError: the shell could not be started (e.g. ``cwd`` vanished).
     """
     process = await spawn_group(
-        shell_argv(command),
+        shell_argv(GATE + command),
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     watchdog = group_watchdog()
-    watchdog.register(process.pid)  # its own session: the group id is its pid
     buffer = TailBuffer(output_limit)
     timed_out = False
     try:
+        # Its own session: the group id is its pid. A worker thread: the first registration
+        # starts the watchdog process. Until both are done, the shell waits at the gate.
+        await anyio.to_thread.run_sync(watchdog.register, process.pid)
+        await _open_gate(process)
         with anyio.move_on_after(time_limit) as scope:
             assert process.stdout is not None
             try:

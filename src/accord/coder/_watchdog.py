@@ -16,8 +16,10 @@ Why not ``PR_SET_PDEATHSIG``: it is Linux only, it fires when the *thread* that 
 whole group.
 
 One watchdog per agent process, started lazily (about 10 MB while commands have run, nothing
-before). If it dies it is started again at the next registration. A group registered between
-its ``fork`` and the write of ``+PGID`` is the one window left: a few microseconds.
+before). If it dies it is started again at the next registration. A command's shell waits at
+a gate until its group is registered (:data:`._process.GATE`), so there is no window in which
+the agent can die leaving a running command unregistered: killed before the registration, it
+closes the gate's pipe and the shell exits without running the command.
 
 Above: :mod:`._process`. Below: the OS.
 """
