@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,42 @@ async def test_the_system_prompt_is_stored_at_session_new(
             await second.aclose()
         prompts = {system_text(request) for request in server.requests}
     assert prompts == {stored.system_prompt}
+
+
+class _Cycle:
+    """A garbage cycle: only the cycle collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_serving_freezes_the_heap_after_the_first_turn_not_its_garbage(
+    project: Path,
+) -> None:
+    # accord serve asks for it (CoderRuntime(freeze_heap=True)); garbage made before the
+    # freeze is collected first, never frozen (frozen objects are never collected).
+    with FakeOpenAIServer([ScriptedReply(text=["one"]), ScriptedReply(text=["two"])]) as server:
+        config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore(), freeze_heap=True)
+        gc.unfreeze()
+        try:
+            async with connect(runtime, cwd=project) as connection:
+                session = await connection.new_session(project)
+                garbage = _Cycle()
+                dead = weakref.ref(garbage)
+                del garbage
+                gc.disable()  # nothing but the freeze may collect it
+                try:
+                    assert (await session.prompt("first")).text == "one"
+                    assert gc.get_freeze_count() > 0
+                    assert dead() is None
+                    later = _Cycle()
+                    kept = weakref.ref(later)
+                    del later
+                    assert (await session.prompt("second")).text == "two"
+                    assert kept() is not None  # once only: no second collect-and-freeze
+                finally:
+                    gc.enable()
+        finally:
+            gc.unfreeze()
+            await runtime.aclose()

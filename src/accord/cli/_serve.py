@@ -57,6 +57,7 @@ def build_agent(
     activity: str | None = None,
     shared_store: SessionStore | None = None,
     grace: float = 0.0,
+    freeze_heap: bool = False,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
 
@@ -70,7 +71,8 @@ def build_agent(
 
     ``activity`` is the activity log's file (``None``: none), closed with the runtime.
     ``shared_store``: an open store several runtimes use (not closed with this one; ``store``
-    is then ignored).
+    is then ignored). ``freeze_heap``: see :class:`~accord.coder.CoderRuntime` (for a process
+    that serves the agent and does nothing else, as ``accord serve``).
 
     With a PostgreSQL store (which several server processes share), every attached client also
     sees, live, the turns the other processes' runtimes run on its session
@@ -99,6 +101,7 @@ def build_agent(
             activity=activity,
             live_from_elsewhere=isinstance(shared_store, PostgresSessionStore),
             grace=grace,
+            freeze_heap=freeze_heap,
         )
         return _built(runtime, config, warn)
     runtime = CoderRuntime(
@@ -108,6 +111,7 @@ def build_agent(
         activity=activity,
         live_from_elsewhere=store is not None and store.startswith(POSTGRES_SCHEMES),
         grace=grace,
+        freeze_heap=freeze_heap,
     )
     return _built(runtime, config, warn)
 
@@ -145,6 +149,7 @@ def serve_command(args: argparse.Namespace) -> int:
             environ=environ,
             activity=getattr(args, "activity", None),
             grace=getattr(args, "grace", None) or 0.0,
+            freeze_heap=True,  # this process is the agent: see accord.coder._heap
         )
     except (ValueError, OSError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)

@@ -11,13 +11,18 @@
   code in the background, so ``initialize`` is fast and the first ``session/new`` rarely waits;
 * a session that has no stored engine state yet (new, or created and never prompted) gets its
   state, the system prompt just built, saved before the response: the runtime stores engine
-  state only from turns, and the prompt must be stored from the start.
+  state only from turns, and the prompt must be stored from the start;
+* with ``freeze_heap=True`` (``accord serve``), once the first prompt turn has ended (the
+  model code, the shared model and the tools are built by then), the objects that live as
+  long as the process are frozen out of the garbage collector's full collections
+  (:mod:`._heap`), which keeps its pauses short.
 
 This module imports nothing of pydantic-ai.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -38,18 +43,23 @@ from ..schema import (
     LoadSessionResponse,
     NewSessionRequest,
     NewSessionResponse,
+    PromptRequest,
+    PromptResponse,
     ResumeSessionRequest,
     ResumeSessionResponse,
 )
 from ..store import SessionStore
 from ._config import CoderConfig
 from ._engine import CoderEngine
+from ._heap import freeze_heap
 from ._session import CoderSession
 
 if TYPE_CHECKING:
     from ..transports import Transport
 
 __all__ = ("CoderRuntime", "agent_info")
+
+_log = logging.getLogger("accord.coder")
 
 
 def agent_info() -> Implementation:
@@ -72,6 +82,8 @@ class CoderRuntime(AgentRuntime):
         owns_store: Close ``store`` in :meth:`aclose` (default: only the default store, which
             the runtime creates itself).
         activity: Where to write the activity log (see :class:`~accord.agent.AgentRuntime`).
+        freeze_heap: Freeze the heap out of the garbage collector after the first prompt
+            turn (module docstring): for a process that is the agent and nothing else.
     """
 
     def __init__(
@@ -83,6 +95,7 @@ class CoderRuntime(AgentRuntime):
         activity: ActivityLog | str | os.PathLike[str] | None = None,
         live_from_elsewhere: bool = False,
         grace: float = 0.0,
+        freeze_heap: bool = False,
     ) -> None:
         """Build the engine and the runtime around it (``live_from_elsewhere``: see
         :class:`~accord.agent.AgentRuntime`; for a store several processes share; ``grace``:
@@ -104,6 +117,7 @@ class CoderRuntime(AgentRuntime):
         self._background: TaskGroup | None = None
         self._warm = False
         self._close_store = owns_store and store is not None
+        self._freeze_pending = freeze_heap
 
     @property
     def coder(self) -> CoderEngine:
@@ -146,6 +160,15 @@ class CoderRuntime(AgentRuntime):
         if not self._warm and self._background is not None:
             self._warm = True
             self._background.start_soon(self._coder.prewarm)
+        return response
+
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
+        """``session/prompt``; the first turn to end freezes the heap, if asked to."""
+        response = await super().prompt(request)
+        if self._freeze_pending:
+            self._freeze_pending = False
+            frozen = freeze_heap()
+            _log.debug("froze %d objects out of the garbage collector", frozen)
         return response
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
