@@ -90,7 +90,7 @@ async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
 async def test_a_shell_whose_gate_closes_unopened_runs_nothing(tmp_path: Path) -> None:
     # What an agent killed before registering the group leaves: the gate's pipe at end of file.
     marker = tmp_path / "ran"
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         process = await anyio.open_process(
             shell_argv(GATE + f"touch {marker}"),
             stdin=subprocess.PIPE,
