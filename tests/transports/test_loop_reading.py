@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pathlib
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,7 +21,13 @@ import orjson
 import pytest
 from helpers.timeouts import TIMEOUT
 
-from accord.transports import FdReceiveStream, FdSendStream, MalformedFrame, StreamTransport
+from accord.transports import (
+    FdReceiveStream,
+    FdSendStream,
+    MalformedFrame,
+    StreamTransport,
+    stdio_transport,
+)
 from accord.transports._stream import READ_SIZE
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +204,23 @@ async def test_the_end_of_the_pipe_delivers_a_last_line_without_newline() -> Non
                 await transport.receive()
     finally:
         await transport.aclose()
+
+
+async def test_stdin_redirected_from_a_regular_file_is_read_to_its_end(
+    tmp_path: pathlib.Path,
+) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(lines(0, 1))
+    stdin_fd = os.open(requests, os.O_RDONLY)
+    out_read, out_write = os.pipe()
+    try:
+        transport = stdio_transport(stdin_fd=stdin_fd, stdout_fd=out_write, protect_stdout=False)
+        with anyio.fail_after(TIMEOUT):
+            assert (await transport.receive())["id"] == 0
+            assert (await transport.receive())["id"] == 1
+            with pytest.raises(anyio.EndOfStream):
+                await transport.receive()
+            await transport.aclose()
+    finally:
+        for fd in (stdin_fd, out_read, out_write):
+            os.close(fd)

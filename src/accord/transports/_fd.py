@@ -13,6 +13,7 @@ import errno
 import os
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 __all__ = ("FdReceiveStream", "FdSendStream")
@@ -91,7 +92,12 @@ class FdReceiveStream(_FdBase, ByteReceiveStream):
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        await anyio.wait_readable(self._fd)
+        try:
+            await anyio.wait_readable(self._fd)
+        except PermissionError:
+            # A regular file (stdin redirected from one), which epoll refuses to watch: it is
+            # always readable, a read returns data or end of file.
+            await anyio.lowlevel.checkpoint()
 
     async def aclose(self) -> None:
         """Stop reading; close the descriptor if this stream owns it."""

@@ -379,7 +379,9 @@ class StreamTransport:
                 return
             try:
                 loop.add_reader(fd_reader.fileno(), self._on_readable)
-            except NotImplementedError:  # a loop that cannot watch descriptors (Windows)
+            except (NotImplementedError, PermissionError):
+                # A loop that cannot watch descriptors (Windows), or a descriptor that epoll
+                # refuses (a regular file): the receiving task reads it instead.
                 self._loop_reading_failed = True
                 return
             self._watching = True
