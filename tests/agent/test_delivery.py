@@ -316,6 +316,46 @@ async def test_observe_events_never_wait_for_the_store() -> None:
     assert client.seqs == [] and store.appended == 0
 
 
+async def test_continuing_after_another_process_s_events_sends_them_and_numbers_after() -> None:
+    """Another process appended to the session (its turn ran there): the pipeline numbers its
+    next event after the stored chain, an attached client that was not relayed those events
+    gets them from the store, in order, once; an observe event held here under a seq the
+    other process took is dropped, never stored over it."""
+    store = MemorySessionStore()
+    pipeline = await _pipeline(store)
+    client = Collector()
+    attachment = Attachment(pipeline, client, cursor=0)
+    pipeline.attach(attachment)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attachment.run)
+        await pipeline.publish(
+            TextChunk(message_id="m", content=TextContentBlock(text="here")), epoch=0, turn_id=None
+        )
+        await pipeline.publish(ModelCallStarted(call_id="c", model="m"), epoch=0, turn_id="t")
+        elsewhere = [
+            stamp(
+                TextChunk(message_id="n", content=TextContentBlock(text=f"there {seq}")),
+                session_id="s",
+                seq=seq,
+                epoch=0,
+                turn_id="other",
+                agent_id="root",
+            )
+            for seq in range(2, 6)
+        ]
+        await store.append_events(elsewhere)
+        pipeline.continue_after(5)
+        await pipeline.publish(
+            TextChunk(message_id="m", content=TextContentBlock(text="again")), epoch=0, turn_id=None
+        )
+        with anyio.fail_after(TIMEOUT):
+            await attachment.wait_sent(6)
+        tg.cancel_scope.cancel()
+    assert client.seqs == [1, 2, 3, 4, 5, 6]
+    assert [e.seq for e in await store.read_events("s")] == [1, 2, 3, 4, 5, 6]
+    assert pipeline.statistics().observe_dropped == 1
+
+
 async def test_the_event_extension_is_advertised_in_agent_capabilities_meta() -> None:
     async with serve() as h:
         response = h.conn.initialize_response

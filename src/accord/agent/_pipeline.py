@@ -414,7 +414,8 @@ class PipelineStatistics:
         committed_seq: The last ``seq`` committed and fanned out.
         published: Envelopes stamped.
         stale_dropped: Events refused because they belonged to an older epoch.
-        observe_dropped: Observe envelopes dropped because too many were held.
+        observe_dropped: Observe envelopes dropped because too many were held, or because
+            another process's events took their seqs before they were stored.
         attachments: Attached clients.
     """
 
@@ -512,6 +513,10 @@ class DeliveryPipeline:
         if self._writer is not None:
             raise RuntimeError("continue_after() while a turn's writer is attached")
         if last_seq > self.last_seq:
+            # Observe envelopes held for the next store were numbered where the other
+            # process's events now are: they cannot be stored any more.
+            self.observe_dropped += len(self._held)
+            self._held = []
             self._next_seq = last_seq + 1
             self.committed_seq = last_seq
             for attachment in self._attachments:
