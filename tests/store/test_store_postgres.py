@@ -30,7 +30,7 @@ from accord.store import (
     iter_events,
 )
 from accord.store._postgres_listen import LISTEN_APPLICATION_NAME
-from accord.store._postgres_schema import SCHEMA_VERSION
+from accord.store._postgres_schema import MIGRATIONS, SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +61,48 @@ async def test_newer_database_is_refused_untouched() -> None:
             async with PostgresSessionStore(url):
                 pass
         assert _schema_versions(url)[-1] == SCHEMA_VERSION + 1
+
+
+async def test_a_version_1_database_is_migrated_and_keeps_its_sessions() -> None:
+    """A database an accord of schema version 1 wrote (events with a foreign key to their
+    session) is brought to the current version on start: its sessions and events are all
+    there, the foreign key is gone, and deleting a session still deletes its events."""
+    with fresh_schema() as url:
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+            conn.execute(
+                "CREATE TABLE accord_schema (version integer PRIMARY KEY,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for statement in MIGRATIONS[0]:
+                conn.execute(statement.encode())
+            conn.execute("INSERT INTO accord_schema (version) VALUES (1)")
+            conn.execute(
+                "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
+                " mcp_servers, created_at, updated_at, epoch, last_seq, state)"
+                " VALUES ('old', '/w', '[]', '[]', 0, 0, 0, 2, '{}')"
+            )
+            for event in events("old", 1, 2):
+                conn.execute(
+                    "INSERT INTO accord_events (session_id, seq, epoch, turn_id, agent_id,"
+                    " kind, layer, payload, created_at)"
+                    " VALUES ('old', %s, 0, NULL, 'root', 'text_chunk', 'transcript', %s, 0)",
+                    (event.seq, event.payload),
+                )
+        async with PostgresSessionStore(url) as store:
+            assert [e.seq for e in await store.read_events("old")] == [1, 2]
+            await store.append_events(events("old", 3, 1))
+            assert [e.seq for e in await store.read_events("old")] == [1, 2, 3]
+            await store.delete_session("old")
+            assert await store.read_events("old") == []
+        assert _schema_versions(url) == list(range(1, SCHEMA_VERSION + 1))
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_constraint"
+                " WHERE conrelid = 'accord_events'::regclass AND contype = 'f'"
+            ).fetchone()
+            left = conn.execute("SELECT count(*) FROM accord_events").fetchone()
+        assert row is not None and row[0] == 0
+        assert left is not None and left[0] == 0
 
 
 async def test_many_processes_starting_at_once_migrate_once() -> None:

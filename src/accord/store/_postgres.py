@@ -515,7 +515,11 @@ class PostgresSessionStore:
         """See :meth:`SessionStore.delete_session`."""
 
         def delete(conn: psycopg.Connection[Any]) -> None:
-            conn.execute("DELETE FROM accord_sessions WHERE session_id = %s", (session_id,))
+            with conn.transaction():
+                # The session row first: its lock waits for an append in flight to commit,
+                # and an append after this finds no session; then the events, all of them.
+                conn.execute("DELETE FROM accord_sessions WHERE session_id = %s", (session_id,))
+                conn.execute("DELETE FROM accord_events WHERE session_id = %s", (session_id,))
 
         await self._call(delete)
 

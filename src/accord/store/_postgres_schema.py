@@ -9,7 +9,7 @@ whose newest version is above :data:`SCHEMA_VERSION` was written by a newer acco
 refused with :class:`SchemaVersionError`, never touched. Rules for changing the schema: never
 edit a migration that has shipped; append a new one.
 
-Layout (version 1), shaped for the event chain:
+Layout (version 2), shaped for the event chain:
 
 * ``accord_sessions``: one row per session: placement (``cwd``, directories, MCP servers as
   ``jsonb``), ``title``, timestamps (integer microseconds since the Unix epoch, UTC, the sort
@@ -18,7 +18,10 @@ Layout (version 1), shaped for the event chain:
   ``owner_expires_at``, a lease) and ``version``, bumped by every write, for optimistic updates.
   Ids compare with the ``C`` collation, byte by byte, as in the other stores.
 * ``accord_events``: the append-only chain, keyed by ``(session_id, seq)``; the payload is the
-  event's JSON bytes, stored and returned verbatim. Deleting a session cascades to its events.
+  event's JSON bytes, stored and returned verbatim. No foreign key to the session (version 2
+  dropped it: its per-row check was most of an append's cost on the server); the store keeps
+  the two consistent: an append locks and checks the session row, a deletion removes the
+  session and then its events in one transaction.
 
 Above: ``_postgres``. Below: psycopg.
 """
@@ -74,6 +77,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         )
         """,
     ),
+    # Version 2: no foreign key from the events to their session. Its check ran for every
+    # event appended (a lookup and a key-share lock of the session row per row: more than
+    # half of the server's work per append); the append already locks and checks the session
+    # row once per batch, and deleting a session deletes its events in the same transaction.
+    ("ALTER TABLE accord_events DROP CONSTRAINT IF EXISTS accord_events_session_id_fkey",),
 )
 
 #: The schema version this code writes and reads.
