@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
-from schema_validation import WireValidator
+from helpers.wire_schema import WireValidator
 
 from accord.jsonrpc import set_wire_observer
 

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT = ROOT / "examples" / "client.py"
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
-SDK_AGENT = ROOT / "tests" / "interop" / "sdk_agent.py"
+SDK_AGENT = ROOT / "tests" / "interop" / "_interop_sdk_agent.py"
 
 
 def run_client(*args: str) -> subprocess.CompletedProcess[str]:

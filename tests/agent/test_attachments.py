@@ -36,8 +36,7 @@ from accord.schema import (
     SessionNotification,
 )
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import ScriptedEngine
-from accord.testing._scripted_steps import Say, Stream, UseTool, WaitFor, WaitForCancel
+from accord.testing import Say, ScriptedEngine, Stream, UseTool, WaitFor, WaitForCancel
 from accord.transports import memory_transport_pair
 
 pytestmark = pytest.mark.anyio

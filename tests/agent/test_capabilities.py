@@ -12,8 +12,8 @@ from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities
 from accord.errors import MethodNotFound, RequestError
-from accord.roles import Agent
-from accord.roles._capabilities import capability_tree, implemented_methods, is_advertised
+from accord.roles import Agent, is_advertised
+from accord.roles._capabilities import capability_tree, implemented_methods
 from accord.roles._generated_roles import AGENT_HANDLER_NAMES
 from accord.schema import (
     AudioContentBlock,

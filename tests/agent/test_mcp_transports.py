@@ -22,7 +22,7 @@ from accord.schema import (
     LoadSessionRequest,
     ResumeSessionRequest,
 )
-from accord.testing._scripted_engine import ScriptedEngine
+from accord.testing import ScriptedEngine
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _agent_support import CWD, fold, message_texts, scripted, serve, text
+from _agent_support import CWD, message_texts, scripted, serve, text
+from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import EngineCapabilities

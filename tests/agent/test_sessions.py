@@ -8,7 +8,8 @@ from typing import Any
 
 import anyio
 import pytest
-from _agent_support import CWD, FULL, Harness, fold, message_texts, scripted, serve
+from _agent_support import CWD, FULL, Harness, message_texts, scripted, serve
+from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime, EngineCapabilities, SessionContext

@@ -1,6 +1,6 @@
 """The runtime as a real stdio process: equal sequences to the in-memory pair; kill -9.
 
-The agent is ``_stdio_agent.py``: ``run_agent_stdio(AgentRuntime(ScriptedEngine(...),
+The agent is ``_agent_over_stdio.py``: ``run_agent_stdio(AgentRuntime(ScriptedEngine(...),
 store=SqliteSessionStore(path)))``.
 """
 
@@ -17,10 +17,11 @@ from typing import Any, cast
 
 import anyio
 import pytest
-from _agent_support import CWD, FULL, RecordingClient, command_steps, fold, message_texts, text
+from _agent_support import CWD, FULL, RecordingClient, command_steps, message_texts, text
+from helpers.fold import fold
+from helpers.processes import child_env
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
-import accord.agent
 from accord.agent import AgentRuntime
 from accord.errors import ConnectionClosed
 from accord.roles import AgentSideConnection, ClientSideConnection
@@ -42,23 +43,15 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL"),
 ]
 
-_AGENT = Path(__file__).with_name("_stdio_agent.py")
+_AGENT = Path(__file__).with_name("_agent_over_stdio.py")
 #: Message chunks the client must have seen before the agent is killed: mid-stream.
 _SEEN_BEFORE_KILL = 300
-
-
-def _agent_env() -> dict[str, str]:
-    src = Path(accord.agent.__file__).resolve().parents[2]
-    # The agent imports ``_agent_support`` (beside it), which imports ``helpers`` (in tests/).
-    tests = _AGENT.parent.parent
-    paths = [str(src), str(_AGENT.parent), str(tests), os.environ.get("PYTHONPATH", "")]
-    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 @asynccontextmanager
 async def _stdio_agent(path: Path, backend: str) -> AsyncGenerator[Transport]:
     command = [sys.executable, str(_AGENT), str(path), backend]
-    async with spawn_agent(command, env=_agent_env()) as transport:
+    async with spawn_agent(command, env=child_env(_AGENT)) as transport:
         yield transport
 
 

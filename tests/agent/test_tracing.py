@@ -234,7 +234,7 @@ def test_tracing_is_configured_by_the_environment_only_when_asked() -> None:
 
 
 def test_without_tracing_opentelemetry_is_never_imported() -> None:
-    script = Path(__file__).with_name("_untraced_turn.py")
+    script = Path(__file__).with_name("_agent_untraced_turn.py")
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     done = subprocess.run(
         [sys.executable, str(script), str(TIMEOUT)],

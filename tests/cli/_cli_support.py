@@ -2,8 +2,9 @@
 
 ``accord`` runs as ``python -m accord.cli`` (the console script's equivalent, without PATH
 questions) with stdin from ``/dev/null`` unless a test gives it a terminal. The agents it
-drives are the scripts in ``agents/``, spawned with this interpreter; :func:`agent` builds
-the ``--agent`` command line for one of them.
+drives are the script agents of ``tests/helpers/script_agent.py`` (one script, the behaviour
+chosen by name), spawned with this interpreter; :func:`agent` builds the ``--agent`` command
+line for one of them.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from helpers.script_agent import script_agent
 from helpers.timeouts import TIMEOUT
 
 __all__ = (
     "ACCORD",
-    "AGENTS",
     "ECHO_AGENT",
     "ROOT",
-    "TIMEOUT",
     "OutputReader",
     "accord",
     "agent",
@@ -39,16 +39,17 @@ __all__ = (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENTS = Path(__file__).resolve().parent / "agents"
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 #: The ``accord`` command.
 ACCORD = (sys.executable, "-m", "accord.cli")
 
 
 def agent(script: str | Path, *args: str) -> str:
-    """The ``--agent`` value running ``script`` (a name in ``agents/``, or a path) with args."""
-    path = script if isinstance(script, Path) else AGENTS / f"{script}.py"
-    return shlex.join([sys.executable, str(path), *args])
+    """The ``--agent`` value running ``script`` with ``args``: the name of a script agent
+    (:func:`helpers.script_agent.script_agent`) or the path of a Python script."""
+    if isinstance(script, Path):
+        return shlex.join([sys.executable, str(script), *args])
+    return shlex.join(script_agent(script, *args))
 
 
 def _env(extra: Mapping[str, str | None] | None) -> dict[str, str]:

@@ -16,14 +16,15 @@ from pathlib import Path
 import pyte
 import pytest
 from _cli_support import accord, json_lines, on_a_terminal
-from helpers.timeouts import TIMEOUT
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply, ScriptedToolCall
 
-#: The built-in agent imports pydantic-ai and talks to a model: slower than the script agents.
 pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(240)]
-SLOW = 90.0
+#: ``accord run`` starts the built-in agent, which imports pydantic-ai and talks to a model:
+#: two processes and a model round trip per command, so a scenario's bound.
+SLOW = SCENARIO_TIMEOUT
 
 KEY = {"OPENAI_API_KEY": "test-key"}
 

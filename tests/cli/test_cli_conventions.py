@@ -77,7 +77,7 @@ def test_quiet_prints_only_the_final_answer(tmp_path: Path) -> None:
         "run",
         "-q",
         "--agent",
-        agent("workflow_agent"),
+        agent("workflow"),
         "--approve-all",
         "--cwd",
         str(tmp_path),
@@ -179,7 +179,7 @@ def test_a_broken_config_file_is_one_line_and_1(tmp_path: Path, text: str, probl
 def test_timeout_bounds_initialize(tmp_path: Path) -> None:
     fifo = tmp_path / "ready.fifo"
     fifo.touch()  # a plain file: the agent writes "ready" and sticks in initialize
-    command = agent("stuck_agent", str(fifo), "--in", "initialize")
+    command = agent("stuck", str(fifo), "--in", "initialize")
     done = accord("run", "--agent", command, "--timeout", "1", "hello")
     assert done.returncode == ExitCode.AGENT_FAILED
     assert done.stderr.startswith(f"accord: {command!r} did not answer initialize in time")
@@ -225,7 +225,7 @@ def test_zsh_and_fish_completion_scripts() -> None:
 def test_on_a_terminal_a_slow_start_is_announced_and_the_spinner_turns(tmp_path: Path) -> None:
     fifo = tmp_path / "ready"
     fifo.touch()
-    command = agent("stuck_agent", str(fifo), "--in", "initialize")
+    command = agent("stuck", str(fifo), "--in", "initialize")
     env = {"LC_ALL": "C.UTF-8"}
     with on_a_terminal("run", "--agent", command, "--timeout", "6", "hi", env=env) as (
         process,
@@ -258,7 +258,7 @@ def test_add_dir_opens_a_directory_to_the_agent_and_nothing_more(tmp_path: Path)
         "outside_write": str(outside / "planted.txt"),
     }
 
-    dirs_agent = agent("dirs_agent")
+    dirs_agent = agent("dirs")
     done = accord(
         "run", "-q", "--agent", dirs_agent, "--cwd", str(work), "--add-dir", str(extra),
         json.dumps(paths),

@@ -42,7 +42,7 @@ def test_done_is_0() -> None:
 
 
 def test_refusal_is_5() -> None:
-    done = accord("run", "--agent", agent("refusal_agent"), "do something bad")
+    done = accord("run", "--agent", agent("refusal"), "do something bad")
     assert done.returncode == ExitCode.REFUSED
     assert done.stdout.startswith(
         "I cannot help with that.\n[the agent refused the prompt (refusal), session "
@@ -51,7 +51,7 @@ def test_refusal_is_5() -> None:
 
 
 def test_agent_crash_mid_turn_is_3_with_its_exit_code_and_stderr() -> None:
-    command = agent("crash_agent", "--exit", "7")
+    command = agent("crash", "--exit", "7")
     done = accord("run", "--agent", command, "hello")
     assert done.returncode == ExitCode.AGENT_FAILED
     assert done.stdout == "partial\n"  # what arrived, with its line ended
@@ -60,7 +60,7 @@ def test_agent_crash_mid_turn_is_3_with_its_exit_code_and_stderr() -> None:
 
 
 def test_agent_error_answer_is_3() -> None:
-    done = accord("run", "--agent", agent("crash_agent", "--error"), "hello")
+    done = accord("run", "--agent", agent("crash", "--error"), "hello")
     assert done.returncode == ExitCode.AGENT_FAILED
     assert done.stdout == "partial\n"
     assert "model exploded" in done.stderr
@@ -162,7 +162,7 @@ def test_ctrl_c_sends_session_cancel_and_exits_130() -> None:
 
 @pytest.fixture
 def ready_pipe(tmp_path: Path) -> Iterator[tuple[Path, OutputReader]]:
-    """A named pipe for ``agents/stuck_agent.py`` and a reader of its side.
+    """A named pipe for the ``stuck`` script agent and a reader of its side.
 
     The agent writes ``ready PID`` when it is stuck and keeps the pipe open while it lives,
     so end of file on the pipe means the agent process is gone.
@@ -181,7 +181,7 @@ def test_second_ctrl_c_quits_without_waiting_for_the_agent(
 ) -> None:
     """The agent ignores session/cancel: the second Ctrl-C leaves, and stops the agent."""
     fifo, ready = ready_pipe
-    process = start_accord("run", "--agent", agent("stuck_agent", str(fifo)), "hello")
+    process = start_accord("run", "--agent", agent("stuck", str(fifo)), "hello")
     assert process.stderr is not None
     ready.wait_for("ready")
     process.send_signal(signal.SIGINT)
@@ -203,7 +203,7 @@ def test_ctrl_c_before_the_turn_exits_130_without_a_traceback(
 ) -> None:
     """Interrupted while the agent initializes (say, a slow ``npx`` download)."""
     fifo, ready = ready_pipe
-    command = agent("stuck_agent", str(fifo), "--in", "initialize")
+    command = agent("stuck", str(fifo), "--in", "initialize")
     process = start_accord("run", "--agent", command, "hello")
     ready.wait_for("ready")
     process.send_signal(signal.SIGINT)
@@ -216,7 +216,7 @@ def test_ctrl_c_before_the_turn_exits_130_without_a_traceback(
 
 def test_ctrl_c_in_accord_sessions_exits_130(ready_pipe: tuple[Path, OutputReader]) -> None:
     fifo, ready = ready_pipe
-    command = agent("stuck_agent", str(fifo), "--in", "initialize")
+    command = agent("stuck", str(fifo), "--in", "initialize")
     process = start_accord("sessions", "--agent", command)
     ready.wait_for("ready")
     process.send_signal(signal.SIGINT)

@@ -1,8 +1,8 @@
 """``accord run`` and permission requests: ``--approve-all``, ``--deny-all``, the refusal
 without a terminal, and the question asked on a real (pseudo-)terminal.
 
-The agent (``agents/workflow_agent.py``) asks to edit ``config.toml`` and says in its last
-line whether it was allowed; a refused permission makes the exit code 4.
+The agent (``workflow`` of ``tests/helpers/script_agent.py``) asks to edit ``config.toml`` and
+says in its last line whether it was allowed; a refused permission makes the exit code 4.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ NO_TERMINAL = (
 def test_permission_policy_decides_and_sets_the_exit_code(
     flags: list[str], chosen: str, agent_says: str, exit_code: int
 ) -> None:
-    done = accord("run", "--agent", agent("workflow_agent"), *flags, "go")
+    done = accord("run", "--agent", agent("workflow"), *flags, "go")
     assert done.returncode == exit_code, done.stderr
     lines = done.stdout.splitlines()
     assert f"[permission] {chosen}" in lines
@@ -52,21 +52,21 @@ def test_refused_permission_exit_code_is_documented() -> None:
 
 
 def test_without_a_terminal_the_refusal_notice_is_given_once() -> None:
-    done = accord("run", "--agent", agent("workflow_agent", "--twice"), "go")
+    done = accord("run", "--agent", agent("workflow", "--twice"), "go")
     assert done.returncode == ExitCode.PERMISSION_REFUSED
     assert done.stdout.splitlines().count("[permission] refused") == 2
     assert done.stderr == NO_TERMINAL
 
 
 def test_deny_all_refuses_every_request() -> None:
-    done = accord("run", "--agent", agent("workflow_agent", "--twice"), "--deny-all", "go")
+    done = accord("run", "--agent", agent("workflow", "--twice"), "--deny-all", "go")
     assert done.returncode == ExitCode.PERMISSION_REFUSED
     assert done.stdout.splitlines().count("[permission] refused") == 2
     assert done.stderr == ""
 
 
 def test_approve_all_and_deny_all_exclude_each_other() -> None:
-    done = accord("run", "--agent", agent("workflow_agent"), "--approve-all", "--deny-all", "go")
+    done = accord("run", "--agent", agent("workflow"), "--approve-all", "--deny-all", "go")
     assert done.returncode == ExitCode.USAGE
     assert "not allowed with argument" in done.stderr
     assert done.stdout == ""
@@ -111,7 +111,7 @@ def test_on_a_terminal_the_question_is_asked(
 ) -> None:
     """The question comes after the lines leading up to it, by option kind; re-asked on
     anything else; the answer decides."""
-    command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
+    command = ("run", "--agent", agent("workflow"), "--cwd", str(tmp_path), "go")
     with on_a_terminal(*command, env=UTF8) as (process, out, keys):
         for answer in answers:
             asked = out.text.count(QUESTION)
@@ -145,7 +145,7 @@ def test_on_a_terminal_the_question_is_asked(
 
 
 def test_end_of_input_at_the_question_refuses(tmp_path: Path) -> None:
-    command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
+    command = ("run", "--agent", agent("workflow"), "--cwd", str(tmp_path), "go")
     with on_a_terminal(*command, env=UTF8) as (process, out, keys):
         out.wait_for(QUESTION)
         os.write(keys, b"\x04")  # Ctrl-D
@@ -156,7 +156,7 @@ def test_end_of_input_at_the_question_refuses(tmp_path: Path) -> None:
 
 def test_ctrl_c_during_the_question_cancels_the_turn_and_exits(tmp_path: Path) -> None:
     """The abandoned question does not keep ``accord`` alive waiting for a line."""
-    command = ("run", "--agent", agent("workflow_agent"), "--cwd", str(tmp_path), "go")
+    command = ("run", "--agent", agent("workflow"), "--cwd", str(tmp_path), "go")
     with on_a_terminal(*command, env=UTF8) as (process, out, _):
         out.wait_for(QUESTION)
         process.send_signal(signal.SIGINT)

@@ -1,7 +1,7 @@
 """``accord run``: the reply as readable lines, ``--json`` as raw updates, ``--cwd``.
 
 Every test runs the real command (``python -m accord.cli``) against an agent script in
-``agents/`` or the echo example; stdin is not a terminal.
+``tests/helpers/script_agent.py`` or the echo example; stdin is not a terminal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _cli_support import ECHO_AGENT, OutputReader, accord, agent, json_lines, start_accord
 from helpers.timeouts import TIMEOUT
-from schema_validation import WireValidator
+from helpers.wire_schema import WireValidator
 
 from accord.schema import SessionNotification
 
@@ -33,7 +33,7 @@ def test_plain_output_is_the_streamed_text_then_the_summary() -> None:
 
 def test_plain_output_shows_plan_tool_call_diff_and_permission_as_lines(tmp_path: Path) -> None:
     done = accord(
-        "run", "--agent", agent("workflow_agent"), "--approve-all", "--cwd", str(tmp_path), "go"
+        "run", "--agent", agent("workflow"), "--approve-all", "--cwd", str(tmp_path), "go"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -83,7 +83,7 @@ def test_json_prints_each_update_as_one_json_line(
     done = accord(
         "run",
         "--agent",
-        agent("workflow_agent"),
+        agent("workflow"),
         "--approve-all",
         "--json",
         "--cwd",
@@ -137,7 +137,7 @@ def test_json_text_chunks_add_up_to_the_reply() -> None:
 
 def test_json_keeps_permission_notices_off_stdout() -> None:
     """Refused without a terminal: the notice goes to stderr, stdout stays pure JSON."""
-    done = accord("run", "--json", "--agent", agent("workflow_agent"), "go")
+    done = accord("run", "--json", "--agent", agent("workflow"), "go")
     assert done.returncode == 4
     *lines, result = json_lines(done.stdout)
     assert result["result"]["exitCode"] == 4
@@ -149,7 +149,7 @@ def test_json_keeps_permission_notices_off_stdout() -> None:
 def test_cwd_is_the_session_cwd(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", str(project), "where?")
+    done = accord("run", "--agent", agent("cwd"), "--cwd", str(project), "where?")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == f"session cwd: {project}"
 
@@ -157,28 +157,28 @@ def test_cwd_is_the_session_cwd(tmp_path: Path) -> None:
 def test_relative_cwd_is_made_absolute(tmp_path: Path) -> None:
     root = tmp_path.resolve()
     (root / "sub").mkdir()
-    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", "sub", "where?", cwd=root)
+    done = accord("run", "--agent", agent("cwd"), "--cwd", "sub", "where?", cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == f"session cwd: {root / 'sub'}"
 
 
 def test_without_cwd_the_session_cwd_is_the_current_directory(tmp_path: Path) -> None:
     root = tmp_path.resolve()
-    done = accord("run", "--agent", agent("cwd_agent"), "where?", cwd=root)
+    done = accord("run", "--agent", agent("cwd"), "where?", cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == f"session cwd: {root}"
 
 
 def test_a_missing_cwd_is_a_local_error(tmp_path: Path) -> None:
     missing = tmp_path / "missing"
-    done = accord("run", "--agent", agent("cwd_agent"), "--cwd", str(missing), "where?")
+    done = accord("run", "--agent", agent("cwd"), "--cwd", str(missing), "where?")
     assert done.returncode == 1
     assert done.stderr == f"accord: --cwd {missing} is not a directory\n"
     assert done.stdout == ""
 
 
 def test_json_ends_with_a_result_record_even_when_the_agent_fails() -> None:
-    done = accord("run", "--json", "--agent", agent("crash_agent", "--exit", "7"), "hello")
+    done = accord("run", "--json", "--agent", agent("crash", "--exit", "7"), "hello")
     assert done.returncode == 3
     *_, result = json_lines(done.stdout)
     record = result["result"]
@@ -190,12 +190,12 @@ def test_json_ends_with_a_result_record_even_when_the_agent_fails() -> None:
 def test_the_usage_the_agent_reports_ends_the_run() -> None:
     """Token counts from ``PromptResponse.usage`` end the summary line and the ``--json``
     result; an agent that reports nothing gets no figures (none are made up)."""
-    done = accord("run", "--agent", agent("usage_agent"), "hi")
+    done = accord("run", "--agent", agent("usage"), "hi")
     assert done.returncode == 0, done.stderr
     summary = done.stdout.splitlines()[-1]
     assert summary == "[done, session usage-1, 1,534 tokens (1,200 in, 334 out, 50 thinking)]"
 
-    done = accord("run", "--agent", agent("usage_agent"), "--json", "hi")
+    done = accord("run", "--agent", agent("usage"), "--json", "hi")
     assert json_lines(done.stdout)[-1]["result"]["usage"] == {
         "totalTokens": 1534,
         "inputTokens": 1200,
@@ -203,7 +203,7 @@ def test_the_usage_the_agent_reports_ends_the_run() -> None:
         "thoughtTokens": 50,
     }
 
-    done = accord("run", "--agent", agent("usage_agent", "--no-usage"), "hi")
+    done = accord("run", "--agent", agent("usage", "--no-usage"), "hi")
     assert done.stdout.splitlines()[-1] == "[done, session usage-1]"
-    done = accord("run", "--agent", agent("usage_agent", "--no-usage"), "--json", "hi")
+    done = accord("run", "--agent", agent("usage", "--no-usage"), "--json", "hi")
     assert json_lines(done.stdout)[-1]["result"]["usage"] is None

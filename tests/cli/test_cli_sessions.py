@@ -1,8 +1,8 @@
 """``accord run --session ID`` (``session/load``) and ``accord sessions`` (``session/list``).
 
-The agent (``agents/store_agent.py``) keeps its sessions in a JSON file, so they outlive each
-``accord`` process: one run creates a session, a later one continues it, and ``accord
-sessions`` lists them.
+The agent (``store`` of ``tests/helpers/script_agent.py``) keeps its sessions in a JSON file, so
+they outlive each ``accord`` process: one run creates a session, a later one continues it,
+and ``accord sessions`` lists them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Store:
 
     def __init__(self, root: Path) -> None:
         self.file = root / "sessions.json"
-        self.agent = agent("store_agent", str(self.file))
+        self.agent = agent("store", str(self.file))
         self.alpha = root / "alpha"
         self.beta = root / "beta"
         self.alpha.mkdir()

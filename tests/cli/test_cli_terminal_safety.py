@@ -1,12 +1,12 @@
 """Terminal-escape injection (issue 12, finding 10): nothing an agent sends is obeyed by the
 terminal ``accord`` writes to, and the permission question shows the options' real kinds.
 
-``agents/hostile_agent.py`` puts an OSC 52 clipboard write, an OSC 0 window title, cursor
-movement, a C1 CSI, BEL and a bidi override into its reply, thought, title, tool title,
-command, path, diff, stderr and session list, and offers an ``allow_always`` option *named*
-"Deny" (with "allow always" hidden by ``ESC[8m``). ``accord`` runs on a real pseudo-terminal;
-the tests check the bytes it wrote (only accord's own colour and line-erase codes may be
-there) and what a terminal emulator (pyte) shows.
+The ``hostile`` agent of ``tests/helpers/script_agent.py`` puts an OSC 52 clipboard write, an
+OSC 0 window title, cursor movement, a C1 CSI, BEL and a bidi override into its reply, thought,
+title, tool title, command, path, diff, stderr and session list, and offers an ``allow_always``
+option *named* "Deny" (with "allow always" hidden by ``ESC[8m``). ``accord`` runs on a real
+pseudo-terminal; the tests check the bytes it wrote (only accord's own colour and line-erase
+codes may be there) and what a terminal emulator (pyte) shows.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from accord.cli import ExitCode
 
 pytestmark = pytest.mark.subprocess
 
-HOSTILE = agent("hostile_agent")
+HOSTILE = agent("hostile")
 #: accord's own control codes: its colours (SGR) and the erase-line of in-place updates.
 OWN_CODES = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m|\r\x1b\[2K")
 #: Anything else a terminal would act on.
@@ -107,7 +107,7 @@ def test_the_question_offers_the_real_option_kinds(typed: list[str], chosen: str
 
 
 def test_the_crash_message_shows_the_agents_stderr_neutralised() -> None:
-    crashing = agent("hostile_agent", "--crash")
+    crashing = agent("hostile", "--crash")
     with on_a_terminal("run", "--agent", crashing, "go", env=UTF8) as (process, out, _):
         out.read_to_end()
         assert process.wait(timeout=TIMEOUT) == ExitCode.AGENT_FAILED
@@ -118,7 +118,7 @@ def test_the_crash_message_shows_the_agents_stderr_neutralised() -> None:
 
 
 def test_verbose_logs_of_the_agents_stderr_are_neutralised() -> None:
-    crashing = agent("hostile_agent", "--crash")
+    crashing = agent("hostile", "--crash")
     with on_a_terminal("-v", "run", "--agent", crashing, "go", env=UTF8) as (process, out, _):
         out.read_to_end()
         assert process.wait(timeout=TIMEOUT) == ExitCode.AGENT_FAILED

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _pty import Terminal
+from _cli_pty import Terminal
 from helpers.timeouts import TIMEOUT
 
 from accord.testing import FakeOpenAIServer, RecordedRequest, ScriptedReply, ScriptedToolCall

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _pty import Terminal
+from _cli_pty import Terminal
 from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderRuntime
@@ -66,7 +66,7 @@ def test_configure_saves_the_choice_and_a_private_key_that_serve_then_uses(
     serve = [sys.executable, "-m", "accord.cli", "serve", "--store", str(tmp_path / "s.db")]
     with FakeOpenAIServer([ScriptedReply(text=["configured!"])]) as server:
         terminal = Terminal(
-            [sys.executable, str(Path(__file__).with_name("_terminal_auth_client.py")), *serve],
+            [sys.executable, str(Path(__file__).with_name("_cli_terminal_auth_client.py")), *serve],
             env,
             tmp_path,
         )

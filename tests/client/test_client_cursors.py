@@ -13,8 +13,7 @@ from helpers.timeouts import TIMEOUT
 from accord.agent import AgentRuntime
 from accord.client import connect
 from accord.store import MemorySessionStore
-from accord.testing._scripted_engine import ScriptedEngine
-from accord.testing._scripted_steps import Say
+from accord.testing import Say, ScriptedEngine
 
 pytestmark = pytest.mark.anyio
 

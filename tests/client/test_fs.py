@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from accord.client._fs import FileSystemHost, resolve_within
+from accord.client import FileSystemHost
+from accord.client._fs import resolve_within
 from accord.errors import InvalidParams, ResourceNotFound
 from accord.schema import ReadTextFileRequest, WriteTextFileRequest
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from swapping import swapping_tree
+from helpers.swapping import swapping_tree
 
 from accord.client import FileSystemHost
 from accord.errors import RequestError

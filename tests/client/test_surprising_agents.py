@@ -2,7 +2,8 @@
 
 Request id 0, session/update outside any turn and right after the prompt response, -32000
 until authenticate (in test_connect.py), unknown `_` notifications, a slow initialize, a crash
-mid-turn, a flood of stderr. The process-level ones run real agent scripts from ``agents/``.
+mid-turn, a flood of stderr. The process-level ones run the script agents of
+``tests/helpers/script_agent.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from _client_agents import WireAgent, agent_text
+from helpers.script_agent import script_agent
 from helpers.timeouts import TIMEOUT
 
 from accord.client import AllowAll, TextDelta, TurnEvent, TurnFinished, connect
@@ -21,14 +23,9 @@ from accord.transports import SubprocessTransport
 
 pytestmark = pytest.mark.anyio
 
-AGENTS = Path(__file__).parent / "agents"
 #: The suite's one crashing agent (shared with the command-line and TUI tests).
-CRASH_AGENT = [sys.executable, str(Path(__file__).parents[1] / "cli" / "agents" / "crash_agent.py")]
+CRASH_AGENT = script_agent("crash")
 EXAMPLES = Path(__file__).parents[2] / "examples"
-
-
-def agent(name: str) -> list[str]:
-    return [sys.executable, str(AGENTS / name)]
 
 
 # --- wire-level oddities -----------------------------------------------------------------------
@@ -182,7 +179,7 @@ async def test_a_crash_before_initialize_is_reported() -> None:
 @pytest.mark.subprocess
 async def test_a_flood_of_stderr_does_not_block() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with connect(agent("noisy_agent.py"), env={"NOISE_MB": "16"}) as conn:
+        async with connect(script_agent("noisy"), env={"NOISE_MB": "16"}) as conn:
             session = await conn.new_session()
             result = await session.prompt("speak")
             transport = conn.transport
@@ -194,7 +191,7 @@ async def test_a_flood_of_stderr_does_not_block() -> None:
 @pytest.mark.subprocess
 async def test_a_slow_initialize_is_waited_for() -> None:
     with anyio.fail_after(TIMEOUT):
-        async with connect(agent("slow_start_agent.py"), env={"SLOW_START": "2"}) as conn:
+        async with connect(script_agent("slow_start"), env={"SLOW_START": "2"}) as conn:
             session = await conn.new_session()
             assert (await session.prompt("worth the wait")).text == "worth the wait"
 
@@ -203,6 +200,6 @@ async def test_a_slow_initialize_is_waited_for() -> None:
 async def test_an_initialize_timeout_names_what_the_agent_said() -> None:
     with anyio.fail_after(TIMEOUT), pytest.raises(TimeoutError, match="loading the model"):
         async with connect(
-            agent("slow_start_agent.py"), env={"SLOW_START": "60"}, initialize_timeout=0.5
+            script_agent("slow_start"), env={"SLOW_START": "60"}, initialize_timeout=0.5
         ):
             pass

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.processes import wait_gone
 from helpers.timeouts import TIMEOUT
 
 from accord.client import TerminalHost
@@ -129,19 +130,6 @@ async def release(host: TerminalHost, terminal_id: str, session: str = SESSION) 
         await host.release_terminal(
             ReleaseTerminalRequest(session_id=session, terminal_id=terminal_id)
         )
-
-
-async def wait_gone(pid: int) -> None:
-    """Wait until ``pid`` has exited (a zombie counts), through a pidfd: no polling."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(TIMEOUT):
-            await anyio.wait_readable(pidfd)
-    finally:
-        os.close(pidfd)
 
 
 def reaped(pid: int) -> bool:

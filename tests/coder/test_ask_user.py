@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _coder_support import system_text, tool_names
 
 from accord.client import (
     Accept,
@@ -24,8 +25,6 @@ from accord.client import (
 from accord.coder import CoderConfig, CoderRuntime
 from accord.store import MemorySessionStore
 from accord.testing import FakeOpenAIServer, RecordedRequest, ScriptedReply, ScriptedToolCall
-
-from ._support import system_text, tool_names
 
 pytestmark = pytest.mark.anyio
 

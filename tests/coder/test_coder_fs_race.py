@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from swapping import swapping_tree
+from helpers.swapping import swapping_tree
 
 from accord.coder._files import Workspace, edit_file, read_file, write_file
 from accord.coder._paths import Roots, ToolError

@@ -9,6 +9,17 @@ from typing import Any
 
 import anyio
 import pytest
+from _coder_support import (
+    FakeTerminals,
+    Turn,
+    engine_on,
+    opened,
+    root,
+    run_turn,
+    system_text,
+    text_of,
+    tool_names,
+)
 from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
@@ -26,18 +37,6 @@ from accord.events import (
 )
 from accord.schema import DiffToolCallContent, TerminalToolCallContent
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import (
-    FakeTerminals,
-    Turn,
-    engine_on,
-    opened,
-    root,
-    run_turn,
-    system_text,
-    text_of,
-    tool_names,
-)
 
 pytestmark = pytest.mark.anyio
 

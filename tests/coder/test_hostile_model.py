@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _coder_support import Turn, check_rules, engine_on, opened, root, system_text
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.agent import TurnOutput
@@ -33,8 +34,6 @@ from accord.testing import (
     ScriptedToolCall,
     hostile_calls,
 )
-
-from ._support import Turn, check_rules, engine_on, opened, root, system_text
 
 pytestmark = pytest.mark.anyio
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from _coder_support import Turn, engine_on, opened, root, run_turn, tool_names
 from helpers.timeouts import TIMEOUT
 
 from accord.coder._mcp import McpServers, tool_prefix
@@ -16,11 +17,9 @@ from accord.events import ToolCallEnded
 from accord.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
-from ._support import Turn, engine_on, opened, root, run_turn, tool_names
-
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 
-SERVER = str(Path(__file__).with_name("mcp_demo_server.py"))
+SERVER = str(Path(__file__).with_name("_coder_mcp_server.py"))
 
 
 def stdio_server(name: str = "demo tools") -> McpServerStdio:

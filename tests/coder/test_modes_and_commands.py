@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from accord.coder import MODES, needs_approval, tool_allowed
-from accord.coder._commands import COMMANDS, Command, decide, parse_command
+from accord.coder import COMMANDS, DEFAULT_MODE_ID, MODES, needs_approval, tool_allowed
+from accord.coder._commands import Command, decide, parse_command
 from accord.coder._modes import (
-    DEFAULT_MODE_ID,
     EDIT_FILE,
     GREP,
     MUTATING_TOOLS,

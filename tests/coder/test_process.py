@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import pytest
+from helpers.processes import gone
 from helpers.timeouts import TIMEOUT
 
 from accord.coder._process import (
@@ -25,19 +25,6 @@ from accord.coder._process import (
 from accord.transports import TailBuffer
 
 pytestmark = pytest.mark.subprocess
-
-
-def _gone(pid: int) -> bool:
-    """Wait (up to 5 s, on a pidfd: no polling) until process ``pid`` has terminated."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], 5.0)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 # No model code here: both backends, over the asyncio-only default of tests/coder.
@@ -67,7 +54,7 @@ async def test_a_command_over_its_time_limit_is_killed(tmp_path: Path) -> None:
     assert result.exit_code is None
     assert "timed out after 0.5 s" in result.for_model(0.5)
     pid = int((tmp_path / "pid").read_text())
-    assert await anyio.to_thread.run_sync(_gone, pid)  # the background child went too
+    assert await anyio.to_thread.run_sync(gone, pid)  # the background child went too
 
 
 @pytest.mark.anyio
@@ -82,7 +69,7 @@ async def test_cancelling_kills_the_process_group(tmp_path: Path) -> None:
             group.start_soon(run)
             pid = int(await anyio.to_thread.run_sync(fifo.read_text))  # blocks until written
             group.cancel_scope.cancel()
-    assert await anyio.to_thread.run_sync(_gone, pid)
+    assert await anyio.to_thread.run_sync(gone, pid)
 
 
 @pytest.mark.anyio

@@ -1,6 +1,6 @@
 """What an editor receives from ``accord serve``, message by message and in order.
 
-Each test drives the real agent process over stdio (:mod:`._editor`) with the fake model on
+Each test drives the real agent process over stdio (:mod:`_e2e_editor`) with the fake model on
 loopback and asserts the exact sequence of messages the editor got: the behaviours editors
 such as Zed depend on (a session's first updates only after the response that names it, the
 mode offered both as modes and as a config option, ...).
@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _e2e_editor import describe, editor, serve_command
 from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
@@ -29,8 +30,6 @@ from accord.schema import (
     TextContentBlock,
 )
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
-
-from ._editor import describe, editor, serve_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess]
 

@@ -10,8 +10,6 @@ commands run in the client's terminal host.
 from __future__ import annotations
 
 import logging
-import os
-import select
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -21,6 +19,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from _e2e_editor import serve_command
+from helpers.processes import gone
 from helpers.timeouts import SCENARIO_TIMEOUT
 
 from accord.client import (
@@ -47,13 +47,6 @@ def call(name: str, **arguments: Any) -> ScriptedReply:
 
 def say(*text: str) -> ScriptedReply:
     return ScriptedReply(text=list(text))
-
-
-def serve_command(server: FakeOpenAIServer | None, store: Path) -> list[str]:
-    command = [sys.executable, "-m", "accord.cli", "serve", "--store", str(store)]
-    if server is not None:
-        command += ["--model", "openai:fake-model", "--base-url", server.base_url]
-    return command
 
 
 @asynccontextmanager
@@ -87,18 +80,6 @@ class Recorder:
 
     def policy(self) -> AskCallback:
         return AskCallback(self)
-
-
-def _gone(pid: int) -> bool:
-    """Wait (up to 10 s, on a pidfd: no polling) until process ``pid`` has terminated."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], 10.0)[0])
-    finally:
-        os.close(fd)
 
 
 def tools_offered(request: RecordedRequest) -> set[str]:
@@ -200,7 +181,7 @@ async def test_cancelling_in_the_middle_of_a_command(project: Path) -> None:
                 assert replayed.tool_call_id == command.tool_call_id
         assert len(server.requests) == 2
     assert after.stop_reason == "end_turn"
-    assert await anyio.to_thread.run_sync(_gone, int(pid_file.read_text()))  # the command died
+    assert await anyio.to_thread.run_sync(gone, int(pid_file.read_text()))  # the command died
 
 
 async def test_restart_and_load_continue_the_conversation(project: Path) -> None:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helpers.postgres import fresh_schema, server_down
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
-from pg_support import fresh_schema, server_down
 
 from accord.client import (
     AllowAll,

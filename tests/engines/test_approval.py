@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from _engines_support import ModelCounter, Turn, of_type, opened, run_turn
 from pydantic_ai import Agent
 from pydantic_ai.messages import ToolReturnPart
 
@@ -20,8 +21,6 @@ from accord.engines.pydantic_ai import (
 from accord.events import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
 from accord.schema import PermissionOption
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import ModelCounter, Turn, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from pydantic_ai import Agent
 
 from accord.engines.pydantic_ai import (
@@ -18,8 +19,6 @@ from accord.engines.pydantic_ai import (
 from accord.errors import InternalError
 from accord.events import StateSnapshot
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import ModelCounter, context, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

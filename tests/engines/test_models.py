@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from _engines_support import ModelCounter, Turn, context, of_type, opened, run_turn
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
@@ -13,8 +14,6 @@ from accord.errors import InternalError, InvalidParams
 from accord.events import ModelCallStarted
 from accord.schema import SelectSessionConfigOption, SessionMode
 from accord.testing import FakeOpenAIServer, ScriptedReply
-
-from ._support import ModelCounter, Turn, context, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

@@ -6,6 +6,7 @@ import base64
 import importlib
 
 import pytest
+from _engines_support import ModelCounter, Turn, opened, run_turn
 from pydantic_ai import Agent
 from pydantic_ai.messages import BinaryContent
 
@@ -33,8 +34,6 @@ from accord.schema import (
     ToolCallLocation,
 )
 from accord.testing import FakeOpenAIServer, ScriptedReply
-
-from ._support import ModelCounter, Turn, opened, run_turn
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from _engines_support import ModelCounter, of_type, opened, run_turn
 from pydantic_ai import Agent
 
 from accord.engines.pydantic_ai import PydanticAIEngine, history_to_json
 from accord.events import StateSnapshot, TextChunk, TurnCompleted
 from accord.testing import FakeOpenAIServer, ScriptedReply
-
-from ._support import ModelCounter, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _engines_support import ModelCounter, Turn, of_type, opened, run_turn, texts, wait_for_requests
 from pydantic_ai import Agent
 
 from accord.agent import TurnOutput
@@ -23,8 +24,6 @@ from accord.events import (
 )
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
-
-from ._support import ModelCounter, Turn, of_type, opened, run_turn, texts, wait_for_requests
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from _engines_support import ModelCounter, of_type, opened, run_turn
 from pydantic_ai import Agent
 
 import accord.engines.pydantic_ai._title as title_module
@@ -14,8 +15,6 @@ from accord.agent import TurnOutput
 from accord.engines.pydantic_ai import PydanticAIEngine
 from accord.events import TextChunk, TitleChanged
 from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply
-
-from ._support import ModelCounter, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from _engines_support import CWD, ModelCounter, Turn, collect, of_type, opened, run_turn
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolKind
 
@@ -25,8 +26,6 @@ from accord.schema import (
     ToolCallLocation,
 )
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import CWD, ModelCounter, Turn, collect, of_type, opened, run_turn
 
 pytestmark = pytest.mark.anyio
 

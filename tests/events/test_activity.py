@@ -8,6 +8,7 @@ import typing
 
 import orjson
 import pytest
+from _events_samples import SECRET_PATH, SECRET_URL, SECRETS, envelope, sample_events
 
 from accord.events import (
     ACTIVITY_SCHEMA_VERSION,
@@ -26,8 +27,6 @@ from accord.events import (
     to_activity,
 )
 from accord.schema import Cost, TextContentBlock
-
-from ._samples import SECRET_PATH, SECRET_URL, SECRETS, envelope, sample_events
 
 SAMPLES = sample_events()
 

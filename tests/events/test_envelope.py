@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
+from _events_samples import envelope, sample_events
 
 from accord.events import (
     Event,
@@ -18,8 +19,6 @@ from accord.events import (
 )
 from accord.schema import TextContentBlock
 from accord.store import StoredEvent
-
-from ._samples import envelope, sample_events
 
 SAMPLES = sample_events()
 

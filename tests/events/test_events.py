@@ -7,11 +7,10 @@ import typing
 import uuid
 
 import pytest
+from _events_samples import sample_events
 
 from accord.events import Event, EventKind, Layer, TextChunk, new_id
 from accord.schema import TextContentBlock
-
-from ._samples import sample_events
 
 EVENT_CLASSES: tuple[type[Event], ...] = typing.get_args(Event)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import typing
 
 import pytest
+from _events_samples import sample_events
+from _events_schema import stable_validator
 
 from accord.events import (
     BudgetWarning,
@@ -20,9 +22,6 @@ from accord.events import (
     to_session_update,
 )
 from accord.schema import SessionNotification, SessionUpdate, TextContentBlock
-
-from ._client import stable_validator
-from ._samples import sample_events
 
 SAMPLES = sample_events()
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+from _events_samples import envelope
+from helpers.fold import fold
+
 from accord.events import (
     Envelope,
     Event,
@@ -27,9 +30,6 @@ from accord.schema import (
     TextContentBlock,
     ToolCallLocation,
 )
-
-from ._client import reduce_updates
-from ._samples import envelope
 
 
 def _chain(events: list[Event], agents: list[str] | None = None) -> list[Envelope]:
@@ -71,7 +71,7 @@ def test_five_thousand_deltas_become_one_notification() -> None:
         "content": {"type": "text", "text": "".join(deltas)},
         "messageId": "reply",
     }
-    assert reduce_updates(updates) == reduce_updates(_updates(chain))
+    assert fold(updates) == fold(_updates(chain))
 
 
 def test_observe_events_are_dropped_and_seq_still_increases() -> None:
@@ -107,7 +107,7 @@ def test_only_same_message_same_kind_same_agent_plain_text_merges() -> None:
     replay = compact_for_replay(chain)
     assert len(replay) == 8
     assert replay[0].event == _text("a", "12")
-    assert reduce_updates(_updates(replay)) == reduce_updates(_updates(chain))
+    assert fold(_updates(replay)) == fold(_updates(chain))
 
 
 def test_tool_progress_folds_into_its_start_within_a_run() -> None:
@@ -135,7 +135,7 @@ def test_tool_progress_folds_into_its_start_within_a_run() -> None:
     assert replay[1].event == ToolCallStarted(
         tool_call_id="b", title="still b", status="in_progress", locations=(loc,)
     )
-    assert reduce_updates(_updates(replay)) == reduce_updates(_updates(chain))
+    assert fold(_updates(replay)) == fold(_updates(chain))
 
 
 def test_other_events_end_a_tool_run() -> None:
@@ -159,7 +159,7 @@ def test_other_events_end_a_tool_run() -> None:
     assert replay[2].event == ToolCallProgress(
         tool_call_id="a", status="in_progress", title="Editing"
     )
-    assert reduce_updates(_updates(replay)) == reduce_updates(_updates(chain))
+    assert fold(_updates(replay)) == fold(_updates(chain))
 
 
 def test_compaction_is_pure() -> None:

@@ -1,7 +1,7 @@
 """Property-based fuzzing of both roles over real pipes: whatever arrives, the peer holds.
 
 Each example sends a few lines to a live peer over a real OS pipe pair: messages shaped by the
-official schema (``_schema_strategies``), most of them mutated into something invalid. Then
+official schema (``_fuzz_schema_strategies``), most of them mutated into something invalid. Then
 a probe request. The properties, for the accord agent runtime (scripted engine) and for the
 accord client library facing a hostile agent:
 
@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _fuzz_schema_strategies import methods, mutated_line, params_for
 from helpers.timeouts import TIMEOUT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -33,8 +34,6 @@ from accord.jsonrpc import is_request_id
 from accord.store import MemorySessionStore
 from accord.testing import ScriptedEngine, pipe_transport_pair
 from accord.transports import MalformedFrame, StreamTransport, decode_line
-
-from ._schema_strategies import methods, mutated_line, params_for
 
 settings.register_profile(
     "ci", max_examples=25, deadline=None, suppress_health_check=list(HealthCheck)

@@ -2,7 +2,7 @@
 
 Both directions, over real subprocess pipes:
 
-* accord's ``ClientSideConnection`` drives ``sdk_agent.py``, an agent built on the SDK that
+* accord's ``ClientSideConnection`` drives ``_interop_sdk_agent.py``, an agent built on the SDK that
   streams chunks, a tool call, asks permission and answers the prompt;
 * the SDK's client (``acp.spawn_agent_process``) drives ``examples/echo_agent.py``, accord's
   echo agent: echoed chunks in order, cancellation, and ``-32601`` for what it lacks.
@@ -54,7 +54,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-SDK_AGENT = Path(__file__).resolve().with_name("sdk_agent.py")
+SDK_AGENT = Path(__file__).resolve().with_name("_interop_sdk_agent.py")
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 
 

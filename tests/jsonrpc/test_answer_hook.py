@@ -12,8 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-
-from ._support import notification, raw_peer, send_raw
+from _jsonrpc_support import notification, raw_peer, send_raw
 
 pytestmark = pytest.mark.anyio
 

@@ -14,6 +14,16 @@ import anyio.lowlevel
 import orjson
 import pydantic
 import pytest
+from _jsonrpc_support import (
+    connected,
+    echo,
+    expect_ping_works,
+    notification,
+    raw_peer,
+    request,
+    send_raw,
+    transports,
+)
 from helpers.timeouts import TIMEOUT
 
 from accord.errors import (
@@ -28,17 +38,6 @@ from accord.errors import (
 )
 from accord.jsonrpc import Connection
 from accord.transports import StreamTransport
-
-from ._support import (
-    connected,
-    echo,
-    expect_ping_works,
-    notification,
-    raw_peer,
-    request,
-    send_raw,
-    transports,
-)
 
 pytestmark = pytest.mark.anyio
 

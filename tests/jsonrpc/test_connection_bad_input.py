@@ -9,19 +9,18 @@ import anyio
 import anyio.lowlevel
 import orjson
 import pytest
-
-from accord.errors import (
-    InvalidRequest,
-)
-from accord.transports import StreamTransport
-
-from ._support import (
+from _jsonrpc_support import (
     echo,
     expect_ping_works,
     raw_peer,
     request,
     send_raw,
 )
+
+from accord.errors import (
+    InvalidRequest,
+)
+from accord.transports import StreamTransport
 
 pytestmark = pytest.mark.anyio
 

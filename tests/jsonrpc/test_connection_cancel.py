@@ -8,11 +8,7 @@ import anyio
 import anyio.lowlevel
 import orjson
 import pytest
-
-from accord.jsonrpc import CANCEL_REQUEST_METHOD
-from accord.transports import StreamTransport
-
-from ._support import (
+from _jsonrpc_support import (
     cancel,
     connected,
     echo,
@@ -22,6 +18,9 @@ from ._support import (
     request,
     send_raw,
 )
+
+from accord.jsonrpc import CANCEL_REQUEST_METHOD
+from accord.transports import StreamTransport
 
 pytestmark = pytest.mark.anyio
 

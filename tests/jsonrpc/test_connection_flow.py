@@ -7,20 +7,19 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-
-from accord.errors import InvalidParams
-from accord.jsonrpc import Connection, after_reply
-from accord.transports import StreamTransport
-from accord.transports._memory import MEMORY_BUFFER_MESSAGES
-from accord.transports._stream import READ_SIZE
-
-from ._support import (
+from _jsonrpc_support import (
     connected,
     notification,
     raw_peer,
     request,
     send_raw,
 )
+
+from accord.errors import InvalidParams
+from accord.jsonrpc import Connection, after_reply
+from accord.transports import StreamTransport
+from accord.transports._memory import MEMORY_BUFFER_MESSAGES
+from accord.transports._stream import READ_SIZE
 
 pytestmark = pytest.mark.anyio
 

@@ -12,10 +12,9 @@ from typing import Any, Literal
 
 import anyio
 import pytest
+from _jsonrpc_support import connected
 
 from accord.jsonrpc import set_wire_observer
-
-from ._support import connected
 
 pytestmark = pytest.mark.anyio
 

@@ -11,11 +11,10 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from _jsonrpc_support import echo, expect_ping_works, raw_peer, request, send_raw
 
 from accord.jsonrpc import CANCEL_REQUEST_METHOD
 from accord.transports import Transport, decode_line, encode_message
-
-from ._support import echo, expect_ping_works, raw_peer, request, send_raw
 
 pytestmark = pytest.mark.anyio
 

@@ -17,8 +17,7 @@ from accord.agent import AgentRuntime
 from accord.client import connect
 from accord.remote import AccessPolicy, serve_remote
 from accord.store import MemorySessionStore
-from accord.testing import ScriptedEngine
-from accord.testing._scripted_steps import Say, Stream
+from accord.testing import Say, ScriptedEngine, Stream
 from accord.transports import Transport
 
 pytestmark = pytest.mark.anyio

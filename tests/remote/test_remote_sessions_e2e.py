@@ -1,6 +1,6 @@
 """Several clients on one served session, end to end: a real server process, real sockets.
 
-The agent runs as its own process (``_served_script.py``: one runtime behind ``serve_remote``,
+The agent runs as its own process (``_remote_served_agent.py``: one runtime behind ``serve_remote``,
 as ``accord serve --listen`` runs it); every client is a :func:`accord.client.connect` over a
 loopback socket, some through a TCP relay the test controls so it can cut a connection or stop
 a client reading. Each test waits on what the clients received, never on the clock; every wait
@@ -29,7 +29,7 @@ from accord.transports import Transport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(240)]
 
-SCRIPT = Path(__file__).with_name("_served_script.py")
+SCRIPT = Path(__file__).with_name("_remote_served_agent.py")
 TOKEN = "e2e-test-token-0123456789abcdef"
 
 

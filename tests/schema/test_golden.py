@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from schema_validation import WireValidator
+from helpers.wire_schema import WireValidator
 
 import accord.schema as s
 from accord.schema.methods import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_METHODS

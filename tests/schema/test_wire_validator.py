@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from schema_validation import WireValidator
+from helpers.wire_schema import WireValidator
 
 
 @pytest.fixture

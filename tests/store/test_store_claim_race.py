@@ -3,7 +3,6 @@ wins each session, and every process is told the same winner (SQLite file and Po
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,10 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 from _store_support import record
+from helpers.postgres import fresh_schema
+from helpers.processes import child_env
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
-from pg_support import fresh_schema
 
-import accord.store
 from accord.store import PostgresSessionStore, SessionStore, SqliteSessionStore
 
 pytestmark = [
@@ -26,7 +25,7 @@ pytestmark = [
     pytest.mark.subprocess,
 ]
 
-_CHILD = Path(__file__).with_name("_claim_child.py")
+_CHILD = Path(__file__).with_name("_store_claim_child.py")
 _PROCESSES = 6
 _SESSIONS = [f"race-{n}" for n in range(8)]
 
@@ -44,12 +43,6 @@ def _open(kind: str, database: str) -> SessionStore:
     return PostgresSessionStore(database) if kind == "postgres" else SqliteSessionStore(database)
 
 
-def _child_env() -> dict[str, str]:
-    src = Path(accord.store.__file__).resolve().parents[2]
-    paths = [str(src), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-
-
 def _race(database: str, kind: str) -> list[dict[str, str]]:
     """Start the children, let them all open the store, say go to all at once; return what
     each was told, session -> holder."""
@@ -59,7 +52,7 @@ def _race(database: str, kind: str) -> list[dict[str, str]]:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env=_child_env(),
+            env=child_env(_CHILD),
         )
         for n in range(_PROCESSES)
     ]

@@ -6,7 +6,6 @@ and pass SQLite's integrity check, and a new process must be able to carry on th
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import sys
@@ -16,9 +15,9 @@ import anyio
 import orjson
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
+from helpers.processes import child_env
 from helpers.timeouts import TIMEOUT
 
-import accord.store
 from accord.store import SqliteSessionStore, iter_events
 
 pytestmark = [
@@ -27,15 +26,9 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL"),
 ]
 
-_CHILD = Path(__file__).with_name("_crash_child.py")
+_CHILD = Path(__file__).with_name("_store_crash_child.py")
 #: Committed seqs to see from the child before killing it: a few hundred, mid-stream.
 _SEEN_BEFORE_KILL = 300
-
-
-def _child_env() -> dict[str, str]:
-    src = Path(accord.store.__file__).resolve().parents[2]
-    paths = [str(src), str(_CHILD.parent), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
 
 
 async def _run_and_kill(path: Path, backend: str) -> list[int]:
@@ -43,7 +36,9 @@ async def _run_and_kill(path: Path, backend: str) -> list[int]:
     reported (including those still in the pipe when it died)."""
     reported: list[int] = []
     process = await anyio.open_process(
-        [sys.executable, str(_CHILD), str(path), "s-crash", backend], env=_child_env(), stderr=None
+        [sys.executable, str(_CHILD), str(path), "s-crash", backend],
+        env=child_env(_CHILD),
+        stderr=None,
     )
     async with process:
         assert process.stdout is not None

@@ -1,6 +1,6 @@
 """What only the PostgreSQL store has: migrations, several processes, a server that goes away.
 
-Everything here runs against the real server ``make test`` starts (``tests/pg_support.py``);
+Everything here runs against the real server ``make test`` starts (``tests/helpers/postgres.py``);
 the shared contract (``test_store_contract.py``) runs on it too.
 """
 
@@ -16,8 +16,14 @@ import anyio
 import psycopg
 import pytest
 from _store_support import events, record
+from helpers.postgres import (
+    fresh_schema,
+    postgres_url,
+    restart_server,
+    server_down,
+    with_search_path,
+)
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
-from pg_support import fresh_schema, postgres_url, restart_server, server_down, with_search_path
 
 from accord.store import (
     EVENTS_CHANNEL,

@@ -9,7 +9,6 @@ no test sleeps or races the child's start-up.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import sys
 import anyio
 import pytest
 from anyio.abc import Process
+from helpers.processes import gone
 from helpers.timeouts import TIMEOUT
 
 from accord.transports import TailBuffer, signal_group, spawn_group, stop_group
@@ -43,19 +43,6 @@ grandchild.stdout.readline()
 print(grandchild.pid, flush=True)
 time.sleep(600)
 """
-
-
-def gone(pid: int) -> bool:
-    """Wait (up to 5 s, on a pidfd: no polling) until process ``pid`` has terminated."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], 5.0)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 async def spawn_python(code: str) -> Process:

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from accord.errors import ConnectionClosed
+from accord.testing import check_transport, pipe_transport_pair
 from accord.testing._transport_check import (
     CHECK_TIMEOUT,
     _first_assertion,
@@ -18,8 +19,6 @@ from accord.testing._transport_check import (
     check_large_message,
     check_send_after_own_close,
     check_send_to_closed_peer,
-    check_transport,
-    pipe_transport_pair,
 )
 from accord.transports import MemoryTransport, memory_transport_pair
 

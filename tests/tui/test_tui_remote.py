@@ -8,16 +8,14 @@ has open, the observer mark until it prompts; a wrong token.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from subprocess import Popen
 
 import pytest
 from _tui_support import SIZE, chat_app, text_of, until
+from helpers.accord_serve import accord_env, accord_serve
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.client import connect
@@ -32,40 +30,11 @@ TOKEN = "tui-remote-token-0123456789abcdef"
 
 
 @contextmanager
-def accord_serve(
-    model_url: str, store: Path, port: int = 0
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``accord serve --listen 127.0.0.1:PORT`` on the fake model; yields its URL once it
-    listens (port 0: any free port)."""
-    dropped = ("ACCORD_MODEL", "ACCORD_BASE_URL", "ACCORD_TOKEN", "NO_COLOR")
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
-    env |= {
-        "ACCORD_CONFIG": os.devnull + ".missing",
-        "ACCORD_TOKEN": TOKEN,
-        "OPENAI_API_KEY": "test-key",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "accord.cli", "serve", "--listen", f"127.0.0.1:{port}",
-         "--model", "openai:fake", "--base-url", model_url, "--store", str(store)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )  # fmt: skip
-    try:
-        assert process.stderr is not None
-        seen: list[str] = []
-        for line in process.stderr:
-            seen.append(line)
-            found = re.search(r"listening on (\S+)", line)
-            if found:
-                yield found.group(1), process
-                return
-        raise AssertionError(f"accord serve did not start: {''.join(seen)}")
-    finally:
-        process.terminate()
-        process.wait(timeout=TIMEOUT)
+def serve_on(model_url: str, store: Path, port: int = 0) -> Iterator[tuple[str, Popen[str]]]:
+    """``accord serve --listen`` with the built-in agent on the fake model and a store file."""
+    args = ("--model", "openai:fake", "--base-url", model_url, "--store", str(store))
+    with accord_serve(*args, env=accord_env(ACCORD_TOKEN=TOKEN), port=port) as served:
+        yield served
 
 
 async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
@@ -83,7 +52,7 @@ async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
     ]
     with (
         FakeOpenAIServer(script) as model,
-        accord_serve(model.base_url, store) as (url, server),
+        serve_on(model.base_url, store) as (url, server),
     ):
         assert url.startswith("ws://127.0.0.1:")
         port = int(url.rsplit(":", 1)[1].split("/")[0])
@@ -106,7 +75,7 @@ async def test_chat_with_a_served_agent_over_websocket_across_a_restart(
             assert "reconnecting" in text_of(app.query_one("#footer"))
             assert not app.failed
 
-            with accord_serve(model.base_url, store, port):
+            with serve_on(model.base_url, store, port):
                 await until(pilot, lambda: not app.reconnecting, within=SCENARIO_TIMEOUT)
                 assert not app.failed
                 assert app.connection_status is not None
@@ -127,7 +96,7 @@ async def test_a_wrong_token_is_said_in_the_app(
     monkeypatch.setenv("ACCORD_TOKEN", "not-the-token-0123456789abcdef")
     with (
         FakeOpenAIServer([]) as model,
-        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, _),
+        serve_on(model.base_url, tmp_path / "store.sqlite3") as (url, _),
     ):
         app = chat_app(url, tmp_path)
         async with app.run_test(size=SIZE) as pilot:
@@ -150,7 +119,7 @@ async def test_attached_to_a_live_session_it_is_an_observer_until_it_prompts(
     ]
     with (
         FakeOpenAIServer(script) as model,
-        accord_serve(model.base_url, tmp_path / "store.sqlite3") as (url, _),
+        serve_on(model.base_url, tmp_path / "store.sqlite3") as (url, _),
     ):
         async with connect(url, cwd=tmp_path) as first:
             session = await first.new_session(tmp_path)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from _tui_support import SIZE, chat_app, text_of, until
+from helpers.script_agent import script_agent
 from textual.widgets import Select
 
 from accord.agent import AgentRuntime, EngineCapabilities
@@ -17,8 +18,6 @@ from accord.tui._conversation import UserMessage
 from accord.tui._picker import SessionPicker
 
 pytestmark = pytest.mark.anyio
-
-CRASH_AGENT = Path(__file__).resolve().parents[1] / "cli" / "agents" / "crash_agent.py"
 
 
 def shown_prompts(app) -> list[str]:  # type: ignore[no-untyped-def]
@@ -151,7 +150,7 @@ async def test_an_agent_that_fails_to_start_shows_its_stderr(tmp_path: Path) -> 
 
 
 async def test_an_agent_that_dies_during_a_turn_shows_its_stderr(tmp_path: Path) -> None:
-    app = chat_app([sys.executable, str(CRASH_AGENT)], tmp_path)
+    app = chat_app(script_agent("crash"), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
         await pilot.press(*"go", "enter")

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _engines_support import CWD, ModelCounter, wait_for_requests
 from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 
@@ -42,8 +43,6 @@ from accord.schema import (
 from accord.store import MemorySessionStore, SessionStore
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall, ScriptedUsage
 from accord.transports import memory_transport_pair
-
-from ._support import CWD, ModelCounter, wait_for_requests
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""A tiny MCP server for the coder's tests: ``python mcp_demo_server.py [http]``.
+"""A tiny MCP server for the coder's tests: ``python _coder_mcp_server.py [http]``.
 
 Over stdio by default. With ``http`` it serves streamable HTTP (path ``/mcp``) on a loopback
 socket that is already listening when its port is printed on stdout, so a client can connect

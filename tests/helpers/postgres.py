@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+
 from helpers.timeouts import SCENARIO_TIMEOUT
 
 URL_VARIABLE = "ACCORD_TEST_POSTGRES_URL"

@@ -1,4 +1,4 @@
-"""A served scripted agent as a real process: ``python _served_script.py SCENARIO GRACE``.
+"""A served scripted agent as a real process: ``python _remote_served_agent.py SCENARIO GRACE``.
 
 One :class:`AgentRuntime` (one store, one engine) behind ``serve_remote`` on a loopback port,
 as ``accord serve --listen`` runs it. Prints ``listening on PORT`` once it listens, then reads
@@ -17,8 +17,7 @@ import anyio
 from accord.agent import AgentRuntime
 from accord.remote import AccessPolicy, ServerLimits, serve_remote
 from accord.store import MemorySessionStore
-from accord.testing import ScriptedEngine, ScriptStep
-from accord.testing._scripted_steps import Say, Stream, UseTool, WaitFor
+from accord.testing import Say, ScriptedEngine, ScriptStep, Stream, UseTool, WaitFor
 
 TOKEN = "e2e-test-token-0123456789abcdef"
 

@@ -1,28 +1,26 @@
-"""Test helpers: what a client ends up showing after a stream of updates, and schema checks."""
+"""What a client ends up showing after a stream of ``session/update`` payloads (wire form).
+
+:func:`fold` applies ACP's merge rules independently of the client library's own view, so
+tests can compare what two paths (live and replayed, memory and stdio) would show a user.
+"""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from accord.engines import merge_tool_call
-
-_CACHE = Path(__file__).resolve().parents[2] / ".schema-cache"
-
 
 #: A new tool call before its first update is laid over it (the model's defaults).
 _NEW_TOOL_CALL: dict[str, Any] = {"status": "pending", "kind": "other"}
 
 
-def reduce_updates(updates: list[dict[str, Any]]) -> dict[str, Any]:
-    """Fold ``session/update`` payloads (wire form) the way a client does (ACP merge rules).
+def fold(updates: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Fold ``session/update`` payloads the way a client shows them (ACP merge rules).
 
-    Messages are split by ``messageId``; adjacent plain text blocks of one message are
-    concatenated (what a client renders). Tool calls merge by ACP's rule, the one
-    the client uses (:func:`accord.engines.merge_tool_call`).
+    Messages are keyed by kind and ``messageId``; adjacent plain text blocks of one message
+    are concatenated. Tool calls merge by ACP's rule, the one
+    the client uses (:func:`accord.engines.merge_tool_call`). Other updates: last wins.
     """
     messages: list[dict[str, Any]] = []
     tools: dict[str, dict[str, Any]] = {}
@@ -54,21 +52,3 @@ def reduce_updates(updates: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             other[tag] = update
     return {"messages": messages, "tools": tools, "other": other}
-
-
-@functools.cache
-def stable_schema() -> dict[str, Any] | None:
-    """The official stable v1 schema from the local cache, or ``None`` if not fetched."""
-    found = sorted(_CACHE.glob("*/v1/schema.json"))
-    return orjson.loads(found[-1].read_bytes()) if found else None
-
-
-def stable_validator() -> Any:
-    """A jsonschema validator of ``SessionNotification`` against the stable schema, or None."""
-    schema = stable_schema()
-    if schema is None:
-        return None
-    import jsonschema
-
-    root = {"$ref": "#/$defs/SessionNotification", "$defs": schema["$defs"]}
-    return jsonschema.Draft202012Validator(root)

@@ -1,6 +1,6 @@
 """Child process of the kill -9 test: streams events into a session until it is killed.
 
-Usage: ``python _crash_child.py DATABASE SESSION_ID BACKEND``. Opens (or resumes) the session,
+Usage: ``python _store_crash_child.py DATABASE SESSION_ID BACKEND``. Opens (or resumes) the session,
 then appends message deltas as fast as it can through a ``GroupCommitWriter`` and prints each
 seq on its own line once it is committed, which is what the runtime does before showing an
 event to a client. It never exits by itself.

@@ -7,6 +7,15 @@ from typing import Any
 
 import anyio
 import pytest
+from _engines_support import (
+    ModelCounter,
+    Turn,
+    check_rules,
+    collect,
+    of_type,
+    opened,
+    wait_for_requests,
+)
 from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
@@ -23,8 +32,6 @@ from accord.events import (
 )
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import ModelCounter, Turn, check_rules, collect, of_type, opened, wait_for_requests
 
 pytestmark = pytest.mark.anyio
 

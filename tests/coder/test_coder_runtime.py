@@ -10,6 +10,7 @@ import weakref
 from pathlib import Path
 
 import pytest
+from _coder_support import system_text
 from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
@@ -20,8 +21,6 @@ from accord.errors import RequestError
 from accord.schema import AuthenticateRequest
 from accord.store import MemorySessionStore
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
-
-from ._support import system_text
 
 pytestmark = pytest.mark.anyio
 

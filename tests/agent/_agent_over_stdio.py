@@ -1,6 +1,6 @@
 """The agent of the subprocess tests: ``AgentRuntime(ScriptedEngine)`` over stdio, on SQLite.
 
-Usage: ``python _stdio_agent.py DATABASE [BACKEND]``. Prompts are commands
+Usage: ``python _agent_over_stdio.py DATABASE [BACKEND]``. Prompts are commands
 (``_agent_support.command_steps``): ``rich`` plays a turn with every kind of update,
 ``stream N DELAY`` streams N chunks DELAY seconds apart, anything else is echoed.
 """

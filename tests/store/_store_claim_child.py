@@ -1,6 +1,6 @@
 """Child process of the claim race: opens the store, waits for "go", claims sessions.
 
-Usage: ``python _claim_child.py KIND DATABASE OWNER SESSION_ID...`` (KIND: ``sqlite`` or
+Usage: ``python _store_claim_child.py KIND DATABASE OWNER SESSION_ID...`` (KIND: ``sqlite`` or
 ``postgres``). Prints ``ready`` once the store is open, waits for a line on stdin, then claims
 every session in turn for OWNER and prints ``<session id> <holder>`` for each.
 """

@@ -3,7 +3,7 @@
 A prompt carrying ``_meta.traceparent`` runs a tool call that asks permission; the script
 checks that the permission request carried the trace context on, and that no
 ``opentelemetry`` module was imported along the way. Prints ``ok``. Run as
-``python _untraced_turn.py SECONDS``: the bound on the turn (the suite's ``TIMEOUT``; a child
+``python _agent_untraced_turn.py SECONDS``: the bound on the turn (the suite's ``TIMEOUT``; a child
 process cannot import ``helpers``).
 """
 

@@ -44,7 +44,7 @@ from accord.schema.methods import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_METHOD
 
 __all__ = ("DEFAULT_SCHEMA_PATH", "Direction", "WireValidator")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEMA_PATH = ROOT / ".schema-cache" / "2.4.0" / "v1" / "schema.unstable.json"
 SCHEMA_URI = "urn:acp:schema:v1"
 
