@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import anyio
 import anyio.to_thread
+from helpers import engine_turns
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import (
-    PermissionAnswer,
     PermissionOutcome,
     SessionContext,
-    TurnContext,
     TurnOutput,
 )
 from accord.coder import CoderConfig, CoderEngine
@@ -32,11 +31,9 @@ from accord.events import (
     new_id,
 )
 from accord.schema import (
-    PermissionOption,
     TerminalExitStatus,
     TerminalOutputResponse,
     TextContentBlock,
-    ToolCallUpdate,
     WaitForTerminalExitResponse,
 )
 from accord.testing import FakeOpenAIServer, RecordedRequest
@@ -61,42 +58,13 @@ async def opened(engine: CoderEngine, cwd: str, **overrides: Any) -> AsyncGenera
         await session.aclose()
 
 
-@dataclass
-class Permissions:
-    """Answers permission requests from a script and records them."""
-
-    answers: list[PermissionOutcome] = field(default_factory=list[PermissionOutcome])
-    requests: list[tuple[str, ToolCallUpdate]] = field(
-        default_factory=list[tuple[str, ToolCallUpdate]]
-    )
-    on_request: Callable[[], Any] | None = None
-
-    async def __call__(
-        self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionAnswer:
-        self.requests.append((agent_id, tool_call))
-        if self.on_request is not None:
-            await self.on_request()
-        outcome = self.answers.pop(0)
-        return PermissionAnswer(
-            outcome=outcome, option_id=None if outcome == "cancelled" else outcome
-        )
-
-
-class Turn:
-    """A turn context with its cancel event and permission script at hand."""
+class Turn(engine_turns.Turn):
+    """A turn in the coder's default mode, ``code`` (edits and commands ask permission)."""
 
     def __init__(
         self, *, answers: Sequence[PermissionOutcome] = (), mode_id: str | None = "code"
     ) -> None:
-        self.cancel_event = anyio.Event()
-        self.permissions = Permissions(list(answers))
-        self.context = TurnContext(
-            turn_id=new_id(),
-            request_permission=self.permissions,
-            cancel_event=self.cancel_event,
-            mode_id=mode_id,
-        )
+        super().__init__(answers=answers, mode_id=mode_id)
 
 
 async def run_turn(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.projects import buggy_project
 
 
 @pytest.fixture
@@ -21,15 +22,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A tiny Python project: a package with a bug, and a test that finds it."""
-    root = tmp_path / "project"
-    (root / "pkg").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "pkg" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / "tests" / "test_add.py").write_text(
-        "from pkg import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (root / "README.md").write_text("# demo\n")
-    return root
+    return buggy_project(tmp_path, readme=True)
 
 
 @pytest.fixture(autouse=True)

@@ -94,7 +94,8 @@ async def test_an_edit_in_code_mode_asks_first_and_reports_the_whole_diff(
         async with opened(engine_on(server), str(project)) as session:
             turn = Turn(answers=["allow_once"])
             outputs = await run_turn(session, "fix it", turn)
-    ((agent_id, asked),) = turn.permissions.requests
+    [asked] = turn.permissions.requests
+    [agent_id] = turn.permissions.agent_ids
     assert agent_id == "root"
     assert asked.kind == "edit" and asked.title == "Edit pkg/__init__.py"
     assert asked.content is not None

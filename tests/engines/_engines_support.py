@@ -10,21 +10,19 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
 import anyio
+from helpers.engine_turns import Turn
 from helpers.timeouts import TIMEOUT
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from accord.agent import (
-    PermissionAnswer,
-    PermissionOutcome,
     SessionContext,
-    TurnContext,
     TurnOutput,
 )
 from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, PydanticAISession
@@ -38,7 +36,7 @@ from accord.events import (
     ToolCallTracker,
     new_id,
 )
-from accord.schema import PermissionOption, TextContentBlock, ToolCallUpdate
+from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, Outcome, RecordedRequest
 
 #: The sessions' working directory: a real one (the runtime refuses a ``cwd`` that is not an
@@ -84,57 +82,6 @@ def context(**overrides: Any) -> SessionContext:
     fields: dict[str, Any] = {"session_id": new_id(), "cwd": CWD}
     fields.update(overrides)
     return SessionContext(**fields)
-
-
-@dataclass
-class Permissions:
-    """Answers permission requests from a script and records them."""
-
-    answers: list[PermissionOutcome] = field(default_factory=list[PermissionOutcome])
-    requests: list[ToolCallUpdate] = field(default_factory=list[ToolCallUpdate])
-    options: list[Sequence[PermissionOption]] = field(
-        default_factory=list[Sequence[PermissionOption]]
-    )
-    on_request: Callable[[], None] | None = None
-    block: bool = False
-
-    async def __call__(
-        self, agent_id: str, tool_call: ToolCallUpdate, options: Sequence[PermissionOption]
-    ) -> PermissionAnswer:
-        self.requests.append(tool_call)
-        self.options.append(options)
-        if self.on_request is not None:
-            self.on_request()
-        if self.block:
-            await anyio.sleep_forever()
-        outcome = self.answers.pop(0)
-        return PermissionAnswer(
-            outcome=outcome, option_id=None if outcome == "cancelled" else outcome
-        )
-
-
-class Turn:
-    """A turn context for tests, with its cancel event and permission script at hand."""
-
-    def __init__(
-        self,
-        *,
-        answers: Sequence[PermissionOutcome] = (),
-        mode_id: str | None = None,
-        config_values: dict[str, str | bool] | None = None,
-    ) -> None:
-        self.cancel_event = anyio.Event()
-        self.permissions = Permissions(list(answers))
-        self.context = TurnContext(
-            turn_id=new_id(),
-            request_permission=self.permissions,
-            cancel_event=self.cancel_event,
-            mode_id=mode_id,
-            config_values=config_values or {},
-        )
-
-    def cancel(self) -> None:
-        self.cancel_event.set()
 
 
 async def collect(

@@ -1,6 +1,7 @@
-"""``accord serve --listen`` as a real process on loopback, for the remote and TUI tests.
+"""``accord`` as a real process, for the remote and TUI tests.
 
-:func:`accord_serve` starts the command (``python -m accord.cli``, the console script without
+:func:`run_accord` runs any ``accord`` command to its end. :func:`accord_serve` starts
+``accord serve --listen`` on loopback (``python -m accord.cli``, the console script without
 PATH questions), waits for its ``listening on URL`` line on stderr and yields the URL and the
 process; on the way out the process is terminated and waited for. :func:`accord_env` is the
 environment such a process gets: no user config file, no inherited model, token or colour
@@ -15,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from helpers.timeouts import TIMEOUT
 
@@ -63,3 +65,19 @@ def accord_serve(
     finally:
         process.terminate()
         process.wait(timeout=TIMEOUT)
+
+
+def run_accord(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``accord ARGS`` to its end (stdin empty, not a terminal) and return what it did."""
+    return subprocess.run(
+        [*ACCORD, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=TIMEOUT,
+        check=False,
+    )

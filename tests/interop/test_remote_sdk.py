@@ -15,20 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 import pytest
+from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
 from accord.errors import ConnectionRefused
 from accord.testing import Say
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
-from _remote_support import TOKEN, served_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.interop, pytest.mark.subprocess]
 

@@ -4,20 +4,21 @@ real ``accord serve --listen`` process; the server is killed and restarted mid-s
 from __future__ import annotations
 
 import socket
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
+from helpers.accord_serve import ACCORD, accord_env, accord_serve, run_accord
 from helpers.timeouts import SCENARIO_TIMEOUT
-from test_remote_cli import ACCORD, TOKEN, _env, accord_serve
 
 from accord.client import connect
 from accord.testing import FakeOpenAIServer, ScriptedReply
 from accord.transports import StreamTransport
 
 pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(300)]
+
+TOKEN = "bridge-test-token-0123456789abcdef"
 
 
 def free_port() -> int:
@@ -44,25 +45,26 @@ async def test_bridge_forwards_and_survives_a_server_restart(tmp_path: Path) -> 
     with FakeOpenAIServer(replies) as model:
         serve_args = ("--model", "openai:fake", "--base-url", model.base_url)
         serve_args += ("--store", str(tmp_path / "s.db"))
-        serve = accord_serve(*serve_args, env=_env(ACCORD_TOKEN=TOKEN), port=port)
+        serve = accord_serve(*serve_args, env=accord_env(ACCORD_TOKEN=TOKEN), port=port)
         first_server = serve.__enter__()
         url = first_server[0]
         process = await anyio.open_process(
-            [*ACCORD, "bridge", url], env=_env(ACCORD_TOKEN=TOKEN), cwd=project
+            [*ACCORD, "bridge", url], env=accord_env(ACCORD_TOKEN=TOKEN), cwd=project
         )
         try:
             assert process.stdout and process.stdin and process.stderr
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_stderr, process.stderr)
                 transport = StreamTransport(process.stdout, process.stdin)
-                with anyio.fail_after(
-                    SCENARIO_TIMEOUT
-                ):  # a served agent, a bridge process, two turns
+                # A served agent, a bridge process, two turns and a restart.
+                with anyio.fail_after(SCENARIO_TIMEOUT):
                     async with connect(transport, cwd=project) as conn:
                         session = await conn.new_session()
                         first = await session.prompt("one")
                         serve.__exit__(None, None, None)  # the server goes away...
-                        serve = accord_serve(*serve_args, env=_env(ACCORD_TOKEN=TOKEN), port=port)
+                        serve = accord_serve(
+                            *serve_args, env=accord_env(ACCORD_TOKEN=TOKEN), port=port
+                        )
                         await anyio.to_thread.run_sync(serve.__enter__)  # ...and comes back
                         await back.wait()
                         second = await session.prompt("two")
@@ -80,45 +82,23 @@ async def test_bridge_forwards_and_survives_a_server_restart(tmp_path: Path) -> 
 
 
 def test_bridge_without_a_token_is_a_usage_error() -> None:
-    env = _env()
+    env = accord_env()
     env.pop("ACCORD_TOKEN", None)
-    done = subprocess.run(
-        [*ACCORD, "bridge", "ws://127.0.0.1:1/acp"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=SCENARIO_TIMEOUT,
-        check=False,
-    )
+    done = run_accord("bridge", "ws://127.0.0.1:1/acp", env=env)
     assert done.returncode == 2
     assert "ACCORD_TOKEN" in done.stderr
 
 
 @pytest.mark.parametrize("url", ["ftp://host/acp", f"ws://127.0.0.1:1/acp?token={TOKEN}"])
 def test_bridge_refuses_a_bad_url(url: str) -> None:
-    done = subprocess.run(
-        [*ACCORD, "bridge", url],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=_env(ACCORD_TOKEN=TOKEN),
-        timeout=SCENARIO_TIMEOUT,
-        check=False,
-    )
+    done = run_accord("bridge", url, env=accord_env(ACCORD_TOKEN=TOKEN))
     assert done.returncode == 2
     assert TOKEN not in done.stderr
 
 
 def test_bridge_to_nothing_is_exit_3() -> None:
-    done = subprocess.run(
-        [*ACCORD, "bridge", f"ws://127.0.0.1:{free_port()}/acp"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=_env(ACCORD_TOKEN=TOKEN),
-        timeout=SCENARIO_TIMEOUT,
-        check=False,
+    done = run_accord(
+        "bridge", f"ws://127.0.0.1:{free_port()}/acp", env=accord_env(ACCORD_TOKEN=TOKEN)
     )
     assert done.returncode == 3
     assert "cannot reach" in done.stderr

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.accord_serve import ACCORD, accord_env, accord_serve
-from helpers.timeouts import TIMEOUT
+from helpers.accord_serve import accord_env, accord_serve, run_accord
 
 from accord.cli import ExitCode
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -15,21 +13,6 @@ from accord.testing import FakeOpenAIServer, ScriptedReply
 pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(240)]
 
 TOKEN = "cli-test-token-0123456789abcdef"
-
-
-def run_accord(
-    *args: str, env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run ``accord ARGS`` to the end and return what it did."""
-    return subprocess.run(
-        [*ACCORD, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=TIMEOUT,
-        check=False,
-    )
 
 
 def test_a_non_loopback_address_without_tls_is_refused_with_exit_2() -> None:

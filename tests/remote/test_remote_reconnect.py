@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from _remote_support import TOKEN, served_agent
+from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 from accord.client import connect

@@ -13,7 +13,8 @@ import ssl
 import anyio
 import orjson
 import pytest
-from _remote_support import TOKEN, UPGRADE, raw_request, request_bytes, served_agent
+from _remote_support import UPGRADE, raw_request, request_bytes
+from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 import accord.client._session as client_session
