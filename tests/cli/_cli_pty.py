@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers.timeouts import TIMEOUT
 
-__all__ = ("TIMEOUT", "Terminal")
+__all__ = ("Terminal",)
 
 
 class Terminal:

@@ -58,22 +58,11 @@ def fresh_schema() -> Iterator[str]:
 
 def restart_server(mode: str = "fast") -> None:
     """Stop and start the test server (``mode``: ``fast`` or ``immediate``, a crash)."""
-    ctl = os.environ.get("ACCORD_TEST_POSTGRES_CTL")
-    data = os.environ.get("ACCORD_TEST_POSTGRES_DATA")
-    if not ctl or not data:
-        pytest.skip("the PostgreSQL server was not started by scripts/with_postgres.sh")
-    run_as = shlex.split(os.environ.get("ACCORD_TEST_POSTGRES_RUN_AS", ""))
-    log = os.path.join(os.path.dirname(data), "server.log")
-    subprocess.run(
-        [*run_as, ctl, "-D", data, "-l", log, "-m", mode, "-w", "restart"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        timeout=SCENARIO_TIMEOUT,  # docker may pull or start a server
-    )
+    _control("restart", "-m", mode)
 
 
 def _control(action: str, *extra: str) -> None:
+    """``pg_ctl ACTION`` on the test server with ``extra`` options, waiting for it."""
     ctl = os.environ.get("ACCORD_TEST_POSTGRES_CTL")
     data = os.environ.get("ACCORD_TEST_POSTGRES_DATA")
     if not ctl or not data:
@@ -85,7 +74,7 @@ def _control(action: str, *extra: str) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        timeout=SCENARIO_TIMEOUT,  # docker may pull or start a server
+        timeout=SCENARIO_TIMEOUT,  # a stop or a start, with recovery after a crash
     )
 
 
