@@ -294,9 +294,8 @@ def test_close_interrupts_a_hang(client_factory: ClientFactory) -> None:
         )
         next(iter(stream))  # the role chunk: the server is now hanging
     finally:
-        started = time.monotonic()
         server.close()
-    assert time.monotonic() - started < 2
+    # Interrupted by close: a hang left to run out would say "timed_out" (after 30 s).
     assert server.requests[0].outcome == "aborted"
     with pytest.raises(openai.APIConnectionError):
         list(stream)
