@@ -6,24 +6,31 @@ Measured:
     in a real terminal (tmux, 100x30); the time until the screen shows the first frame
     ("Starting ...") and until the session is open (the footer says ``idle``), median of
     ``--starts`` runs.
-(b) a reply of ``--deltas`` chunks streamed as fast as an in-process agent can send them to
-    the app (headless, 100x36): the time from Enter until the whole reply is drawn, the
-    time per 1,000 deltas, how many frames (conversation syncs) drew it (and per 1,000
-    deltas), how far the screen trailed the stream while it came (for each frame: how long
-    before it the first chunk it did not show yet had been sent; the worst), and the lag: how
-    long after the agent's last chunk the screen showed it all.
+(b) a reply of ``--deltas`` chunks (a paragraph every 12) streamed as fast as an in-process
+    agent can send them to the app (headless, 100x36), once the prompt is on screen; and
+    (b2) the same reply at ``--rate`` deltas a second. A frame is counted when the screen has
+    been laid out and drawn after a sync of the conversation. Reported: the time until the
+    whole reply is on screen, CPU per 1,000 deltas, how many syncs drew it, the longest gap
+    between two frames, how far the screen trailed the stream while it came (for each frame:
+    how long before it the first chunk it did not show yet had been sent; the worst), how
+    long after the agent's last chunk the screen showed it (the trail at the end), and for
+    each 1,000 deltas: how long the agent took to send them (agent and app share one process
+    and one event loop, so a frame that costs more slows the stream), the CPU the process
+    spent meanwhile, and how long after the previous 1,000 the screen showed them all.
 (c) a session of ``--events`` events (a mix of prompts, replies in chunks, thoughts, tool
     calls with updates, plans) replayed by ``session/load`` and drawn: the time from start
     until it is all on screen, and the resident memory the process grew by (after a
     collection), against the same app opening an empty session.
 
-Run: ``python benchmarks/bench_tui.py [--deltas 5000] [--events 10000] [--starts 3]``.
+Run: ``python benchmarks/bench_tui.py [--deltas 5000] [--rate 1000] [--events 10000] [--starts 3]
+[--only a,b,b2,c]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import os
 import shutil
 import statistics
@@ -65,40 +72,65 @@ SIZE = (100, 36)
 
 
 class StreamingAgent(Agent):
-    """Answers every prompt with ``deltas`` chunks, sent back to back; notes when it is done."""
+    """Answers every prompt with ``deltas`` chunks: back to back (``rate`` 0), or ``rate`` a
+    second; notes when each chunk was sent and when it is done."""
 
-    def __init__(self, deltas: int) -> None:
+    def __init__(self, deltas: int, rate: float = 0) -> None:
         self.deltas = deltas
+        self.rate = rate
         self.finished_at = 0.0
-        #: (time, characters sent so far) after each chunk.
-        self.sent: list[tuple[float, int]] = []
+        #: Set by the benchmark once the prompt is on screen: the stream starts then.
+        self.go = anyio.Event()
+        #: (time, CPU time, characters sent so far) after each chunk.
+        self.sent: list[tuple[float, float, int]] = []
 
     async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
         return NewSessionResponse(session_id="bench")
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
+        await self.go.wait()
         length = 0
+        start = time.perf_counter()
         for n in range(self.deltas):
             text = f"word{n} " if n % 12 else f"\n\nParagraph {n // 12}: "
             await self.client.send_chunk(request.session_id, text)
             length += len(text)
-            self.sent.append((time.perf_counter(), length))
+            self.sent.append((time.perf_counter(), time.process_time(), length))
+            if self.rate:
+                await anyio.sleep(max(0.0, start + (n + 1) / self.rate - time.perf_counter()))
         self.finished_at = time.perf_counter()
         return PromptResponse(stop_reason="end_turn")
 
 
-def trail(sent: list[tuple[float, int]], shown: list[tuple[float, int]]) -> float:
+def trail(sent: list[tuple[float, float, int]], shown: list[tuple[float, int]]) -> float:
     """How far the screen trailed the stream, at worst: for each frame, how long before it
-    the agent had sent the text it showed, less nothing (0 when it showed everything)."""
+    the agent had sent the first chunk it did not show yet (0 when it showed everything)."""
     worst = 0.0
     index = 0
     for at, length in shown:
-        while index < len(sent) and sent[index][1] <= length:
+        while index < len(sent) and sent[index][2] <= length:
             index += 1
         # sent[index] is the first chunk not shown yet (if any was sent before this frame)
         if index < len(sent) and sent[index][0] < at:
             worst = max(worst, at - sent[index][0])
     return worst
+
+
+def per_thousand(
+    start: float, sent: list[tuple[float, float, int]], shown: list[tuple[float, int]]
+) -> list[tuple[float, float, float]]:
+    """For each 1,000 deltas: (seconds the agent took to send them, CPU seconds the process
+    spent meanwhile, seconds between the frames that first showed the previous thousand and
+    this one complete)."""
+    rows: list[tuple[float, float, float]] = []
+    cpu0 = sent[0][1] if sent else 0.0
+    previous = (start, cpu0, start)
+    for end in range(999, len(sent), 1000):
+        at, cpu, length = sent[end]
+        drawn = next((t for t, n in shown if n >= length), float("nan"))
+        rows.append((at - previous[0], cpu - previous[1], drawn - previous[2]))
+        previous = (at, cpu, drawn)
+    return rows
 
 
 def session_updates(events: int) -> list[SessionUpdate]:
@@ -173,8 +205,8 @@ async def wait(pilot: Any, predicate: Callable[[], object], step: float = 0.005)
             await pilot.pause(step)
 
 
-async def long_reply(deltas: int) -> dict[str, float]:
-    agent = StreamingAgent(deltas)
+async def long_reply(deltas: int, rate: float = 0) -> dict[str, Any]:
+    agent = StreamingAgent(deltas, rate)
     app = app_on(agent)
     async with app.run_test(size=SIZE) as pilot:
         await wait(pilot, lambda: app.active_pane is not None)
@@ -182,40 +214,62 @@ async def long_reply(deltas: int) -> dict[str, float]:
         assert pane is not None
         await pilot.press("x")
         conversation = pane.conversation
+        # (time, characters of the reply on screen) for each frame the app drew: recorded
+        # when the screen hands its update to the terminal (after layout and compositing),
+        # showing what the last completed sync had put in the widgets.
         shown: list[tuple[float, int]] = []
+        synced = 0
         sync = conversation.sync
+        display = app._display  # pyright: ignore[reportPrivateUsage]
+
+        def reply_length() -> int:
+            items = conversation.items
+            last = items[-1] if items else None
+            return last.shown_length if isinstance(last, AgentMessage) else 0
+
+        def recorded_display(screen: Any, renderable: Any) -> None:
+            display(screen, renderable)
+            if renderable is not None:
+                shown.append((time.perf_counter(), synced))
 
         async def recorded_sync() -> None:
+            nonlocal synced
             await sync()
-            replies = list(pane.query(AgentMessage))
-            if replies:
-                shown.append((time.perf_counter(), replies[-1].shown_length))
+            synced = reply_length()
 
+        app._display = recorded_display  # type: ignore[method-assign]
         conversation.sync = recorded_sync  # type: ignore[method-assign]
+        await pilot.press("enter")
         start = time.perf_counter()
         cpu = time.process_time()
-        await pilot.press("enter")
+        agent.go.set()
         message = pane.session.view
 
         def drawn() -> bool:
-            if not agent.finished_at or pane.conversation.pending:
+            if not agent.finished_at or conversation.pending:
                 return False
-            shown = list(pane.query(AgentMessage))
-            return bool(shown) and shown[-1].shown_length == len(message.agent_text())
+            return bool(shown) and shown[-1][1] == len(message.agent_text())
 
-        await wait(pilot, drawn, step=0.001)
-        end = time.perf_counter()
+        # Plain sleeps: the pilot's pauses wait for the app to go quiet, which a stream
+        # at a steady rate never lets it do.
+        with anyio.fail_after(600):
+            while not drawn():  # noqa: ASYNC110 (polls the app's state, no event to wait on)
+                await anyio.sleep(0.001)
+        end = shown[-1][0]
         cpu = time.process_time() - cpu
+        frames = [b - a for (a, _), (b, _) in itertools.pairwise(shown)]
         return {
             "cpu": cpu,
             "cpu_per_1000": cpu / deltas * 1000,
             "total": end - start,
             "per_1000": (end - start) / deltas * 1000,
-            "frames": pane.conversation.syncs,
-            "frames_per_1000": pane.conversation.syncs / deltas * 1000,
+            "frames": conversation.syncs,
+            "frames_per_1000": conversation.syncs / deltas * 1000,
             "stream": agent.finished_at - start,
             "lag": end - agent.finished_at,
             "trail": trail(agent.sent, shown),
+            "thousands": per_thousand(start, agent.sent, shown),
+            "longest_frame": max(frames, default=0.0),
         }
 
 
@@ -314,40 +368,57 @@ def _start_once(tmux: str) -> tuple[float | None, float | None]:
     return frame, ready
 
 
+def _report_reply(label: str, deltas: int, rate: float, reply: dict[str, Any]) -> None:
+    pace = f"{rate:.0f} a second" if rate else "as fast as the agent can send them"
+    print(
+        f"({label}) {deltas} deltas, {pace}: streamed in {reply['stream']:.2f} s, all on "
+        f"screen {reply['total']:.2f} s after the stream began "
+        f"({reply['cpu']:.2f} CPU s, agent and app in one process: "
+        f"{reply['cpu_per_1000'] * 1000:.0f} CPU ms per 1,000 deltas); "
+        f"{reply['frames']:.0f} syncs ({reply['frames_per_1000']:.1f} per 1,000 deltas), "
+        f"longest gap between two frames {reply['longest_frame'] * 1000:.0f} ms; the screen "
+        f"trailed the stream by at most {reply['trail'] * 1000:.0f} ms and showed the last "
+        f"chunk {reply['lag'] * 1000:.0f} ms after it was sent"
+    )
+    for n, (sent, cpu, drawn) in enumerate(reply["thousands"], start=1):
+        print(
+            f"    deltas {(n - 1) * 1000 + 1:>5}-{n * 1000:<5}: sent in {sent * 1000:5.0f} ms, "
+            f"{cpu * 1000:5.0f} CPU ms; drawn {drawn * 1000:5.0f} ms after the previous 1,000"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, default=5000)
+    parser.add_argument("--rate", type=float, default=1000, help="deltas a second for (b2)")
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--only", default="a,b,b2,c", help="which parts to run (a,b,b2,c)")
     args = parser.parse_args()
+    parts = set(args.only.split(","))
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    started = first_frame(args.starts)
-    if started is None:
-        print("(a) start-up: tmux not found (or the chat never opened a session), skipped")
-    else:
+    if "a" in parts:
+        started = first_frame(args.starts)
+        if started is None:
+            print("(a) start-up: tmux not found (or the chat never opened a session), skipped")
+        else:
+            print(
+                f"(a) start to first frame {started['first_frame'] * 1000:.0f} ms, to the "
+                f"session open {started['ready'] * 1000:.0f} ms (median of {args.starts})"
+            )
+    for label, rate in (("b", 0.0), ("b2", args.rate)):
+        if label in parts:
+            reply = anyio.run(long_reply, args.deltas, rate, backend="asyncio")
+            _report_reply(label, args.deltas, rate, reply)
+    if "c" in parts:
+        session = anyio.run(large_session, args.events, backend="asyncio")
+        held = session["full_bytes"] / 1e6
         print(
-            f"(a) start to first frame {started['first_frame'] * 1000:.0f} ms, "
-            f"to the session open {started['ready'] * 1000:.0f} ms (median of {args.starts})"
+            f"(c) {args.events}-event session loaded and drawn in "
+            f"{session['full_seconds']:.2f} s (empty session: {session['empty_seconds']:.2f} s)"
+            f", {session['full_widgets']:.0f} widgets drawn, resident memory +{held:.1f} MB "
+            f"(empty session: +{session['empty_bytes'] / 1e6:.1f} MB)"
         )
-    reply = anyio.run(long_reply, args.deltas, backend="asyncio")
-    print(
-        f"(b) {args.deltas} deltas streamed in {reply['stream']:.2f} s and drawn in "
-        f"{reply['total']:.2f} s ({reply['per_1000'] * 1000:.0f} ms per 1,000 deltas; "
-        f"{reply['cpu']:.2f} CPU s, agent and app in one process: "
-        f"{reply['cpu_per_1000'] * 1000:.0f} CPU ms per 1,000 deltas), "
-        f"{reply['frames']:.0f} frames ({reply['frames_per_1000']:.1f} per 1,000 deltas); "
-        f"the screen trailed the stream by "
-        f"at most {reply['trail'] * 1000:.0f} ms and was complete "
-        f"{reply['lag'] * 1000:.0f} ms after the last chunk"
-    )
-    session = anyio.run(large_session, args.events, backend="asyncio")
-    held = session["full_bytes"] / 1e6
-    print(
-        f"(c) {args.events}-event session loaded and drawn in {session['full_seconds']:.2f} s "
-        f"(empty session: {session['empty_seconds']:.2f} s), {session['full_widgets']:.0f} "
-        f"widgets drawn, resident memory +{held:.1f} MB (empty session: "
-        f"+{session['empty_bytes'] / 1e6:.1f} MB)"
-    )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -44,7 +44,8 @@ async def test_a_turn_shows_the_prompt_the_thought_the_reply_and_a_tool_card(
         kinds = [type(w) for w in shown]
         assert kinds == [UserMessage, ThoughtBlock, ToolCard, AgentMessage]
         reply = shown[-1]
-        assert isinstance(reply, Markdown)
+        assert isinstance(reply, AgentMessage)
+        assert all(isinstance(part, Markdown) for part in reply.parts)
         assert reply.source == REPLY
         card = shown[2]
         assert isinstance(card, ToolCard)

@@ -188,7 +188,7 @@ class ChatApp(App[int]):
         yield Static("", id="failure")
         yield TabbedContent(id="tabs")
         yield PromptBar(id="prompt-bar")
-        yield StatusFooter("", id="footer")
+        yield StatusFooter(id="footer")
 
     def on_mount(self) -> None:
         self.query_one("#tabs", TabbedContent).display = False

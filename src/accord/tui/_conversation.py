@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from markdown_it import MarkdownIt
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,16 +26,27 @@ from textual.containers import Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
 
 from ..client import Message, SessionView, ToolCallState
 from ..schema import ResourceLinkContentBlock, TextContentBlock
 from ._safe import clean, plain
 from ._tool_card import TerminalReader, ToolCard
 
-__all__ = ("AgentMessage", "ConversationView", "Notice", "ThoughtBlock", "UserMessage")
+__all__ = (
+    "AgentMessage",
+    "ConversationView",
+    "Notice",
+    "ReplyPart",
+    "ThoughtBlock",
+    "UserMessage",
+)
 
 #: Seconds between two syncs while updates keep coming (about one frame).
 FRAME = 1 / 30
+#: A reply's last part is sealed once it holds more Markdown blocks than this (a frame's
+#: layout and parsing cost follows the last part's size, not the reply's).
+PART_BLOCKS = 40
 #: A long session opens with only its latest items drawn; earlier ones are drawn on demand,
 #: this many at a time (scrolling to the top, or Enter on the "earlier" line).
 WINDOW = 150
@@ -99,29 +111,178 @@ def _user_text(message: Message) -> str:
     return "".join(parts).strip("\n") or " "
 
 
-class AgentMessage(Markdown):
-    """The agent's reply as Markdown, extended as chunks arrive."""
+_REPLY_CSS = """
+    margin: 0 0 1 0;
+    padding: 0 1;
+    background: transparent;
+    &.-continued { margin: 0; }
+"""
 
-    DEFAULT_CSS = """
-    AgentMessage {
-        margin: 0 0 1 0;
-        padding: 0 1;
-        background: transparent;
+
+#: The tokens Textual's Markdown widget draws a top-level block for (named after them).
+_BLOCK_TOKENS = frozenset(
+    {
+        "heading_open",
+        "hr",
+        "paragraph_open",
+        "blockquote_open",
+        "bullet_list_open",
+        "ordered_list_open",
+        "table_open",
+        "fence",
+        "code_block",
     }
+)
+
+
+def _block_starts(source: str) -> list[tuple[str, int]]:
+    """The top-level blocks ``source`` parses into (as Textual's Markdown widget parses
+    it): each one's token type and first line."""
+    tokens = MarkdownIt("gfm-like").parse(source)
+    return [
+        (token.type, token.map[0])
+        for token in tokens
+        if token.level == 0 and token.type in _BLOCK_TOKENS and token.map is not None
+    ]
+
+
+class ReplyPart(Markdown):
+    """A later part of a long reply: a run of its Markdown blocks, drawn after the part
+    before it (see :class:`AgentMessage`)."""
+
+    DEFAULT_CSS = "ReplyPart {" + _REPLY_CSS + "}"
+
+
+class AgentMessage(Markdown):
+    """The agent's reply as Markdown, extended as chunks arrive.
+
+    A long reply is drawn in parts: this widget, then :class:`ReplyPart` widgets after it
+    in the conversation. New text is appended to the last part (Textual re-parses it from
+    its last block on); once that part holds more than :data:`PART_BLOCKS` blocks, its
+    finished blocks stay in it, sealed, and the blocks still open move to a new last part.
+    A sealed part is never touched again, and the parts sit directly in the scrolling
+    conversation (whose size does not change as the reply grows), so Textual keeps their
+    layout: a frame lays out and re-parses the last part only, however long the reply.
+    The cut always falls before a finished block with no top margin (a paragraph, a
+    list), so the gaps between blocks are those of one Markdown document; a block still
+    open (a code fence whose closing line has not come yet, a list still growing) is
+    never cut, so its highlighting and layout are those of the whole block.
     """
+
+    DEFAULT_CSS = "AgentMessage {" + _REPLY_CSS + "}"
 
     def __init__(self, message: Message) -> None:
         self.message = message
-        self.shown_length = len(message.text)
-        super().__init__(_markdown_text(message.text))
+        # Nothing is shown until the first catch_up (once mounted), which appends it all:
+        # Textual's Markdown.update (the path of a widget's initial text) leaves its
+        # bookkeeping off by a line or more, and the next append then redraws the last
+        # block from the wrong line (a paragraph is lost when the text ended with a blank
+        # line). Text only ever goes in by append.
+        self.shown_length = 0
+        # The sealed parts (this one first, once sealed), the text each keeps, those put
+        # away (see fold_away), and the part that grows.
+        self._sealed: list[Markdown] = []
+        self._kept: list[str] = []
+        self._away: set[int] = set()
+        self._tail: Markdown = self
+        super().__init__()
 
-    async def catch_up(self) -> None:
-        """Append the text that arrived since the last call."""
+    @property
+    def parts(self) -> tuple[Markdown, ...]:
+        """The widgets drawing the reply, in order (this one first; the last one grows)."""
+        return (*self._sealed, self._tail)
+
+    @property
+    def source(self) -> str:
+        """The reply's Markdown as drawn so far (every part's)."""
+        if self._tail is self:
+            return super().source
+        return "".join(self._kept) + self._tail.source
+
+    def _own_source(self) -> str:
+        return super().source
+
+    async def catch_up(self) -> bool:
+        """Append the text that arrived since the last call; whether a part was sealed."""
         text = self.message.text
         if len(text) > self.shown_length:
             fragment = text[self.shown_length :]
             self.shown_length = len(text)
-            await self.append(_markdown_text(fragment))
+            await self._tail.append(_markdown_text(fragment))
+            if len(self._tail.children) > PART_BLOCKS:
+                return await self._seal()
+        return False
+
+    async def _seal(self) -> bool:
+        """Leave the finished blocks in the last part and move the open ones to a new part."""
+        tail = self._tail
+        parent = self.parent
+        if not isinstance(parent, Widget):
+            return False
+        own = self._own_source() if tail is self else tail.source
+        blocks = [child for child in tail.children if isinstance(child, MarkdownBlock)]
+        # Where each block starts, from a parse of the whole part (the line numbers Textual
+        # keeps while appending can be off); a block is named after its opening token.
+        starts = _block_starts(own)
+        if [name for name, _ in starts] != [block.name for block in blocks]:
+            return False  # not the blocks this text parses into: leave the part as it is
+        # The last block may still change (even its kind); cut before a finished one that
+        # has no top margin, so the gap above it is the previous block's bottom margin,
+        # as it is inside one Markdown widget.
+        cut = next(
+            (
+                index
+                for index in range(len(blocks) - 2, 0, -1)
+                if blocks[index].styles.margin.top == 0
+            ),
+            None,
+        )
+        if cut is None:
+            return False
+        lines = own.splitlines(keepends=True)
+        first_line = starts[cut][1]
+        part = ReplyPart()
+        async with parent.batch():  # one screen update: no frame shows the blocks gone
+            await tail.remove_children(blocks[cut:])
+            tail.add_class("-continued")
+            await parent.mount(part, after=tail)
+            await part.append("".join(lines[first_line:]))
+        self._sealed.append(tail)
+        self._kept.append("".join(lines[:first_line]))
+        self._tail = part
+        return True
+
+    @property
+    def has_away(self) -> bool:
+        """Whether some sealed part is put away (see :meth:`fold_away`)."""
+        return bool(self._away)
+
+    async def fold_away(self, top: int, bottom: int) -> None:
+        """Put away the sealed parts outside rows ``top`` to ``bottom`` of the conversation:
+        their blocks are removed and the part keeps its height, one empty widget in their
+        place. Textual lays out every widget of a screen on every frame, wherever it is, so
+        this keeps a frame's cost independent of how long the reply above has grown."""
+        for index, part in enumerate(self._sealed):
+            if index in self._away or not part.children:
+                continue
+            region = part.virtual_region
+            height = part.size.height
+            if height and (region.bottom < top or region.y > bottom):
+                async with part.batch():
+                    await part.remove_children()
+                    part.styles.height = height
+                self._away.add(index)
+
+    async def bring_back(self, top: int | None = None, bottom: int | None = None) -> None:
+        """Draw again the parts put away that reach into rows ``top`` to ``bottom`` (all of
+        them without bounds: after a resize, their heights are no longer right)."""
+        for index in sorted(self._away):
+            part = self._sealed[index]
+            region = part.virtual_region
+            if top is None or bottom is None or (region.bottom >= top and region.y <= bottom):
+                self._away.discard(index)
+                await part.update(self._kept[index])
+                part.styles.height = "auto"
 
 
 class _ThoughtHeader(Static, can_focus=True):
@@ -224,6 +385,11 @@ class ConversationView(VerticalScroll):
         self._dirty = False
         self._syncing = False
         self._expanded = True
+        # Replies with parts put away (see AgentMessage.fold_away), and the width they had.
+        self._away: set[AgentMessage] = set()
+        self._folding = False
+        self._bringing_back = False
+        self._width = 0
         #: How many syncs ran (a benchmark figure: frames drawn for a reply).
         self.syncs = 0
 
@@ -260,18 +426,23 @@ class ConversationView(VerticalScroll):
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        if self._dirty:
-            await self._run_sync()
+        while self._dirty and not self._syncing:
+            await self._sync_once()
 
     async def _run_sync(self) -> None:
         self._timer = None
-        if self._syncing:
-            return
+        if not self._syncing:
+            await self._sync_once()
+            if self._dirty:
+                # More came while this sync ran: it is drawn a frame later, with whatever
+                # else comes meanwhile (a sync per frame, however fast the updates come).
+                self.request_sync()
+
+    async def _sync_once(self) -> None:
         self._syncing = True
+        self._dirty = False
         try:
-            while self._dirty:
-                self._dirty = False
-                await self.sync()
+            await self.sync()
         finally:
             self._syncing = False
 
@@ -296,12 +467,19 @@ class ConversationView(VerticalScroll):
                 if state is not None and state is not widget.state:
                     widget.show(state)
             elif isinstance(widget, AgentMessage):
-                if widget.is_mounted:
-                    await widget.catch_up()
+                if widget.is_mounted and await widget.catch_up():
+                    self._fold_soon()
             else:
                 widget.catch_up()
         if new:
             await self.mount_all(new)
+            await self._fill(new)
+
+    async def _fill(self, widgets: list[_Item]) -> None:
+        """Give replies just mounted their text (see AgentMessage)."""
+        for widget in widgets:
+            if isinstance(widget, AgentMessage) and await widget.catch_up():
+                self._fold_soon()
 
     @property
     def hidden_earlier(self) -> int:
@@ -319,6 +497,7 @@ class ConversationView(VerticalScroll):
         self._items[:0] = widgets
         self._first = start
         await self.mount_all(widgets, after=self._earlier)
+        await self._fill(widgets)
         if start:
             self._earlier.count = start
         else:
@@ -328,7 +507,48 @@ class ConversationView(VerticalScroll):
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         if new_value <= 0 < old_value and self._earlier is not None:
             self.call_later(self.show_earlier)
+        if self._away and not self._bringing_back:
+            self._bringing_back = True
+            self.call_later(self._bring_back_near)
         super().watch_scroll_y(old_value, new_value)
+
+    def _window(self) -> tuple[int, int]:
+        """The rows shown, and a screen above and below."""
+        height = self.size.height
+        top = round(self.scroll_y)
+        return top - height, top + 2 * height
+
+    def _fold_soon(self) -> None:
+        """Put away, once this frame is drawn, the sealed reply parts far from the rows
+        shown (a long reply's parts, as they scroll out of sight)."""
+        if not self._folding:
+            self._folding = True
+            self.call_after_refresh(self._fold_away)
+
+    async def _fold_away(self) -> None:
+        self._folding = False
+        top, bottom = self._window()
+        for widget in self._items:
+            if isinstance(widget, AgentMessage) and len(widget.parts) > 1:
+                await widget.fold_away(top, bottom)
+                if widget.has_away:
+                    self._away.add(widget)
+
+    async def _bring_back_near(self) -> None:
+        self._bringing_back = False
+        top, bottom = self._window()
+        for reply in list(self._away):
+            await reply.bring_back(top, bottom)
+            if not reply.has_away:
+                self._away.discard(reply)
+
+    async def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            # The heights kept for parts put away were those of the old width.
+            for reply in list(self._away):
+                await reply.bring_back()
+            self._away.clear()
 
     def _widget_for(self, item: Message | ToolCallState, before: object = ...) -> _Item:
         if isinstance(item, ToolCallState):

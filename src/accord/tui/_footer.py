@@ -109,6 +109,15 @@ class StatusFooter(Static):
     }
     """
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self._shown: Content | None = None
+
     def show_status(self, view: SessionView | None, state: str, agent: str) -> None:
-        """Redraw for this session and state."""
-        self.update(footer_content(view, state, agent))
+        """Redraw for this session and state (only if the line changed: it is asked on
+        every frame of a streamed reply)."""
+        content = footer_content(view, state, agent)
+        if content != self._shown:
+            self._shown = content
+            # One line, docked: its size never depends on its text, so no layout.
+            self.update(content, layout=False)
