@@ -115,7 +115,6 @@ _REPLY_CSS = """
     margin: 0 0 1 0;
     padding: 0 1;
     background: transparent;
-    &.-continued { margin: 0; }
 """
 
 
@@ -244,7 +243,9 @@ class AgentMessage(Markdown):
         part = ReplyPart()
         async with parent.batch():  # one screen update: no frame shows the blocks gone
             await tail.remove_children(blocks[cut:])
-            tail.add_class("-continued")
+            # The gap after the reply goes after its last part. (Inline, not a class: a
+            # class change restyles every block of the part.)
+            tail.styles.margin = (0, 0, 0, 0)
             await parent.mount(part, after=tail)
             await part.append("".join(lines[first_line:]))
         self._sealed.append(tail)
