@@ -6,9 +6,12 @@ folds every update into it, inside a turn or not), not from a second copy of the
 and brings the shown ones up to date (a message that grew gets only its new text appended;
 a tool card gets the newer snapshot). Syncs are requested on every update and run at most
 once per frame, so a reply of thousands of chunks costs one Markdown append per frame, never
-one per chunk, and never redraws what did not change. The scroll position follows the end
-of the conversation until the reader scrolls up (Textual's anchoring), and everything stays
-in the scrollback.
+one per chunk, and never redraws what did not change. A long reply is drawn in parts (see
+:class:`AgentMessage`): a frame appends to its last part only, and the parts far from the
+rows shown are put away (one empty widget of the same height each) until scrolled to, as
+Textual lays out every widget of the screen on every frame; so a frame costs what changed,
+not the reply's length. The scroll position follows the end of the conversation until the
+reader scrolls up (Textual's anchoring), and everything stays in the scrollback.
 
 Above: :mod:`accord.tui._pane`. Below: the view, :mod:`accord.tui._tool_card`, Textual's
 ``Markdown`` (code blocks highlighted).
@@ -23,6 +26,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
@@ -185,6 +189,18 @@ class AgentMessage(Markdown):
         self._away: set[int] = set()
         self._tail: Markdown = self
         super().__init__()
+
+    class Sealed(TextualMessage):
+        """A part of the reply was sealed (the conversation may put parts away)."""
+
+    def on_mount(self) -> None:
+        # After Markdown's own mount handler (which empties the widget), in this widget's
+        # task: each reply of a long session fills itself, side by side with the others.
+        self.call_later(self._first_catch_up)
+
+    async def _first_catch_up(self) -> None:
+        if await self.catch_up():
+            self.post_message(self.Sealed())
 
     @property
     def parts(self) -> tuple[Markdown, ...]:
@@ -474,13 +490,10 @@ class ConversationView(VerticalScroll):
                 widget.catch_up()
         if new:
             await self.mount_all(new)
-            await self._fill(new)
 
-    async def _fill(self, widgets: list[_Item]) -> None:
-        """Give replies just mounted their text (see AgentMessage)."""
-        for widget in widgets:
-            if isinstance(widget, AgentMessage) and await widget.catch_up():
-                self._fold_soon()
+    def on_agent_message_sealed(self, event: AgentMessage.Sealed) -> None:
+        event.stop()
+        self._fold_soon()
 
     @property
     def hidden_earlier(self) -> int:
@@ -498,7 +511,6 @@ class ConversationView(VerticalScroll):
         self._items[:0] = widgets
         self._first = start
         await self.mount_all(widgets, after=self._earlier)
-        await self._fill(widgets)
         if start:
             self._earlier.count = start
         else:
