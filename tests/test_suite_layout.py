@@ -4,7 +4,8 @@ Every Python file under ``tests/`` is a test module (``test_*.py``), a ``conftes
 of its directory named after it (``_<dir>_<what>.py``) or a shared helper in ``tests/helpers``;
 basenames are unique (the test directories are not packages, so two equal names would collide
 in ``sys.modules``); only ``tests/helpers`` has an ``__init__.py``; no test waits on a bound of
-its own (``fail_after`` / ``move_on_after`` take a name from ``helpers.timeouts``).
+its own (``fail_after``, ``move_on_after`` and ``.wait`` take a name from
+``helpers.timeouts``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 #: Data and non-Python fixtures: not part of the naming rules.
 _SKIPPED = {"golden", "__snapshots__"}
-#: ``fail_after(5)``, ``move_on_after(0.5)``: a literal bound.
-_LITERAL_BOUND = re.compile(r"\b(?:fail_after|move_on_after)\(\s*[0-9.]+\s*\)")
+#: ``fail_after(5)``, ``move_on_after(0.5)``, ``process.wait(10)``: a literal bound.
+_LITERAL_BOUND = re.compile(r"(?:\bfail_after|\bmove_on_after|\.wait)\(\s*[0-9.]+\s*\)")
 
 
 def python_files(root: Path) -> list[Path]:
@@ -71,6 +72,11 @@ def test_the_test_tree_follows_its_naming_rules() -> None:
             "cli/test_wait.py",
             "with anyio.fail_after(5):\n",
             "cli/test_wait.py: a literal wait bound; use helpers.timeouts",
+        ),
+        (
+            "cli/test_exit.py",
+            "assert process.wait(10) == 0\n",
+            "cli/test_exit.py: a literal wait bound; use helpers.timeouts",
         ),
     ],
 )

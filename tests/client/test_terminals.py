@@ -549,7 +549,7 @@ class GatedRoots(Sequence[Path]):
         return 1
 
     def __getitem__(self, index: int) -> Path:  # type: ignore[override]
-        assert self.gate.wait(10)
+        assert self.gate.wait(TIMEOUT)
         return [self.root][index]
 
 

@@ -40,7 +40,7 @@ def http_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(TIMEOUT)
 
 
 def shout_call(name: str) -> list[ScriptedReply]:

@@ -396,7 +396,7 @@ def test_separate_process(tmp_path: Path) -> None:
                 recorded = json.load(response)
         finally:
             process.terminate()
-            assert process.wait(10) == 0
+            assert process.wait(TIMEOUT) == 0
     assert text == "from afar"
     assert recorded[0]["body"]["messages"] == USER
     assert recorded[0]["outcome"] == "completed"
