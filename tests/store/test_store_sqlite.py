@@ -6,9 +6,11 @@ import os
 import sqlite3
 import stat
 import sys
+import threading
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -426,3 +428,38 @@ async def test_listing_does_not_wait_behind_a_write_that_waits_for_the_lock(
             "listed",
             "late",
         }
+
+
+async def test_a_listing_runs_on_the_loop_and_waits_for_a_busy_file_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listings run on the event loop's thread with a busy timeout of zero (issue 12, the
+    # soak: the worker-thread hop cost four to five turns of a saturated loop). When SQLite
+    # answers "busy" there (another connection recovering or resetting the log, which a test
+    # cannot bring about on demand: the answer is injected), the listing is not an error: it
+    # is read again in a worker thread, which waits for the lock.
+    path = tmp_path / "sessions.sqlite3"
+    now = datetime.now(UTC)
+    threads: list[bool] = []  # per query: on the main (event loop) thread?
+    real_list_page = sqlite_store.ops.list_page
+    busy = [False]
+
+    def list_page(*args: Any) -> Any:
+        on_loop = threading.current_thread() is threading.main_thread()
+        threads.append(on_loop)
+        if on_loop and busy[0]:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise error
+        return real_list_page(*args)
+
+    monkeypatch.setattr(sqlite_store.ops, "list_page", list_page)
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(
+            SessionRecord(session_id="listed", cwd="/w", created_at=now, updated_at=now)
+        )
+        assert [s.session_id for s in (await store.list_sessions()).sessions] == ["listed"]
+        assert threads == [True]
+        busy[0] = True
+        assert [s.session_id for s in (await store.list_sessions()).sessions] == ["listed"]
+        assert threads == [True, True, False]
