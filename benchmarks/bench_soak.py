@@ -53,6 +53,7 @@ class Tally:
     rss: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
     list_ms: list[float] = field(default_factory=list[float])
     control_ms: list[float] = field(default_factory=list[float])
+    cpu: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
 
 
 def pieces(tag: str, count: int) -> list[str]:
@@ -75,6 +76,13 @@ def rss_of(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def agent_pid() -> int:
@@ -114,10 +122,10 @@ async def soak(args: argparse.Namespace) -> Tally:
     ):
         project = Path(scratch) / "project"
         project.mkdir()
+        probe = os.environ.get("SOAK_PROBE")
         command = [
             sys.executable,
-            "-m",
-            "accord.cli",
+            *([probe] if probe else ["-m", "accord.cli"]),
             "serve",
             "--store",
             str(Path(scratch) / "sessions.sqlite3"),
@@ -136,6 +144,7 @@ async def soak(args: argparse.Namespace) -> Tally:
             end = time.monotonic() + args.duration
             start = time.monotonic()
             tally.rss.append((0.0, rss_of(pid)))
+            tally.cpu.append((0.0, cpu_of(pid)))
 
             async def stream(index: int, session: ClientSession) -> None:
                 turn = 1
@@ -147,6 +156,9 @@ async def soak(args: argparse.Namespace) -> Tally:
                 while time.monotonic() < end:
                     await anyio.sleep(args.sample)
                     tally.rss.append((time.monotonic() - start, rss_of(pid)))
+                    tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
+                    if probe:
+                        os.kill(pid, 10)
 
             async def list_sessions(conn: ConnectedAgent) -> None:
                 while time.monotonic() < end:
@@ -171,6 +183,7 @@ async def soak(args: argparse.Namespace) -> Tally:
                     group.start_soon(list_sessions, connection)
                     group.start_soon(control, connection)
             tally.rss.append((time.monotonic() - start, rss_of(pid)))
+            tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
     return tally
 
 
@@ -200,6 +213,9 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
         "session_list_max_ms": round(ms[-1], 1) if ms else None,
         "control_p50_ms": round(statistics.median(control), 1) if control else None,
         "control_p99_ms": None if control_p99 is None else round(control_p99, 1),
+        "rss_series_mb": [(round(t), round(r / 1048576, 1)) for t, r in tally.rss[::6]],
+        "agent_cpu_s": round(tally.cpu[-1][1] - tally.cpu[0][1], 1),
+        "agent_cpu_share": round((tally.cpu[-1][1] - tally.cpu[0][1]) / max(tally.cpu[-1][0], 1e-9), 2),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=2))
