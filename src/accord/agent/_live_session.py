@@ -22,9 +22,10 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 import anyio
+import orjson
 from pydantic import JsonValue
 
 from ..engines import EngineSession, StateTable
@@ -183,6 +184,7 @@ class LiveSession:
     """Everything the runtime holds for one session while a client has it open."""
 
     __slots__ = (
+        "_engine_state",
         "additional_directories",
         "announced",
         "announcements",
@@ -191,7 +193,6 @@ class LiveSession:
         "cwd",
         "driver",
         "engine",
-        "engine_state",
         "feeds",
         "lifecycle",
         "links",
@@ -240,7 +241,8 @@ class LiveSession:
         self.title = title
         #: Slash commands changed by the engine during the session (``None``: the engine's).
         self.commands = commands
-        self.engine_state: JsonValue = engine_state
+        self._engine_state = b"null"
+        self.engine_state = engine_state
         self.lifecycle = SessionLifecycle(session_id)
         self.tracker = ToolCallTracker()
         self.turn: TurnHandle | None = None
@@ -288,6 +290,21 @@ class LiveSession:
         """Wait until every event published so far is committed and sent to ``link``'s client
         (what a response to it must come after); without ``link``, only committed."""
         await self.pipeline.settle(None if link is None else self.links.get(link))
+
+    @property
+    def engine_state(self) -> JsonValue:
+        """The engine's last ``StateSnapshot.state`` (a new copy at each read).
+
+        Kept serialized: a history of a few hundred turns as Python dicts and lists is about
+        five times its JSON, and every live session keeps one (measured in the soak
+        benchmark, where it was most of the growth per turn). It is read when the state
+        record is saved, once per turn.
+        """
+        return cast(JsonValue, orjson.loads(self._engine_state))
+
+    @engine_state.setter
+    def engine_state(self, state: JsonValue) -> None:
+        self._engine_state = orjson.dumps(state)
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""
