@@ -8,7 +8,9 @@ concurrent sessions over its stdio pipes. Each session prompts turn after turn u
 sent, in order: nothing lost, nothing repeated. Meanwhile:
 
 * the agent's resident memory (``VmRSS``) is sampled every ``--sample`` seconds; the figure is
-  the growth from the first sample after the warm-up (one turn per session) to the end;
+  the growth from the first sample after the warm-up (one turn per session) to the end; its
+  CPU time (user + system, from ``/proc``) too: the share of one core it used says whether
+  the run was bound by the machine (a loaded machine gives it less) or by the agent;
 * a separate task calls ``session/list`` every 0.2 s and records its latency; the p99 must
   stay under ``--list-p99-ms``;
 * as a control, another task sends a request the agent answers without its store (an
@@ -54,6 +56,7 @@ class Tally:
     list_ms: list[float] = field(default_factory=list[float])
     control_ms: list[float] = field(default_factory=list[float])
     cpu: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
+    load_at_start: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def pieces(tag: str, count: int) -> list[str]:
@@ -122,10 +125,10 @@ async def soak(args: argparse.Namespace) -> Tally:
     ):
         project = Path(scratch) / "project"
         project.mkdir()
-        probe = os.environ.get("SOAK_PROBE")
         command = [
             sys.executable,
-            *([probe] if probe else ["-m", "accord.cli"]),
+            "-m",
+            "accord.cli",
             "serve",
             "--store",
             str(Path(scratch) / "sessions.sqlite3"),
@@ -144,6 +147,7 @@ async def soak(args: argparse.Namespace) -> Tally:
             end = time.monotonic() + args.duration
             start = time.monotonic()
             tally.rss.append((0.0, rss_of(pid)))
+            tally.load_at_start = os.getloadavg()
             tally.cpu.append((0.0, cpu_of(pid)))
 
             async def stream(index: int, session: ClientSession) -> None:
@@ -157,8 +161,6 @@ async def soak(args: argparse.Namespace) -> Tally:
                     await anyio.sleep(args.sample)
                     tally.rss.append((time.monotonic() - start, rss_of(pid)))
                     tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
-                    if probe:
-                        os.kill(pid, 10)
 
             async def list_sessions(conn: ConnectedAgent) -> None:
                 while time.monotonic() < end:
@@ -196,6 +198,7 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
     control = sorted(tally.control_ms)
     control_p99 = control[min(len(control) - 1, int(len(control) * 0.99))] if control else None
     growth = (last - first) / 1024 / 1024
+    cpu = tally.cpu[-1][1] - tally.cpu[0][1]
     figures = {
         "duration_s": args.duration,
         "sessions": args.sessions,
@@ -207,15 +210,20 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
         "rss_end_mb": round(last / 1024 / 1024, 1),
         "rss_peak_mb": round(peak / 1024 / 1024, 1),
         "rss_growth_mb": round(growth, 1),
+        "rss_growth_kb_per_turn": round(growth * 1024 / max(tally.turns - args.sessions, 1), 2),
         "session_list_calls": len(ms),
         "session_list_p50_ms": round(statistics.median(ms), 1) if ms else None,
         "session_list_p99_ms": round(p99, 1),
         "session_list_max_ms": round(ms[-1], 1) if ms else None,
         "control_p50_ms": round(statistics.median(control), 1) if control else None,
         "control_p99_ms": None if control_p99 is None else round(control_p99, 1),
-        "rss_series_mb": [(round(t), round(r / 1048576, 1)) for t, r in tally.rss[::6]],
-        "agent_cpu_s": round(tally.cpu[-1][1] - tally.cpu[0][1], 1),
-        "agent_cpu_share": round((tally.cpu[-1][1] - tally.cpu[0][1]) / max(tally.cpu[-1][0], 1e-9), 2),
+        "rss_by_minute_mb": [
+            round(r / 1024 / 1024, 1) for t, r in tally.rss if t == 0 or t % 60 < args.sample
+        ],
+        "agent_cpu_s": round(cpu, 1),
+        "agent_cpu_share_of_one_core": round(cpu / max(tally.cpu[-1][0], 1e-9), 2),
+        "agent_cpu_ms_per_turn": round(cpu * 1000 / max(tally.turns, 1), 1),
+        "load_average_at_start": [round(x, 2) for x in tally.load_at_start],
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=2))
