@@ -25,9 +25,14 @@ rate to pydantic-ai alone. The target of issue 5: accord at least 80% of pydanti
 accord merges the deltas of one message that arrive within 10 ms into one chunk
 (`chunk_interval`); ACP Kit sends one chunk per delta.
 
+Before and after side by side: `--tree DIR` (repeatable) adds one accord way per accord checkout
+(e.g. main at an older commit unpacked with `git archive`): its agent process imports accord from
+`DIR/src`, everything else (this script, the client, the fake server) stays the same. The
+ratios of every accord way are then to pydantic-ai alone in the same run.
+
 Run: `python benchmarks/bench_pydantic_ai.py [--deltas 5000] [--runs 5] [--store memory]
-[--chunk-interval 0.01|none] [--no-acpkit]`. The script re-runs itself as the agent processes
-(`--serve accord|acpkit`).
+[--chunk-interval 0.01|none] [--no-acpkit] [--tree DIR ...]`. The script re-runs itself as the
+agent processes (`--serve accord|acpkit`).
 """
 
 from __future__ import annotations
@@ -70,9 +75,10 @@ class Sample:
 # ------------------------------------------------------------------------- agent processes
 
 
-def serve_accord(base_url: str, store: str, chunk_interval: float | None) -> None:
-    """Serve `AgentRuntime(PydanticAIEngine(...))` over stdio (the `--serve accord` mode)."""
-    sys.path.insert(0, str(SRC))
+def serve_accord(base_url: str, store: str, chunk_interval: float | None, src: Path = SRC) -> None:
+    """Serve `AgentRuntime(PydanticAIEngine(...))` over stdio (the `--serve accord` mode), with
+    accord imported from `src`."""
+    sys.path.insert(0, str(src))
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -138,9 +144,16 @@ def process_cpu(pid: int) -> float:
 
 
 async def run(
-    base_url: str, *, runs: int, store: str, chunk_interval: str, acpkit: Path | None
+    base_url: str,
+    *,
+    runs: int,
+    store: str,
+    chunk_interval: str,
+    acpkit: Path | None,
+    trees: dict[str, Path],
 ) -> dict[str, list[Sample]]:
-    """Measure every way `runs` times, round-robin, after one warm-up each."""
+    """Measure every way `runs` times, round-robin, after one warm-up each (`trees`: the
+    accord ways beyond this checkout's, by name, each an accord checkout)."""
     from contextlib import AsyncExitStack
 
     import anyio
@@ -236,12 +249,18 @@ async def run(
         return prompt
 
     me = str(ME)
-    samples: dict[str, list[Sample]] = {way: [] for way in WAYS}
+    samples: dict[str, list[Sample]] = {way: [] for way in (*WAYS[:2], *trees, *WAYS[2:])}
     async with provider, AsyncExitStack() as stack:
         ways: dict[str, Callable[[], Awaitable[Sample]]] = {"pydantic-ai alone": alone}
         command = [sys.executable, me, "--serve", "accord", "--base-url", base_url]
         command += ["--store", store, "--chunk-interval", chunk_interval]
         ways["accord"] = await connect(stack, command)
+        for name, tree in trees.items():
+            src = str(tree / "src")
+            store_arg = store if store == "memory" else f"{store}.{len(ways)}"
+            tree_command = [sys.executable, me, "--serve", "accord", "--base-url", base_url]
+            tree_command += ["--store", store_arg, "--chunk-interval", chunk_interval]
+            ways[name] = await connect(stack, [*tree_command, "--src", src])
         if acpkit is not None:
             command = [str(acpkit), me, "--serve", "acpkit", "--base-url", base_url]
             ways["ACP Kit"] = await connect(stack, command)
@@ -264,14 +283,15 @@ def report(samples: dict[str, list[Sample]], deltas: int, text: int, acpkit_vers
     print(f"one reply of {deltas:,} text deltas over loopback HTTP, {os.cpu_count()} CPUs,")
     print(f"load average {os.getloadavg()[0]:.1f}; pydantic-ai {ours}", end="")
     print(f" (ACP Kit on pydantic-ai {acpkit_version})" if acpkit_version else "")
+    width = max(18, *(len(way) for way in samples))
     print(
-        f"{'way':<18} {'deltas/s':>9} {'best':>9} {'agent µs/δ':>11} {'client µs/δ':>12}"
+        f"{'way':<{width}} {'deltas/s':>9} {'best':>9} {'agent µs/δ':>11} {'client µs/δ':>12}"
         f" {'ms/reply':>9} {'events':>7} {'vs alone':>9}"
     )
     base = None
     for way, runs in samples.items():
         if not runs:
-            print(f"{way:<18} {'n/a':>9}")
+            print(f"{way:<{width}} {'n/a':>9}")
             continue
         assert all(s.text == text for s in runs), f"{way}: text {[s.text for s in runs]}"
         rate = statistics.median(deltas / s.wall for s in runs)
@@ -282,7 +302,7 @@ def report(samples: dict[str, list[Sample]], deltas: int, text: int, acpkit_vers
         events = statistics.median(s.events for s in runs)
         base = base or rate
         client = f"{client_cpu:>12.1f}" if client_cpu else f"{'-':>12}"
-        print(f"{way:<18} {rate:>9,.0f} {best:>9,.0f} {agent_cpu:>11.1f} {client}", end="")
+        print(f"{way:<{width}} {rate:>9,.0f} {best:>9,.0f} {agent_cpu:>11.1f} {client}", end="")
         print(f" {wall:>9.0f} {events:>7,.0f} {rate / base:>8.0%}")
 
 
@@ -298,12 +318,20 @@ def main(argv: list[str] | None = None) -> None:
         help="accord's chunk_interval in seconds, or 'none' for one chunk per delta",
     )
     parser.add_argument("--no-acpkit", action="store_true", help="skip ACP Kit")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        type=Path,
+        default=[],
+        help="another accord checkout to serve as one more way (repeatable)",
+    )
+    parser.add_argument("--src", type=Path, default=SRC, help=argparse.SUPPRESS)
     parser.add_argument("--serve", choices=("accord", "acpkit"), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve == "accord":
         interval = None if args.chunk_interval == "none" else float(args.chunk_interval)
-        serve_accord(args.base_url, args.store, interval)
+        serve_accord(args.base_url, args.store, interval, args.src)
         return
     if args.serve == "acpkit":
         serve_acpkit(args.base_url)
@@ -314,7 +342,11 @@ def main(argv: list[str] | None = None) -> None:
     from bench_pydantic_ai_alone import fake_server, make_reply
 
     acpkit, acpkit_version = (None, "") if args.no_acpkit else acpkit_python()
-    requests = 2 * (args.runs + 1) * len(WAYS) + 10  # two prompts per run; a margin
+    trees = {f"accord {tree}": tree.resolve() for tree in args.tree}
+    for tree in trees.values():
+        if not (tree / "src" / "accord").is_dir():
+            parser.error(f"--tree {tree}: no src/accord in it")
+    requests = 2 * (args.runs + 1) * (len(WAYS) + len(trees)) + 10  # two prompts per run; a margin
     with tempfile.TemporaryDirectory() as tmp:
         store = "memory" if args.store == "memory" else str(Path(tmp) / "sessions.db")
         with fake_server([make_reply(args.deltas)] * requests, in_process=False) as base_url:
@@ -325,6 +357,7 @@ def main(argv: list[str] | None = None) -> None:
                     store=store,
                     chunk_interval=args.chunk_interval,
                     acpkit=acpkit,
+                    trees=trees,
                 )
             )
     text = len("".join(make_reply(args.deltas).text))

@@ -12,7 +12,7 @@ from pydantic_ai import Agent
 
 from accord.agent import TurnOutput
 from accord.engines.pydantic_ai import PydanticAIEngine
-from accord.engines.pydantic_ai._pipe import Pipe, Receiver
+from accord.engines.pydantic_ai._pipe import MAX_BUFFERED_EVENTS, Pipe
 from accord.events import (
     ModelCallEnded,
     ModelCallStarted,
@@ -184,15 +184,13 @@ async def test_only_plain_chunks_of_one_message_merge() -> None:
         started,
         chunk("g", "other"),
     ]
-    send, receive = anyio.create_memory_object_stream[TurnOutput](len(queued))
-    with send, receive:
-        for event in queued:
-            send.send_nowait(event)
-        send.close()
-        receiver = Receiver(receive, Pipe(send), coalesce=True, interval=0.0)
-        taken: list[tuple[TurnOutput, int]] = []
-        while (item := await receiver.next()) is not None:
-            taken.append(item)
+    pipe = Pipe(coalesce=True)
+    for event in queued:
+        await pipe.put(event)
+    pipe.close()
+    taken: list[tuple[TurnOutput, int]] = []
+    while (item := await pipe.next()) is not None:
+        taken.append(item)
     assert taken == [
         (chunk("abc"), 3),
         (ThinkingChunk(message_id="t", content=TextContentBlock(text="xx")), 2),
@@ -202,3 +200,33 @@ async def test_only_plain_chunks_of_one_message_merge() -> None:
         (started, 1),
         (chunk("g", "other"), 1),
     ]
+
+
+async def test_a_full_queue_holds_the_producer_but_text_still_merges() -> None:
+    def chunk(text: str) -> TextChunk:
+        return TextChunk(message_id="m", content=TextContentBlock(text=text))
+
+    pipe = Pipe(coalesce=True)
+    started = [ModelCallStarted(call_id=str(i), model="m") for i in range(MAX_BUFFERED_EVENTS)]
+    for event in started:
+        assert pipe.put_nowait(event)
+    assert not pipe.put_nowait(chunk("a"))  # full: nothing queued, the producer must wait
+    put = anyio.Event()
+
+    async def produce() -> None:
+        await pipe.put(chunk("a"))
+        put.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as producers:
+            producers.start_soon(produce)
+            await anyio.wait_all_tasks_blocked()
+            assert not put.is_set()  # a slow consumer slows the producer down
+            assert await pipe.next() == (started[0], 1)
+            await put.wait()
+        assert pipe.put_nowait(chunk("b"))  # full again, but more text of a queued chunk fits
+        pipe.close()
+        taken = [item for _ in range(MAX_BUFFERED_EVENTS) if (item := await pipe.next())]
+        assert await pipe.next() is None
+    assert taken == [*((event, 1) for event in started[1:]), (chunk("ab"), 2)]
+    assert (pipe.sent, pipe.handled) == (MAX_BUFFERED_EVENTS + 2, 0)

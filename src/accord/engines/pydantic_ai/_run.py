@@ -217,7 +217,8 @@ class TurnRun:
                     async with node.stream(agent_run.ctx) as stream:
                         async for event in stream:
                             for output in translator.translate(event):
-                                await pipe.put(output)
+                                if not pipe.put_nowait(output):  # no coroutine per delta
+                                    await pipe.put(output)
                     self._call_id = None
                     for output in self._usage(call_id, stream.response):
                         await pipe.put(output)
@@ -225,7 +226,8 @@ class TurnRun:
                     async with node.stream(agent_run.ctx) as stream:
                         async for event in stream:
                             for output in translator.translate(event):
-                                await pipe.put(output)
+                                if not pipe.put_nowait(output):  # no coroutine per delta
+                                    await pipe.put(output)
             self.messages = agent_run.all_messages()
             result = agent_run.result
             for output in translator.on_output(None if result is None else result.output):
