@@ -106,6 +106,7 @@ class Pipe:
         "_items",
         "_last_id",
         "_last_time",
+        "_loop",
         "_now",
         "_open",
         "_ready",
@@ -127,9 +128,10 @@ class Pipe:
         self._barrier: anyio.Event | None = None
         self._last_id: str | None = None  # the message of the last chunk taken, and when
         self._last_time = 0.0
-        # The loop's clock, read directly: ``anyio.current_time()`` looks the backend up on
-        # every call, and this is read once per chunk (pydantic-ai runs on asyncio only).
-        self._now = asyncio.get_running_loop().time
+        # The loop itself (pydantic-ai runs on asyncio only): its clock read directly
+        # (``anyio.current_time()`` looks the backend up on every call) and its timers.
+        self._loop = asyncio.get_running_loop()
+        self._now = self._loop.time
         self.sent = 0
         """Events put so far."""
         self.handled = 0
@@ -202,10 +204,15 @@ class Pipe:
         if self._interval > 0 and message_id == self._last_id and head is self._open:
             # More of this message may come: wait out the interval since its last chunk, in
             # one wait (not one wake-up per delta); anything else queued ends it at once.
+            # A loop timer ends it rather than a cancel scope's deadline: no cancellation
+            # raised through the wait once per chunk.
             remaining = self._last_time + self._interval - self._now()
             if remaining > 0:
-                with anyio.move_on_after(remaining):
+                timer = self._loop.call_later(remaining, self._wake)
+                try:
                     await self._wait_ready()
+                finally:
+                    timer.cancel()
         self._take()
         self._last_id = message_id
         self._last_time = self._now()
