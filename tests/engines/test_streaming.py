@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from _engines_support import ModelCounter, Turn, of_type, opened, run_turn, texts, wait_for_requests
+from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 
 from accord.agent import TurnOutput
@@ -217,7 +218,7 @@ async def test_a_full_queue_holds_the_producer_but_text_still_merges() -> None:
         await pipe.put(chunk("a"))
         put.set()
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as producers:
             producers.start_soon(produce)
             await anyio.wait_all_tasks_blocked()
