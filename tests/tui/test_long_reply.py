@@ -11,6 +11,7 @@ from _tui_support import SIZE, RawAgent, chat_app, until
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Markdown
+from textual.widgets._markdown import MarkdownParagraph
 
 from accord.client import Message, SessionView
 from accord.schema import (
@@ -169,3 +170,55 @@ async def test_parts_far_above_are_put_away_and_drawn_again_when_scrolled_to(
         await pilot.resize_terminal(70, 30)
         await until(pilot, lambda: all(part.children for part in reply.parts))
         await until(pilot, lambda: f"Paragraph {PARAGRAPHS - 1}:" in svg_text(app))
+
+
+class BurstAgent(RawAgent):
+    """Sends the whole reply in one chunk (text that comes faster than frames)."""
+
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
+        await self.send(chunk("".join(paragraph(n) for n in range(PARAGRAPHS))))
+        return PromptResponse(stop_reason="end_turn")
+
+
+async def test_a_burst_of_text_far_above_is_put_away_unparsed_and_drawn_when_scrolled_to(
+    tmp_path: Path,
+) -> None:
+    app = chat_app(BurstAgent(), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        pane = app.active_pane
+        assert pane is not None
+        await pilot.press("x", "enter")
+        await until(pilot, lambda: app.last_stop_reason)
+        conversation = pane.conversation
+        await until(pilot, lambda: not conversation.pending)
+        await pilot.pause()
+        reply = next(w for w in conversation.items if isinstance(w, AgentMessage))
+        expected = "".join(paragraph(n) for n in range(PARAGRAPHS))
+        assert reply.source == expected
+        # Only the end was parsed: the parts above hold no blocks, the last one holds the
+        # last paragraphs (and no more than a few screens of them), shown on screen.
+        assert reply.has_away
+        *away, last = reply.parts
+        assert away and not any(part.children for part in away)
+        assert 0 < len(last.children) < PARAGRAPHS // 2
+        assert f"Paragraph {PARAGRAPHS - 1}: word0" in svg_text(app)
+        # Scrolled to the top: the first part is parsed and drawn, the others stay away.
+        conversation.scroll_home(animate=False)
+        await until(pilot, lambda: bool(reply.parts[0].children))
+        await pilot.pause()
+        screen = svg_text(app)
+        assert "Paragraph 0: word0 word1" in screen
+        assert "Paragraph 1: word0" in screen
+        assert not all(part.children for part in reply.parts)
+        assert reply.source == expected
+        # Every part drawn (a resize brings them all back): every paragraph is a block of
+        # its own, in order, as in one Markdown document.
+        await pilot.resize_terminal(70, 30)
+        await until(pilot, lambda: all(part.children for part in reply.parts))
+        blocks = [block for part in reply.parts for block in part.children]
+        assert len(blocks) == PARAGRAPHS
+        assert all(isinstance(block, MarkdownParagraph) for block in blocks)
+        conversation.scroll_home(animate=False)
+        await pilot.pause()
+        assert "Paragraph 0: word0 word1" in svg_text(app)

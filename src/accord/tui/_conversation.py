@@ -19,6 +19,7 @@ Above: :mod:`accord.tui._pane`. Below: the view, :mod:`accord.tui._tool_card`, T
 
 from __future__ import annotations
 
+import itertools
 from typing import ClassVar
 
 from markdown_it import MarkdownIt
@@ -149,6 +150,42 @@ def _block_starts(source: str) -> list[tuple[str, int]]:
     ]
 
 
+#: What a line of a reply's text starting with one of these may be other than a paragraph.
+_NOT_PLAIN = frozenset(" \t#-*+>|`~<=_[!0123456789")
+
+
+def _plain_cuts(text: str, start: int) -> list[int]:
+    """Where, from ``start`` on, ``text`` can be cut into parts drawn as one Markdown
+    document: the offsets of the lines that start a paragraph after a blank line, outside
+    code fences (a paragraph has no top margin, and nothing open continues across it)."""
+    cuts: list[int] = []
+    fence: str | None = None
+    blank = False
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif blank and offset >= start and stripped and line[0] not in _NOT_PLAIN:
+            cuts.append(offset)
+        blank = fence is None and not stripped
+        offset += len(line)
+    return cuts
+
+
+def _rows(text: str, width: int) -> int:
+    """About how many rows ``text`` takes drawn ``width`` cells wide (a block's lines
+    wrapped, and a blank row after each block): the height of a part put away unparsed."""
+    rows = 0
+    for block in text.split("\n\n"):
+        if block.strip():
+            rows += 1 + sum(max(1, -(-len(line) // width)) for line in block.strip().split("\n"))
+    return rows
+
+
 class ReplyPart(Markdown):
     """A later part of a long reply: a run of its Markdown blocks, drawn after the part
     before it (see :class:`AgentMessage`)."""
@@ -221,12 +258,58 @@ class AgentMessage(Markdown):
         """Append the text that arrived since the last call; whether a part was sealed."""
         text = self.message.text
         if len(text) > self.shown_length:
-            fragment = text[self.shown_length :]
+            fragment = _markdown_text(text[self.shown_length :])
             self.shown_length = len(text)
-            await self._tail.append(_markdown_text(fragment))
+            if fragment.count("\n\n") > PART_BLOCKS and await self._put_away_burst(fragment):
+                return True
+            await self._tail.append(fragment)
             if len(self._tail.children) > PART_BLOCKS:
                 return await self._seal()
         return False
+
+    async def _put_away_burst(self, fragment: str) -> bool:
+        """Draw only the end of a large ``fragment`` (text that came faster than frames):
+        the text more than two screens above the end is sealed into parts put away
+        without being parsed (their heights estimated), drawn when scrolled to like any
+        part put away; so a frame after a burst costs about what a frame of a steady
+        stream costs. Whether it did (a burst too short to fill two screens is appended)."""
+        parent = self.parent
+        tail = self._tail
+        if not isinstance(parent, Widget) or not parent.size.height:
+            return False
+        height = parent.size.height
+        width = max(10, tail.size.width - 2)
+        own = self._own_source() if tail is self else tail.source
+        whole = own + fragment
+        cuts = _plain_cuts(whole, len(own))
+        rows = 0
+        end = len(whole)
+        keep_from: int | None = None
+        for cut in reversed(cuts):
+            rows += _rows(whole[cut:end], width)
+            end = cut
+            if rows > 2 * height + 2:
+                keep_from = cut
+                break
+        if keep_from is None:
+            return False
+        bounds = [0, *[c for c in cuts if c < keep_from][PART_BLOCKS::PART_BLOCKS], keep_from]
+        pieces = [whole[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+        away = [ReplyPart() for _ in pieces[1:]]
+        last = ReplyPart()
+        async with parent.batch():
+            await tail.remove_children()
+            for part, piece in zip((tail, *away), pieces, strict=True):
+                part.styles.margin = (0, 0, 0, 0)
+                part.styles.height = _rows(piece, width)
+            await parent.mount_all([*away, last], after=tail)
+            await last.append(whole[keep_from:])
+        first = len(self._sealed)
+        self._sealed.extend((tail, *away))
+        self._kept.extend(pieces)
+        self._away.update(range(first, len(self._sealed)))
+        self._tail = last
+        return True
 
     async def _seal(self) -> bool:
         """Leave the finished blocks in the last part and move the open ones to a new part."""
