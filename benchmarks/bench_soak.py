@@ -21,6 +21,9 @@ Bounded in time (``--duration``, plus a minute for shutdown) and in count (sessi
 loopback and pipes only. Exit status 1 if anything was lost or a bound was missed.
 
 Run: ``python benchmarks/bench_soak.py`` (10 minutes), ``--duration 5`` for a smoke run.
+``--probe DIR`` runs the agent under ``benchmarks/soak_probe.py`` (event-loop iterations,
+garbage-collector pauses, where a listing's time goes; tracemalloc snapshots on request) and
+leaves its measurements in ``DIR`` at every sample; the figures then include its overhead.
 Linux (reads ``/proc``).
 """
 
@@ -30,6 +33,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -125,10 +129,15 @@ async def soak(args: argparse.Namespace) -> Tally:
     ):
         project = Path(scratch) / "project"
         project.mkdir()
+        runner = ["-m", "accord.cli"]
+        env = {"OPENAI_API_KEY": "soak", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
+        if args.probe is not None:  # measurements inside the agent (benchmarks/soak_probe.py)
+            args.probe.mkdir(parents=True, exist_ok=True)
+            runner = [str(Path(__file__).with_name("soak_probe.py"))]
+            env["SOAK_PROBE_DIR"] = str(args.probe.resolve())
         command = [
             sys.executable,
-            "-m",
-            "accord.cli",
+            *runner,
             "serve",
             "--store",
             str(Path(scratch) / "sessions.sqlite3"),
@@ -137,7 +146,6 @@ async def soak(args: argparse.Namespace) -> Tally:
             "--base-url",
             server.base_url,
         ]
-        env = {"OPENAI_API_KEY": "soak", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
         async with connect(command, cwd=project, env=env) as connection:
             pid = agent_pid()
             sessions = [await connection.new_session(project) for _ in range(args.sessions)]
@@ -161,6 +169,8 @@ async def soak(args: argparse.Namespace) -> Tally:
                     await anyio.sleep(args.sample)
                     tally.rss.append((time.monotonic() - start, rss_of(pid)))
                     tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
+                    if args.probe is not None:
+                        os.kill(pid, signal.SIGUSR1)  # the probe writes its stats
 
             async def list_sessions(conn: ConnectedAgent) -> None:
                 while time.monotonic() < end:
@@ -243,6 +253,12 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
     parser.add_argument("--list-p99-ms", type=float, default=250.0, help="bound on the p99")
     parser.add_argument("--max-growth-mb", type=float, default=25.0, help="bound on RSS growth")
+    parser.add_argument(
+        "--probe",
+        type=Path,
+        default=None,
+        help="run the agent under benchmarks/soak_probe.py, its stats in this directory",
+    )
     args = parser.parse_args()
     tally = anyio.run(soak, args)
     sys.exit(0 if report(args, tally) else 1)
