@@ -16,9 +16,12 @@ from textual.widgets._markdown import MarkdownParagraph
 from accord.client import Message, SessionView
 from accord.schema import (
     AgentMessageChunkSessionUpdate,
+    LoadSessionRequest,
+    LoadSessionResponse,
     PromptRequest,
     PromptResponse,
     TextContentBlock,
+    UserMessageChunkSessionUpdate,
 )
 from accord.tui import _conversation
 from accord.tui._conversation import AgentMessage, ReplyPart
@@ -222,3 +225,54 @@ async def test_a_burst_of_text_far_above_is_put_away_unparsed_and_drawn_when_scr
         conversation.scroll_home(animate=False)
         await pilot.pause()
         assert "Paragraph 0: word0 word1" in svg_text(app)
+
+
+TURNS = 50
+
+
+class StoredRepliesAgent(RawAgent):
+    """Replays a stored session of ``TURNS`` prompts and replies on ``session/load``."""
+
+    async def load_session(self, request: LoadSessionRequest) -> LoadSessionResponse:
+        self.session_id = request.session_id
+        for n in range(TURNS):
+            await self.send(
+                UserMessageChunkSessionUpdate(content=TextContentBlock(text=f"Question {n}"))
+            )
+            await self.send(
+                AgentMessageChunkSessionUpdate(
+                    content=TextContentBlock(text=f"Answer {n}, in *Markdown*."),
+                    message_id=f"m{n}",
+                )
+            )
+        return LoadSessionResponse()
+
+
+async def test_a_loaded_session_parses_its_far_replies_only_when_scrolled_to(
+    tmp_path: Path,
+) -> None:
+    app = chat_app(StoredRepliesAgent(), tmp_path, session_id="old")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        pane = app.active_pane
+        assert pane is not None
+        conversation = pane.conversation
+        await until(pilot, lambda: len(conversation.items) == 2 * TURNS)
+        await until(pilot, lambda: not conversation.pending)
+        await pilot.pause()
+        replies = [w for w in conversation.items if isinstance(w, AgentMessage)]
+        assert [reply.source for reply in replies[-5:]] == [
+            f"Answer {n}, in *Markdown*." for n in range(TURNS - 5, TURNS)
+        ]
+        assert f"Answer {TURNS - 1}, in" in svg_text(app)
+        # The replies far above the end hold no blocks: nothing of them was parsed.
+        assert not replies[0].children and replies[0].source == ""
+        assert all(reply.children for reply in replies[-5:])
+        # Scrolled to the top: the first replies are drawn, with their Markdown.
+        conversation.scroll_home(animate=False)
+        await until(pilot, lambda: bool(replies[0].children))
+        await pilot.pause()
+        assert replies[0].source == "Answer 0, in *Markdown*."
+        screen = svg_text(app)
+        assert "Question 0" in screen and "Answer 0, in" in screen
+        assert "Answer 1, in" in screen

@@ -10,7 +10,10 @@ one per chunk, and never redraws what did not change. A long reply is drawn in p
 :class:`AgentMessage`): a frame appends to its last part only, and the parts far from the
 rows shown are put away (one empty widget of the same height each) until scrolled to, as
 Textual lays out every widget of the screen on every frame; so a frame costs what changed,
-not the reply's length. The scroll position follows the end of the conversation until the
+not the reply's length. Text that comes faster than frames (a burst of many paragraphs)
+has only its last two screens parsed; the rest goes into parts put away unparsed. A session
+opened on a long history parses only its latest replies; the others when scrolled to. The
+scroll position follows the end of the conversation until the
 reader scrolls up (Textual's anchoring), and everything stays in the scrollback.
 
 Above: :mod:`accord.tui._pane`. Below: the view, :mod:`accord.tui._tool_card`, Textual's
@@ -52,6 +55,9 @@ FRAME = 1 / 30
 #: A reply's last part is sealed once it holds more Markdown blocks than this (a frame's
 #: layout and parsing cost follows the last part's size, not the reply's).
 PART_BLOCKS = 40
+#: A session opened with more items than this draws the replies among its latest ones
+#: only (the others are parsed when scrolled to: see :class:`AgentMessage`).
+LIVE = 30
 #: A long session opens with only its latest items drawn; earlier ones are drawn on demand,
 #: this many at a time (scrolling to the top, or Enter on the "earlier" line).
 WINDOW = 150
@@ -211,8 +217,12 @@ class AgentMessage(Markdown):
 
     DEFAULT_CSS = "AgentMessage {" + _REPLY_CSS + "}"
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, *, lazy_width: int = 0) -> None:
         self.message = message
+        # A reply far above the end of a session as it opens (``lazy_width``, the width
+        # it will be drawn at): nothing is parsed until it is scrolled to (bring_back);
+        # until then it is one empty widget of about its height.
+        self._lazy = lazy_width > 0
         # Nothing is shown until the first catch_up (once mounted), which appends it all:
         # Textual's Markdown.update (the path of a widget's initial text) leaves its
         # bookkeeping off by a line or more, and the next append then redraws the last
@@ -226,6 +236,8 @@ class AgentMessage(Markdown):
         self._away: set[int] = set()
         self._tail: Markdown = self
         super().__init__()
+        if self._lazy:
+            self.styles.height = _rows(_markdown_text(message.text), lazy_width)
 
     class Sealed(TextualMessage):
         """A part of the reply was sealed (the conversation may put parts away)."""
@@ -233,7 +245,8 @@ class AgentMessage(Markdown):
     def on_mount(self) -> None:
         # After Markdown's own mount handler (which empties the widget), in this widget's
         # task: each reply of a long session fills itself, side by side with the others.
-        self.call_later(self._first_catch_up)
+        if not self._lazy:
+            self.call_later(self._first_catch_up)
 
     async def _first_catch_up(self) -> None:
         if await self.catch_up():
@@ -257,7 +270,7 @@ class AgentMessage(Markdown):
     async def catch_up(self) -> bool:
         """Append the text that arrived since the last call; whether a part was sealed."""
         text = self.message.text
-        if len(text) > self.shown_length:
+        if len(text) > self.shown_length and not self._lazy:
             fragment = _markdown_text(text[self.shown_length :])
             self.shown_length = len(text)
             if fragment.count("\n\n") > PART_BLOCKS and await self._put_away_burst(fragment):
@@ -354,8 +367,9 @@ class AgentMessage(Markdown):
 
     @property
     def has_away(self) -> bool:
-        """Whether some sealed part is put away (see :meth:`fold_away`)."""
-        return bool(self._away)
+        """Whether some sealed part is put away (see :meth:`fold_away`), or the reply is
+        not drawn yet (opened far above the end of its session)."""
+        return self._lazy or bool(self._away)
 
     async def fold_away(self, top: int, bottom: int) -> None:
         """Put away the sealed parts outside rows ``top`` to ``bottom`` of the conversation:
@@ -376,6 +390,18 @@ class AgentMessage(Markdown):
     async def bring_back(self, top: int | None = None, bottom: int | None = None) -> None:
         """Draw again the parts put away that reach into rows ``top`` to ``bottom`` (all of
         them without bounds: after a resize, their heights are no longer right)."""
+        if self._lazy:
+            region = self.virtual_region
+            if (
+                top is not None
+                and bottom is not None
+                and not (region.bottom >= top and region.y <= bottom)
+            ):
+                return
+            self._lazy = False
+            self.styles.height = "auto"
+            if await self.catch_up():
+                self.post_message(self.Sealed())
         for index in sorted(self._away):
             part = self._sealed[index]
             region = part.virtual_region
@@ -556,8 +582,12 @@ class ConversationView(VerticalScroll):
                 self._earlier = EarlierItems(self._first)
                 await self.mount(self._earlier)
         new: list[_Item] = []
-        for item in timeline[self._first + len(self._items) :]:
-            widget = self._widget_for(item)
+        fresh = timeline[self._first + len(self._items) :]
+        # Opening a long session: the replies far above its end are parsed when scrolled to.
+        lazy_until = len(fresh) - LIVE if not self._items and len(fresh) > 2 * LIVE else 0
+        width = self.scrollable_content_region.width - 2  # the reply's padding
+        for index, item in enumerate(fresh):
+            widget = self._widget_for(item, lazy_width=width if index < lazy_until else 0)
             self._items.append(widget)
             new.append(widget)
         calls = self.view.tool_calls
@@ -573,6 +603,7 @@ class ConversationView(VerticalScroll):
                 widget.catch_up()
         if new:
             await self.mount_all(new)
+            self._away.update(w for w in new if isinstance(w, AgentMessage) and w.has_away)
 
     def on_agent_message_sealed(self, event: AgentMessage.Sealed) -> None:
         event.stop()
@@ -646,7 +677,9 @@ class ConversationView(VerticalScroll):
                 await reply.bring_back()
             self._away.clear()
 
-    def _widget_for(self, item: Message | ToolCallState, before: object = ...) -> _Item:
+    def _widget_for(
+        self, item: Message | ToolCallState, before: object = ..., *, lazy_width: int = 0
+    ) -> _Item:
         if isinstance(item, ToolCallState):
             card = ToolCard(item, cwd=self._cwd, terminals=self._terminals, expanded=self._expanded)
             self._cards[item.tool_call_id] = card
@@ -665,7 +698,7 @@ class ConversationView(VerticalScroll):
             return UserMessage(item, echo_of=echo_of)
         if item.role == "thought":
             return ThoughtBlock(item, expanded=self._expanded)
-        return AgentMessage(item)
+        return AgentMessage(item, lazy_width=lazy_width)
 
     def set_expanded(self, expanded: bool) -> None:
         """Unfold (or fold) every tool card and thought, and those still to come."""
