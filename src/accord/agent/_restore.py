@@ -21,9 +21,11 @@ runtime's session methods.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import orjson
 from pydantic import JsonValue, TypeAdapter
 
 from ..engines import EngineCapabilities
@@ -34,16 +36,20 @@ from ..events import (
     Envelope,
     ModeChanged,
     StateSnapshot,
+    TextChunk,
+    ThinkingChunk,
     TitleChanged,
     ToolCallEnded,
     ToolCallProgress,
     ToolCallStarted,
     ToolCallTracker,
+    UserMessageChunk,
     compact_for_replay,
     envelope_from_stored,
+    restamp,
 )
-from ..schema import AvailableCommand
-from ..store import SessionRecord, SessionStore, iter_events
+from ..schema import AvailableCommand, TextContentBlock
+from ..store import SessionRecord, SessionStore, StoredEvent, iter_events
 from ._controls import Controls
 from ._permissions import PermissionMemory
 
@@ -145,6 +151,40 @@ _STATE_KINDS = frozenset(
 _TOOL_KINDS = frozenset({"tool_call_started", "tool_call_progress", "tool_call_ended"})
 
 
+_CHUNK_KINDS = frozenset({"user_message_chunk", "text_chunk", "thinking_chunk"})
+
+
+def _plain_chunk(stored: StoredEvent) -> tuple[tuple[str, str, str, str | None], str] | None:
+    """For a stored chunk whose content is a bare text block (exactly the payload
+    ``{"kind", "message_id", "content": {"type": "text", "text"}}``, which decodes to a chunk
+    ``compact_for_replay`` concatenates): its run key (kind, message, agent, turn) and its
+    text; ``None`` for anything else (decoded and compacted the ordinary way)."""
+    data: Any = orjson.loads(stored.payload)
+    if type(data) is not dict or len(data) != 3:  # pyright: ignore[reportUnknownArgumentType]
+        return None
+    content: Any = data.get("content")
+    message_id: Any = data.get("message_id")
+    if (
+        type(content) is not dict  # pyright: ignore[reportUnknownArgumentType]
+        or len(content) != 2  # pyright: ignore[reportUnknownArgumentType]
+        or content.get("type") != "text"
+        or type(message_id) is not str
+        or data.get("kind") != stored.kind
+    ):
+        return None
+    text: Any = content.get("text")
+    if type(text) is not str:
+        return None
+    return (stored.kind, message_id, stored.agent_id, stored.turn_id), text
+
+
+def _merged(head: Envelope, pieces: list[str]) -> Envelope:
+    """``head`` (a plain-text chunk) with the texts of its run as its content."""
+    event = head.event
+    assert isinstance(event, UserMessageChunk | TextChunk | ThinkingChunk)
+    return restamp(head, dataclasses.replace(event, content=TextContentBlock(text="".join(pieces))))
+
+
 async def replay(
     store: SessionStore,
     session_id: str,
@@ -170,12 +210,29 @@ async def replay(
                 break
         envelopes: list[Envelope] = []
         epochs: dict[int, int] = {}
+        # The run of plain-text chunks being merged: the index in `envelopes` of its first
+        # chunk, what the next chunk must match (kind, message, agent, turn), and the texts.
+        # A chunk that continues the run is never decoded into an event (the costliest part
+        # of a replay): compact_for_replay would fold it into the run's first chunk anyway.
+        run_head = -1
+        run_key: tuple[str, str, str, str | None] | None = None
+        pieces: list[str] = []
         for stored in batch:
             count += 1
             epochs[stored.seq] = stored.epoch
             if stored.layer == "observe":
                 continue
+            chunk = _plain_chunk(stored) if stored.kind in _CHUNK_KINDS else None
+            if chunk is not None and run_key is not None and chunk[0] == run_key:
+                pieces.append(chunk[1])
+                continue
+            if len(pieces) > 1:
+                envelopes[run_head] = _merged(envelopes[run_head], pieces)
+            run_key = None
+            pieces = []
             envelope = envelope_from_stored(stored)
+            if chunk is not None:
+                run_head, run_key, pieces = len(envelopes), chunk[0], [chunk[1]]
             event = envelope.event
             if stored.kind in _STATE_KINDS:
                 restored.fold(envelope)
@@ -185,6 +242,8 @@ async def replay(
                 except LocalProtocolError:
                     pass  # a stored chain is what it is; replay it anyway
             envelopes.append(envelope)
+        if len(pieces) > 1:
+            envelopes[run_head] = _merged(envelopes[run_head], pieces)
         compacted = compact_for_replay(envelopes)
         seqs = [stored.seq for stored in batch]
         last = seqs[-1]
