@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import JsonValue, TypeAdapter
@@ -159,21 +159,23 @@ def _plain_chunk(stored: StoredEvent) -> tuple[tuple[str, str, str, str | None],
     ``{"kind", "message_id", "content": {"type": "text", "text"}}``, which decodes to a chunk
     ``compact_for_replay`` concatenates): its run key (kind, message, agent, turn) and its
     text; ``None`` for anything else (decoded and compacted the ordinary way)."""
-    data: Any = orjson.loads(stored.payload)
-    if type(data) is not dict or len(data) != 3:  # pyright: ignore[reportUnknownArgumentType]
+    data: object = orjson.loads(stored.payload)
+    if type(data) is not dict:
         return None
-    content: Any = data.get("content")
-    message_id: Any = data.get("message_id")
+    fields = cast(dict[str, object], data)
+    content = fields.get("content")
+    if type(content) is not dict:
+        return None
+    block = cast(dict[str, object], content)
+    message_id, text = fields.get("message_id"), block.get("text")
     if (
-        type(content) is not dict  # pyright: ignore[reportUnknownArgumentType]
-        or len(content) != 2  # pyright: ignore[reportUnknownArgumentType]
-        or content.get("type") != "text"
+        len(fields) != 3
+        or len(block) != 2
+        or block.get("type") != "text"
+        or fields.get("kind") != stored.kind
         or type(message_id) is not str
-        or data.get("kind") != stored.kind
+        or type(text) is not str
     ):
-        return None
-    text: Any = content.get("text")
-    if type(text) is not str:
         return None
     return (stored.kind, message_id, stored.agent_id, stored.turn_id), text
 
