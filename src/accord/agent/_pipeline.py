@@ -51,9 +51,11 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, final
+from typing import Any, Final, Protocol, cast, final
 
 import anyio
+import orjson
+from pydantic import JsonValue
 
 from ..errors import CURSOR_META_KEY, TransportError
 from ..events import (
@@ -63,6 +65,7 @@ from ..events import (
     Envelope,
     Event,
     SessionUpdateMapper,
+    StateSnapshot,
     envelope_from_stored,
     ext_event_params,
     stamp,
@@ -448,6 +451,7 @@ class DeliveryPipeline:
         "_ordered",
         "_published",
         "_stale",
+        "_state_before",
         "_taps",
         "_writer",
         "committed_seq",
@@ -473,6 +477,9 @@ class DeliveryPipeline:
         self._attachments: tuple[Attachment, ...] = ()
         self._taps: tuple[Tap, ...] = ()
         self._ordered: anyio.Lock | None = None
+        #: The engine state this pipeline stored last (JSON), which the next snapshot may
+        #: be stored as appending to; ``None`` after a change of epoch or of numbering.
+        self._state_before: bytes | None = None
         # detach_writer() must not switch modes in the middle of a store, so it waits for
         # _busy to clear (a flag and an event: a lock would cost its acquire on every event
         # of a streaming turn, on top of the ordering lock).
@@ -491,6 +498,7 @@ class DeliveryPipeline:
     def new_epoch(self) -> int:
         """Start a new epoch (on load or resume) and return it; older epochs are refused."""
         self._epoch += 1
+        self._state_before = None
         return self._epoch
 
     @property
@@ -517,6 +525,7 @@ class DeliveryPipeline:
             # process's events now are: they cannot be stored any more.
             self.observe_dropped += len(self._held)
             self._held = []
+            self._state_before = None
             self._next_seq = last_seq + 1
             self.committed_seq = last_seq
             for attachment in self._attachments:
@@ -587,6 +596,10 @@ class DeliveryPipeline:
             self._busy = True
             try:
                 await self._store_batch(batch)
+            except BaseException:
+                # Not stored for certain: the next snapshot is stored whole.
+                self._state_before = None
+                raise
             finally:
                 self._busy = False
                 if self._idle is not None:
@@ -600,6 +613,9 @@ class DeliveryPipeline:
         if epoch != self._epoch:
             self._stale += 1
             return None
+        state_before: JsonValue = None
+        if isinstance(event, StateSnapshot) and self._state_before is not None:
+            state_before = cast(JsonValue, orjson.loads(self._state_before))
         envelope = stamp(
             event,
             session_id=self.session_id,
@@ -607,7 +623,10 @@ class DeliveryPipeline:
             epoch=epoch,
             turn_id=turn_id,
             agent_id=agent_id,
+            state_before=state_before,
         )
+        if isinstance(event, StateSnapshot):
+            self._state_before = orjson.dumps(event.state)
         self._next_seq += 1
         self._published += 1
         return envelope

@@ -4,8 +4,9 @@
 layout) and folds in the events stored after ``stateSeq``: a crash between an event's commit
 and the record's update loses nothing a client saw. The events that change state are
 ``ModeChanged``, ``ConfigChanged``, ``TitleChanged``, ``CommandsChanged`` and
-``StateSnapshot``; remembered permission answers live only in the record (they are saved
-before the answer is acted on).
+``StateSnapshot`` (stored whole, or as ``state_appended``: only the items it appends to the one
+before, rebuilt here, see :mod:`accord.events._state_chain`); remembered permission answers
+live only in the record (they are saved before the answer is acted on).
 
 :func:`replay` sends a stored session to a client for ``session/load``: the whole chain, in
 ``seq`` order, read from the store in batches; each batch is shortened by
@@ -31,6 +32,7 @@ from pydantic import JsonValue, TypeAdapter
 from ..engines import EngineCapabilities
 from ..errors import InvalidParams, LocalProtocolError
 from ..events import (
+    STATE_APPENDED,
     CommandsChanged,
     ConfigChanged,
     Envelope,
@@ -44,6 +46,7 @@ from ..events import (
     ToolCallStarted,
     ToolCallTracker,
     UserMessageChunk,
+    apply_appended,
     compact_for_replay,
     envelope_from_stored,
     restamp,
@@ -85,6 +88,26 @@ class RestoredState:
         self.engine_state: JsonValue = state.get("engine")
         seq = state.get("stateSeq")
         self.state_seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+
+    def fold_stored(self, stored: StoredEvent) -> Envelope:
+        """Apply a stored state event (by :meth:`fold`) and return its envelope; a
+        ``state_appended`` one is rebuilt onto the state before it (its envelope carries the
+        whole state when it came after ``stateSeq``).
+
+        Raises:
+            StateChainError: a ``state_appended`` event does not fit the state before it.
+        """
+        if stored.kind != STATE_APPENDED:
+            envelope = envelope_from_stored(stored)
+            self.fold(envelope)
+            return envelope
+        if stored.seq <= self.state_seq:
+            return envelope_from_stored(stored)
+        # Rebuilt from what is stored, also when the store handed back the envelope itself
+        # (the memory store): a chain that does not fit is refused the same way everywhere.
+        self.engine_state = apply_appended(self.engine_state, orjson.loads(stored.payload))
+        self.state_seq = stored.seq
+        return envelope_from_stored(stored, state=self.engine_state)
 
     def fold(self, envelope: Envelope) -> None:
         """Apply a stored event that came after the record's ``stateSeq``."""
@@ -133,7 +156,7 @@ class RestoredState:
         async for batch in iter_events(store, session_id, after_seq=start):
             for stored in batch:
                 if stored.kind in _STATE_KINDS:
-                    self.fold(envelope_from_stored(stored))
+                    self.fold_stored(stored)
                 elif tracker is not None and stored.kind in _TOOL_KINDS:
                     if stored.seq <= tools_after:
                         continue
@@ -146,7 +169,14 @@ class RestoredState:
 
 
 _STATE_KINDS = frozenset(
-    {"mode_changed", "config_changed", "title_changed", "commands_changed", "state_snapshot"}
+    {
+        "mode_changed",
+        "config_changed",
+        "title_changed",
+        "commands_changed",
+        "state_snapshot",
+        STATE_APPENDED,
+    }
 )
 _TOOL_KINDS = frozenset({"tool_call_started", "tool_call_progress", "tool_call_ended"})
 
@@ -232,17 +262,18 @@ async def replay(
                 envelopes[run_head] = _merged(envelopes[run_head], pieces)
             run_key = None
             pieces = []
-            envelope = envelope_from_stored(stored)
-            if chunk is not None:
-                run_head, run_key, pieces = len(envelopes), chunk[0], [chunk[1]]
-            event = envelope.event
             if stored.kind in _STATE_KINDS:
-                restored.fold(envelope)
-            elif isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
-                try:
-                    tracker.apply(event)
-                except LocalProtocolError:
-                    pass  # a stored chain is what it is; replay it anyway
+                envelope = restored.fold_stored(stored)
+            else:
+                envelope = envelope_from_stored(stored)
+                if chunk is not None:
+                    run_head, run_key, pieces = len(envelopes), chunk[0], [chunk[1]]
+                event = envelope.event
+                if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+                    try:
+                        tracker.apply(event)
+                    except LocalProtocolError:
+                        pass  # a stored chain is what it is; replay it anyway
             envelopes.append(envelope)
         if len(pieces) > 1:
             envelopes[run_head] = _merged(envelopes[run_head], pieces)

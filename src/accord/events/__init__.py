@@ -11,7 +11,8 @@ mapping to ACP; :meth:`SessionUpdateMapper.update_wire` is what the runtime send
 :func:`compact_for_replay` (a short chain for ``session/load``), :class:`ToolCallTracker`
 (the tool-call lifecycle table), :func:`to_activity` (a privacy-safe record for dashboards),
 the ``_accord/event`` extension (:func:`ext_event_params`) and the payload codec
-(:func:`event_to_json`, :func:`event_from_json`, :func:`envelope_from_stored`).
+(:func:`event_to_json`, :func:`event_from_json`, :func:`envelope_from_stored`; a snapshot that
+appends to the one before is stored as ``state_appended``, found by :func:`appended_part`, folded by :func:`apply_appended`).
 
 Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. Above: the
 agent runtime (drives engines, owns the pipelines) and the engines.
@@ -78,6 +79,10 @@ from ._mapping import SessionUpdateMapper as SessionUpdateMapper
 from ._mapping import chunk_update as chunk_update
 from ._mapping import to_session_update as to_session_update
 from ._replay import compact_for_replay as compact_for_replay
+from ._state_chain import STATE_APPENDED as STATE_APPENDED
+from ._state_chain import StateChainError as StateChainError
+from ._state_chain import appended_part as appended_part
+from ._state_chain import apply_appended as apply_appended
 
 __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
@@ -87,6 +92,7 @@ __all__ = (
     "EXT_EVENT_METHOD",
     "LABEL_LIMIT_BYTES",
     "ROOT_AGENT_ID",
+    "STATE_APPENDED",
     "TRANSITIONS",
     "ActivityRecord",
     "BudgetResource",
@@ -104,6 +110,7 @@ __all__ = (
     "PermissionPending",
     "PlanChanged",
     "SessionUpdateMapper",
+    "StateChainError",
     "StateSnapshot",
     "SubAgentEvent",
     "SubAgentStarted",
@@ -122,6 +129,8 @@ __all__ = (
     "UsageReported",
     "UserMessageChunk",
     "activity_to_json",
+    "appended_part",
+    "apply_appended",
     "chunk_update",
     "compact_for_replay",
     "correlation_id",

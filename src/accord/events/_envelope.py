@@ -29,11 +29,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, final
 
 import orjson
-from pydantic import Field, TypeAdapter
+from pydantic import Field, JsonValue, TypeAdapter
 
-from ..engines import Event
+from ..engines import Event, StateSnapshot
 from ..schema import WireModel
 from ..store import StoredEvent
+from ._state_chain import STATE_APPENDED, appended_part
 
 __all__ = (
     "Envelope",
@@ -77,7 +78,9 @@ class Envelope(StoredEvent):
             raise ValueError(f"seq must be >= 1 and epoch >= 0, got {self.seq} and {self.epoch}")
         if self.created_at.tzinfo is None:
             raise ValueError(f"created_at must be timezone-aware, got {self.created_at!r}")
-        if self.kind != self.event.kind:
+        if self.kind != self.event.kind and not (
+            self.kind == STATE_APPENDED and isinstance(self.event, StateSnapshot)
+        ):
             raise ValueError(f"kind {self.kind!r} is not the event's ({self.event.kind!r})")
 
 
@@ -90,20 +93,33 @@ def stamp(
     turn_id: str | None,
     agent_id: str,
     created_at: datetime | None = None,
+    state_before: JsonValue = None,
 ) -> Envelope:
     """Stamp ``event`` into its envelope, serializing it once (payload and ``data``).
+
+    A ``StateSnapshot`` that appends to ``state_before`` (the state the session's chain
+    stored last, if any) is stored in the compact ``state_appended`` form
+    (:mod:`._state_chain`); its envelope still carries the whole snapshot as ``event``.
 
     Raises:
         ValueError: ``seq`` < 1 or ``epoch`` < 0.
     """
-    data = _event_dict(event)
+    kind = event.kind
+    part = None
+    if state_before is not None and isinstance(event, StateSnapshot):
+        part = appended_part(state_before, event.state)
+    if part is not None:
+        kind = STATE_APPENDED
+        data = {"kind": STATE_APPENDED, **part}
+    else:
+        data = _event_dict(event)
     return Envelope(
         session_id=session_id,
         seq=seq,
         epoch=epoch,
         turn_id=turn_id,
         agent_id=agent_id,
-        kind=event.kind,
+        kind=kind,
         layer=event.layer,
         payload=orjson.dumps(data),
         created_at=created_at if created_at is not None else datetime.now(UTC),
@@ -120,14 +136,23 @@ def restamp(envelope: Envelope, event: Event) -> Envelope:
     )
 
 
-def envelope_from_stored(stored: StoredEvent) -> Envelope:
+def envelope_from_stored(stored: StoredEvent, *, state: JsonValue = None) -> Envelope:
     """Rebuild the envelope a stored event was made from (itself, if it is one).
+
+    A ``state_appended`` event holds only what it appends to the state before it: its
+    envelope's ``StateSnapshot`` carries ``state``, the whole state once the caller folded it
+    (:func:`~._state_chain.apply_appended`); without it, ``None`` (enough to deliver the
+    event, which has no ``session/update``; never enough to restore from).
 
     Raises:
         ValueError: the payload is not a valid event.
     """
     if isinstance(stored, Envelope):
         return stored
+    if stored.kind == STATE_APPENDED:
+        event: Event = StateSnapshot(state=state)
+    else:
+        event = event_from_json(stored.payload)
     return Envelope(
         session_id=stored.session_id,
         seq=stored.seq,
@@ -138,7 +163,7 @@ def envelope_from_stored(stored: StoredEvent) -> Envelope:
         layer=stored.layer,
         payload=stored.payload,
         created_at=stored.created_at,
-        event=event_from_json(stored.payload),
+        event=event,
     )
 
 

@@ -66,7 +66,8 @@ def ext_event_params(envelope: Envelope, update: dict[str, Any] | None = None) -
         "turnId": envelope.turn_id,
         "agentId": envelope.agent_id,
         "layer": envelope.layer,
-        "kind": envelope.kind,
+        # The compact stored form of a snapshot is the store's business.
+        "kind": envelope.event.kind,
     }
     if update is not None:
         params["update"] = update

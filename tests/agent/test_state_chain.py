@@ -1,0 +1,312 @@
+"""Engine state stored as it grows: a snapshot that appends to the one before is stored as the
+items it appends (``state_appended``), so a conversation's stored size grows linearly, and
+load, resume and fork still hand the engine exactly the history it last yielded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from _agent_support import CWD, serve
+from helpers.timeouts import TIMEOUT
+from pydantic import JsonValue
+
+from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
+from accord.engines import EngineSession, TurnContext, TurnOutput
+from accord.errors import RequestError
+from accord.events import (
+    STATE_APPENDED,
+    StateChainError,
+    StateSnapshot,
+    TextChunk,
+    appended_part,
+    apply_appended,
+    event_from_json,
+    new_id,
+    stamp,
+)
+from accord.schema import (
+    ContentBlock,
+    ForkSessionRequest,
+    LoadSessionRequest,
+    ResumeSessionRequest,
+    TextContentBlock,
+)
+from accord.store import SessionStore, SqliteSessionStore, StoredEvent
+
+pytestmark = pytest.mark.anyio
+
+#: Makes each history item big enough that stored sizes are dominated by the history.
+_PADDING = "x" * 400
+
+
+class _HistorySession(EngineSession):
+    """Keeps a model-like history (a list), or the coder's shape (``{"engine": [...]}``)."""
+
+    def __init__(self, engine: _HistoryEngine, history: list[JsonValue]) -> None:
+        self.engine = engine
+        self.history = history
+
+    def _state(self) -> JsonValue:
+        if self.engine.wrapped:
+            return {"format": 1, "systemPrompt": "be brief", "engine": list(self.history)}
+        return list(self.history)
+
+    async def run_turn(
+        self, prompt: Sequence[ContentBlock], turn: TurnContext
+    ) -> AsyncIterator[TurnOutput]:
+        text = "".join(block.text for block in prompt if isinstance(block, TextContentBlock))
+        if text == "rewrite":
+            # What a refused prompt does: the history loses its last exchange.
+            del self.history[-2:]
+        self.history.append({"role": "user", "text": text, "pad": _PADDING})
+        reply = f"reply {len(self.history)}"
+        self.history.append({"role": "model", "text": reply, "pad": _PADDING})
+        yield TextChunk(message_id=new_id(), content=TextContentBlock(text=reply))
+        state = self._state()
+        self.engine.yielded.append(state)
+        yield StateSnapshot(state=state)
+
+
+class _HistoryEngine:
+    """An engine whose state grows by appending, like a model's message history."""
+
+    def __init__(self, *, wrapped: bool = False) -> None:
+        self.wrapped = wrapped
+        self.yielded: list[JsonValue] = []
+        self.opened: dict[str, JsonValue] = {}
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()
+
+    async def open_session(self, context: SessionContext) -> EngineSession:
+        self.opened[context.session_id] = context.history
+        stored = context.history
+        if isinstance(stored, dict):
+            stored = stored["engine"]
+        history = list(stored) if isinstance(stored, list) else []
+        return _HistorySession(self, history)
+
+
+def _runtime(engine: _HistoryEngine, store: SessionStore) -> AgentRuntime:
+    return AgentRuntime(engine, store=store)
+
+
+async def _run_turns(store: SessionStore, engine: _HistoryEngine, prompts: Sequence[str]) -> str:
+    async with serve(store=store, runtime=_runtime(engine, store)) as h:
+        session_id = await h.new_session()
+        for prompt in prompts:
+            await h.prompt(session_id, prompt)
+    return session_id
+
+
+_STATE_KINDS = ("state_snapshot", STATE_APPENDED)
+
+
+def _state_events(events: Sequence[StoredEvent]) -> list[StoredEvent]:
+    return [e for e in events if e.kind in _STATE_KINDS]
+
+
+def _fold_each(events: Sequence[StoredEvent]) -> list[JsonValue]:
+    """The state after each stored state event, folded from the start of the chain."""
+    states: list[JsonValue] = []
+    state: JsonValue = None
+    for stored in _state_events(events):
+        if stored.kind == STATE_APPENDED:
+            state = apply_appended(state, orjson.loads(stored.payload))
+        else:
+            event = event_from_json(stored.payload)
+            assert isinstance(event, StateSnapshot)
+            state = event.state
+        states.append(state)
+    return states
+
+
+async def _size(store: SessionStore, session_id: str) -> int:
+    return sum(len(e.payload) for e in await store.read_events(session_id))
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["list", "coder-shape"])
+async def test_load_resume_and_fork_give_the_engine_exactly_its_last_history(
+    store: SessionStore, wrapped: bool
+) -> None:
+    engine = _HistoryEngine(wrapped=wrapped)
+    prompts = [f"prompt {i}" for i in range(12)] + ["rewrite"] + [f"later {i}" for i in range(12)]
+    session_id = await _run_turns(store, engine, prompts)
+    events = await store.read_events(session_id)
+    states = _state_events(events)
+    # The first snapshot and the one after the rewrite are whole; every other one appends.
+    assert [e.kind for e in states] == (
+        ["state_snapshot"] + [STATE_APPENDED] * 11 + ["state_snapshot"] + [STATE_APPENDED] * 12
+    )
+    # Folding the stored chain gives, at every point, exactly what the engine yielded then.
+    assert _fold_each(events) == engine.yielded
+    last = engine.yielded[-1]
+
+    later = _HistoryEngine(wrapped=wrapped)
+    async with serve(store=store, runtime=_runtime(later, store)) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.load_session(
+                LoadSessionRequest(session_id=session_id, cwd=CWD, mcp_servers=[])
+            )
+        assert later.opened[session_id] == last
+        with anyio.fail_after(TIMEOUT):
+            forked = await h.conn.fork_session(ForkSessionRequest(session_id=session_id, cwd=CWD))
+        assert later.opened[forked.session_id] == last
+        # The loaded session goes on appending, and so does the fork.
+        await h.prompt(session_id, "after load")
+        await h.prompt(forked.session_id, "in the fork")
+    resumed = _HistoryEngine(wrapped=wrapped)
+    async with serve(store=store, runtime=_runtime(resumed, store)) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+            await h.conn.resume_session(ResumeSessionRequest(session_id=forked.session_id, cwd=CWD))
+        assert resumed.opened[session_id] == later.yielded[0]
+        assert resumed.opened[forked.session_id] == later.yielded[1]
+    for sid, expected in ((session_id, later.yielded[0]), (forked.session_id, later.yielded[1])):
+        assert _fold_each(await store.read_events(sid))[-1] == expected
+
+
+async def test_clients_see_the_same_wire_for_a_compact_snapshot(store: SessionStore) -> None:
+    engine = _HistoryEngine()
+    async with serve(store=store, runtime=_runtime(engine, store), extended=True) as h:
+        session_id = await h.new_session()
+        for prompt in ("one", "two", "three"):
+            await h.prompt(session_id, prompt)
+        live = [e["kind"] for e in h.client.ext_events() if e["kind"] in _STATE_KINDS]
+        h.client.ext.clear()
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.load_session(
+                LoadSessionRequest(session_id=session_id, cwd=CWD, mcp_servers=[])
+            )
+        await h.client.wait_until(
+            lambda: sum(e["kind"] in _STATE_KINDS for e in h.client.ext_events()) >= 3
+        )
+        replayed = [e["kind"] for e in h.client.ext_events() if e["kind"] in _STATE_KINDS]
+    stored = [e.kind for e in _state_events(await store.read_events(session_id))]
+    assert stored == ["state_snapshot", STATE_APPENDED, STATE_APPENDED]
+    # The extension names the event as before; no session/update is sent for it either way.
+    assert live == replayed == ["state_snapshot"] * 3
+
+
+async def test_an_old_chain_of_whole_snapshots_still_restores(store: SessionStore) -> None:
+    engine = _HistoryEngine()
+    session_id = await _run_turns(store, engine, [])
+    # What databases written before the compact form hold: every snapshot whole.
+    history: list[JsonValue] = []
+    envelopes: list[StoredEvent] = []
+    for turn in range(5):
+        history = [*history, {"role": "user", "text": f"old {turn}"}]
+        for event in (
+            TextChunk(message_id=new_id(), content=TextContentBlock(text=f"old {turn}")),
+            StateSnapshot(state=list(history)),
+        ):
+            envelopes.append(
+                stamp(
+                    event,
+                    session_id=session_id,
+                    seq=len(envelopes) + 1,
+                    epoch=0,
+                    turn_id=f"turn-{turn}",
+                    agent_id="root",
+                )
+            )
+    await store.append_events(envelopes)
+    later = _HistoryEngine()
+    async with serve(store=store, runtime=_runtime(later, store)) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.load_session(
+                LoadSessionRequest(session_id=session_id, cwd=CWD, mcp_servers=[])
+            )
+        assert later.opened[session_id] == history
+        await h.prompt(session_id, "new")
+    assert _fold_each(await store.read_events(session_id))[-1] == later.yielded[-1]
+    assert later.yielded[-1] == [*history, *later.yielded[-1][-2:]]  # type: ignore[index]
+
+
+async def test_stored_size_grows_linearly_with_the_conversation(tmp_path: Path) -> None:
+    sizes: dict[int, tuple[int, int]] = {}
+    for turns in (20, 40):
+        path = tmp_path / f"sessions-{turns}.sqlite3"
+        async with SqliteSessionStore(path) as store:
+            session_id = await _run_turns(store, _HistoryEngine(), [f"p{i}" for i in range(turns)])
+            payload = await _size(store, session_id)
+        found = [p async for p in anyio.Path(tmp_path).glob(f"sessions-{turns}.sqlite3*")]
+        files = sum([(await p.stat()).st_size for p in found])
+        sizes[turns] = (payload, files)
+    # Twice the turns, about twice the bytes (whole snapshots every turn: about four times).
+    assert sizes[40][0] < 2.5 * sizes[20][0]
+    assert sizes[40][1] < 2.5 * sizes[20][1]
+
+
+async def test_a_chain_that_does_not_fit_is_refused_loudly(store: SessionStore) -> None:
+    engine = _HistoryEngine()
+    session_id = await _run_turns(store, engine, [])
+    whole = StateSnapshot(state=[{"n": 1}])
+    appended = stamp(
+        StateSnapshot(state=[{"n": 1}, {"n": 2}, {"n": 3}]),
+        session_id=session_id,
+        seq=2,
+        epoch=0,
+        turn_id="t",
+        agent_id="root",
+        state_before=[{"n": 1}, {"n": 2}],  # not what the chain holds before it
+    )
+    assert appended.kind == STATE_APPENDED
+    first = stamp(whole, session_id=session_id, seq=1, epoch=0, turn_id="t", agent_id="root")
+    await store.append_events([first, appended])
+    later = _HistoryEngine()
+    async with serve(store=store, runtime=_runtime(later, store)) as h:
+        with anyio.fail_after(TIMEOUT), pytest.raises(RequestError) as raised:
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        assert session_id not in later.opened
+    assert "inconsistent" in str(raised.value.data) + raised.value.message
+
+
+def test_appended_part_takes_only_pure_appends() -> None:
+    assert appended_part([1, 2], [1, 2, 3]) == {"path": [], "base": 2, "items": [3]}
+    assert appended_part({"a": 1, "h": [1]}, {"a": 1, "h": [1, 2]}) == {
+        "path": ["h"],
+        "base": 1,
+        "items": [2],
+    }
+    assert appended_part([1, 2], [1, 3, 4]) is None  # rewritten
+    assert appended_part([1, 2], [1]) is None  # shortened
+    assert appended_part({"a": 1, "h": [1]}, {"a": 2, "h": [1, 2]}) is None  # another key
+    assert appended_part({"a": 1, "h": [1]}, {"h": [1, 2], "a": 1}) is None  # reordered
+    assert appended_part({"n": 1}, {"n": 2}) is None  # not a list
+    assert appended_part(None, [1]) is None
+
+
+@pytest.mark.parametrize(
+    ("before", "part", "says"),
+    [
+        ([1], [2], "JSON object"),
+        ([1], {"path": [], "base": 1}, "items"),
+        ([1], {"path": "h", "base": 1, "items": []}, "path"),
+        ([1], {"path": [], "base": True, "items": []}, "base"),
+        ([1], {"path": [], "base": 2, "items": [3]}, "2 items"),
+        ({"h": 5}, {"path": ["h"], "base": 0, "items": [3]}, "int"),
+        ({"h": []}, {"path": ["g"], "base": 0, "items": [3]}, "does not have"),
+        ([1], {"path": ["h"], "base": 0, "items": [3]}, "does not have"),
+    ],
+)
+def test_a_malformed_or_misplaced_append_is_refused(
+    before: JsonValue, part: Any, says: str
+) -> None:
+    with pytest.raises(StateChainError, match=says):
+        apply_appended(before, part)
+    # The state it was given is left as it was.
+    assert before in ([1], {"h": 5}, {"h": []})
+
+
+def test_folding_does_not_change_the_state_before() -> None:
+    before: JsonValue = {"p": "x", "h": [1, 2]}
+    after = apply_appended(before, {"path": ["h"], "base": 2, "items": [3]})
+    assert after == {"p": "x", "h": [1, 2, 3]}
+    assert before == {"p": "x", "h": [1, 2]}
