@@ -12,7 +12,8 @@ mapping to ACP; :meth:`SessionUpdateMapper.update_wire` is what the runtime send
 (the tool-call lifecycle table), :func:`to_activity` (a privacy-safe record for dashboards),
 the ``_accord/event`` extension (:func:`ext_event_params`) and the payload codec
 (:func:`event_to_json`, :func:`event_from_json`, :func:`envelope_from_stored`; a snapshot that
-appends to the one before is stored as ``state_appended``, found by :func:`appended_part`, folded by :func:`apply_appended`).
+appends to the one before is stored as ``state_appended``, found by :func:`appended_part` and
+folded by :func:`apply_appended`).
 
 Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. Above: the
 agent runtime (drives engines, owns the pipelines) and the engines.
