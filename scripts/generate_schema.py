@@ -84,6 +84,11 @@ TABLE_SIDES = {"agent": "AGENT_METHODS", "client": "CLIENT_METHODS", "protocol":
 # String enums whose unknown values decode as a known one (Rust `#[serde(other)]`).
 ENUM_FALLBACKS: dict[str, str] = {"ToolKind": "other"}
 
+# Required fields of these enums decode a missing, null or unknown value as an extra member that
+# is not in the schema, so a peer that bends the schema is still understood (a permission option
+# without a usable kind is still offered, by its id and name, and never picked by kind).
+ENUM_FIELD_UNKNOWN: dict[str, str] = {"PermissionOptionKind": "unknown"}
+
 
 @dataclass(frozen=True)
 class Target:
@@ -452,6 +457,11 @@ class Generator:
                 markers.append("DefaultOnError(default_factory=empty_list)")
             else:
                 raise ValueError(f"default-on-error without a default: {wire} {prop}")
+        if base in ENUM_FIELD_UNKNOWN and required and not is_nullable:
+            assert not markers, (wire, prop)
+            unknown = json.dumps(ENUM_FIELD_UNKNOWN[base])
+            spec.annotation = f"{base} | Literal[{unknown}]"
+            markers.append(f"DefaultOnError({unknown})")
         if markers:
             spec.annotation = f"Annotated[{spec.annotation}, {', '.join(markers)}]"
         return spec

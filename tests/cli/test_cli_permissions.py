@@ -171,3 +171,37 @@ def test_ctrl_c_during_the_question_cancels_the_turn_and_exits(tmp_path: Path) -
         "Permission refused (cancelled): nothing changed.",
         "[cancelled, session workflow-1]",
     ]
+
+
+ODD_QUESTION = "Allow edit: Update config.toml? [n]o / [1] Go ahead: "
+
+
+def test_approve_all_never_picks_an_option_of_unknown_kind() -> None:
+    """The agent's only allowing option has no kind: ``--approve-all`` cannot know it allows."""
+    done = accord("run", "--agent", agent("workflow", "--odd-kinds"), "--approve-all", "go")
+    lines = done.stdout.splitlines()
+    assert "[permission] cancelled" in lines, done.stderr
+    assert lines[-2:] == [
+        "Permission refused (cancelled): nothing changed.",
+        "[done, session workflow-1]",
+    ]
+
+
+def test_on_a_terminal_an_option_of_unknown_kind_is_offered_by_number(tmp_path: Path) -> None:
+    command = (
+        "run",
+        "--agent",
+        agent("workflow", "--odd-kinds"),
+        "--cwd",
+        str(tmp_path),
+        "go",
+    )
+    with on_a_terminal(*command, env=UTF8) as (process, out, keys):
+        out.wait_for(ODD_QUESTION)
+        os.write(keys, b"1\n")
+        out.read_to_end()
+        assert process.wait(timeout=TIMEOUT) == 0
+    lines = screen_lines(out.data)
+    assert f"{ODD_QUESTION}1" in lines
+    assert "[permission] chosen (of an unknown kind)" in lines
+    assert lines[-2:] == [GRANTED, "[done, session workflow-1]"]

@@ -56,7 +56,9 @@ over its stdio through ``accord.roles.run_agent_stdio``; sessions are ``NAME-1``
   done and the text says ``Permission granted: config.toml updated.``; refused or cancelled:
   the call fails and the text says ``Permission refused (OUTCOME): nothing changed.``.
   ``stopReason`` is ``end_turn``, ``cancelled`` if the client cancelled. ``--twice``: a second
-  call (``run-1``, kind ``execute``, ``Run the tests``) asks permission too.
+  call (``run-1``, kind ``execute``, ``Run the tests``) asks permission too. ``--odd-kinds``:
+  the options are :data:`ODD_KIND_OPTIONS` (``allow`` named ``Go ahead`` without a kind, and
+  ``reject``), as agents that bend the schema send them.
 """
 
 from __future__ import annotations
@@ -451,6 +453,12 @@ WORKFLOW_OPTIONS = [
     PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
 ]
 
+#: ``allow`` has no kind on the wire (decoded ``unknown``, so sent on without one).
+ODD_KIND_OPTIONS = [
+    PermissionOption.model_validate({"optionId": "allow", "name": "Go ahead"}),
+    PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+]
+
 
 class WorkflowAgent(ScriptAgent):
     name = "workflow"
@@ -476,7 +484,8 @@ class WorkflowAgent(ScriptAgent):
             ToolCallSessionUpdate(tool_call_id=call_id, title=title, kind=kind, status="pending"),
         )
         call = ToolCallUpdate(tool_call_id=call_id, kind=kind, title=title)
-        return await ask_permission(self, session_id, call, WORKFLOW_OPTIONS)
+        options = ODD_KIND_OPTIONS if "--odd-kinds" in self.args else WORKFLOW_OPTIONS
+        return await ask_permission(self, session_id, call, options)
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         session_id = request.session_id

@@ -1,4 +1,4 @@
-"""Agents that do surprising things: blank chunks, updates outside a turn, null fields."""
+"""Agents that do surprising things: blank chunks, updates outside a turn, null fields, no kinds."""
 
 from __future__ import annotations
 
@@ -6,22 +6,26 @@ from pathlib import Path
 
 import pytest
 from _tui_support import SIZE, RawAgent, chat_app, text_of, until
-from textual.widgets import TabbedContent
+from textual.widgets import Button, TabbedContent
 
 from accord.schema import (
     AgentMessageChunkSessionUpdate,
     ImageContentBlock,
     LoadSessionRequest,
     LoadSessionResponse,
+    PermissionOption,
     PlanEntry,
     PlanSessionUpdate,
+    RequestPermissionRequest,
     SessionInfoUpdateSessionUpdate,
     TextContentBlock,
     ToolCallSessionUpdate,
+    ToolCallUpdate,
     ToolCallUpdateSessionUpdate,
     UsageUpdateSessionUpdate,
 )
 from accord.tui._conversation import WINDOW, AgentMessage
+from accord.tui._permission import PermissionScreen
 from accord.tui._tool_card import ToolCard
 
 pytestmark = pytest.mark.anyio
@@ -114,3 +118,39 @@ async def test_a_long_session_opens_with_its_latest_items_and_draws_earlier_ones
         await until(pilot, lambda: pane.conversation.hidden_earlier == 0)
         await until(pilot, lambda: len(pane.query(ToolCard)) == 200)
         assert [c.tool_call_id for c in pane.query(ToolCard)] == [f"c{n}" for n in range(200)]
+
+
+#: Options the way agents that bend the schema send them: no kind, then one the protocol does not
+#: define (decoded as ``unknown`` and sent on as such), then a well-formed one.
+ODD_OPTIONS = [
+    PermissionOption.model_validate({"optionId": "no-kind", "name": "Missing kind"}),
+    PermissionOption.model_validate(
+        {"optionId": "sometimes", "name": "Allow sometimes", "kind": "allow_sometimes"}
+    ),
+    PermissionOption(option_id="once", name="Allow once", kind="allow_once"),
+]
+
+
+@pytest.mark.wire_unchecked("the agent sends permission options without a protocol kind")
+async def test_permission_options_without_a_kind_are_shown_and_answered_by_number(
+    tmp_path: Path,
+) -> None:
+    call = ToolCallUpdate(tool_call_id="t", title="Run", kind="execute")
+    ask = RequestPermissionRequest(session_id="", tool_call=call, options=ODD_OPTIONS)
+    agent = RawAgent([[("ask", ask), ("ask", ask)]])
+    app = chat_app(agent, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        await pilot.press(*"go", "enter")
+        await until(pilot, lambda: isinstance(app.question, PermissionScreen))
+        labels = [str(button.label) for button in app.screen.query(Button)]
+        assert labels == ["[1] Missing kind", "[2] Allow sometimes", "[3/a] Allow once"]
+        # no kind key reaches an option of unknown kind: the question stays open
+        await pilot.press("r", "A", "R")
+        assert isinstance(app.question, PermissionScreen) and agent.answers == []
+        await pilot.press("1")
+        await until(pilot, lambda: len(agent.answers) == 1)
+        await until(pilot, lambda: isinstance(app.question, PermissionScreen))
+        await pilot.press("2")
+        await until(pilot, lambda: app.last_stop_reason)
+    assert [answer.option_id for answer in agent.answers] == ["no-kind", "sometimes"]

@@ -390,7 +390,8 @@ class TurnRunner:
         if response is None or not isinstance(response.outcome, SelectedRequestPermissionOutcome):
             return _CANCELLED
         chosen = next((o for o in choices if o.option_id == response.outcome.option_id), None)
-        if chosen is None:
+        if chosen is None or chosen.kind == "unknown":
+            # an option of no protocol kind (an engine's mistake) says neither allow nor reject
             return _CANCELLED
         if chosen.kind in _ALWAYS and session.permissions.remember(key, chosen.kind):  # pyright: ignore[reportArgumentType]
             await session.save(self._store)

@@ -29,7 +29,7 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import orjson
 
@@ -84,11 +84,12 @@ STOP_WORDS: dict[str, str] = {
 }
 
 #: What choosing an option of each kind means, in words (the agent's own name is not trusted).
-OPTION_WORDS: dict[PermissionOptionKind, str] = {
+OPTION_WORDS: dict[PermissionOptionKind | Literal["unknown"], str] = {
     "allow_once": "allowed once",
     "allow_always": "allowed always",
     "reject_once": "refused",
     "reject_always": "refused always",
+    "unknown": "chosen (of an unknown kind)",
 }
 
 #: Lines of one diff shown before the rest is summed up.
@@ -528,7 +529,9 @@ def option_keys(options: Sequence[PermissionOption]) -> dict[str, PermissionOpti
     """The key to type for each option, by its kind: ``y`` once, ``a`` always, ``n``, ``N``.
 
     Only the first option of each kind gets a key (the agent's names are not shown as
-    choices: a name can say "Deny" on an option that allows).
+    choices: a name can say "Deny" on an option that allows). An option whose kind is
+    ``unknown`` (missing, null or not one the protocol defines) gets a number instead (``1``,
+    ``2``, ... in the order offered): only its name says what it means.
     """
     keys: dict[str, PermissionOption] = {}
     for key, kind in (("y", "allow_once"), ("a", "allow_always"), ("n", "reject_once")):
@@ -538,4 +541,7 @@ def option_keys(options: Sequence[PermissionOption]) -> dict[str, PermissionOpti
     never = next((o for o in options if o.kind == "reject_always"), None)
     if never is not None:
         keys["N"] = never
+    unknown = (o for o in options if o.kind == "unknown")
+    for number, option in enumerate(unknown, start=1):
+        keys[str(number)] = option
     return keys

@@ -7,7 +7,9 @@ request is about (title, path, command line, diff: see :class:`~._display.Displa
 
 The keys stand for the options' *kinds* (``allow_once``, ``allow_always``, ``reject_once``,
 ``reject_always``), only those the agent offers; its option names are not trusted (a name can
-say "Deny" on an option that allows). Anything else is asked again; end of input (Ctrl-D)
+say "Deny" on an option that allows). An option of a kind the client does not know (missing,
+null or unknown on the wire: ``unknown``) is offered by a number and its name, never picked
+for the person. Anything else is asked again; end of input (Ctrl-D)
 refuses. Without a terminal (:class:`RefuseWithNotice`) every request is refused, saying once
 why on stderr.
 
@@ -34,6 +36,7 @@ from ..client import (
     Select,
 )
 from ._display import Display, option_keys, tool_label
+from ._neutralise import neutralise
 
 __all__ = ("RefuseWithNotice", "TerminalQuestion", "question_for", "terminal_asker")
 
@@ -67,7 +70,10 @@ def question_for(context: PermissionContext) -> tuple[str, dict[str, str]]:
     """The question line for ``context`` and the option id of each key it offers."""
     keys = option_keys(context.options)
     label = tool_label(context.tool_call)
-    choices = " / ".join(_KEY_WORDS[key] for key in keys)
+    choices = " / ".join(
+        _KEY_WORDS.get(key) or f"[{key}] {neutralise(option.name, multiline=False)}"
+        for key, option in keys.items()
+    )
     return f"Allow {label}? {choices}: ", {key: o.option_id for key, o in keys.items()}
 
 

@@ -8,6 +8,10 @@ serves a CI bot, a terminal UI and a test.
 * :class:`AllowAll` / :class:`DenyAll` pick an option by its ``kind`` (``allow_once`` /
   ``allow_always``, resp. ``reject_once`` / ``reject_always``), never by its id: ids differ
   from agent to agent. With no option of that kind they cancel.
+* An option whose ``kind`` is missing, null or not one the protocol defines is still accepted
+  (agents bend the schema): it keeps its id and name and its ``kind`` reads ``"unknown"``.
+  No policy picks it by kind, since its meaning is unknown; only a person (or a callback) can
+  choose it.
 * :class:`Rules` matches the tool call's kind and a glob on its title; the first matching
   :class:`Rule` decides, else the fallback policy.
 * :class:`AskCallback` hands the question to an async function (a prompt on a terminal, a

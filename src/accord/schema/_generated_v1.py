@@ -643,7 +643,7 @@ def _define_PermissionOption() -> None:
             validation_alias="optionId", serialization_alias="optionId"
         )
         name: str
-        kind: PermissionOptionKind
+        kind: Annotated[PermissionOptionKind | Literal["unknown"], DefaultOnError("unknown")]
         meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
             default=None, validation_alias="_meta", serialization_alias="_meta"
         )

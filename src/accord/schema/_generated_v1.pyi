@@ -596,7 +596,7 @@ class PermissionOption(WireModel):
         description="Unique identifier for this permission option.",
     )
     name: str = Field(description="Human-readable label to display to the user.")
-    kind: PermissionOptionKind = Field(
+    kind: Annotated[PermissionOptionKind | Literal["unknown"], DefaultOnError("unknown")] = Field(
         description="Hint about the nature of this permission option."
     )
     meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(

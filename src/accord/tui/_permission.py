@@ -4,7 +4,8 @@ It shows the tool call's kind and title, the command it would run (from its raw 
 paths it touches, every diff it carries, and the agent's options as buttons. Each option is
 answered with its number (1-9) or, by its kind, with ``a`` (allow once), ``A`` (allow always),
 ``r`` (reject once) or ``R`` (reject always); Escape answers ``cancelled``. Options of a kind
-this client does not know still get their number. Everything shown is agent text, so it is
+this client does not know (``unknown``: missing, null or not defined by the protocol) still get
+their number, and no kind key. Everything shown is agent text, so it is
 shown literally (see :mod:`accord.tui._safe`).
 
 Above: :mod:`accord.tui._app`, whose permission policy pushes this screen and waits for its
