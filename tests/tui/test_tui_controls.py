@@ -178,3 +178,39 @@ async def test_a_boolean_option_is_a_switch(tmp_path: Path) -> None:
         await pilot.press("enter")
         await until(pilot, lambda: agent.set_calls == [("web", True), ("web", False)])
         assert agent.options["web"] is False
+
+
+class ModelAgent(ConfigAgent):
+    """:class:`ConfigAgent` whose select option is marked as the session's model."""
+
+    def config(self) -> list[SessionConfigOption]:
+        model, web = super().config()
+        assert isinstance(model, SelectSessionConfigOption)
+        model.category = "model"
+        return [model, web]
+
+
+async def test_the_footer_shows_the_current_model_and_follows_it(tmp_path: Path) -> None:
+    """The option of category ``model`` is named in the footer; choosing another model in
+    its selector, or the agent announcing one (``config_option_update``), changes it."""
+    agent = ModelAgent()
+    app = chat_app(agent, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.active_pane is not None)
+        footer = app.query_one("#footer")
+        await until(pilot, lambda: "model Small" in text_of(footer))
+        await until(pilot, lambda: app.query(".select-config_model"))
+        select = app.query_one(".select-config_model", Select)
+        select.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: select.expanded)
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: agent.set_calls == [("model", "large")])
+        await until(pilot, lambda: "model Large" in text_of(footer))
+        assert "model Small" not in text_of(footer)
+
+        agent.options["model"] = "small"
+        await agent.send(ConfigOptionUpdateSessionUpdate(config_options=agent.config()))
+        await until(pilot, lambda: "model Small" in text_of(footer))
+        assert "model Large" not in text_of(footer)
+        assert agent.set_calls == [("model", "large")]  # the agent's word, not a choice
