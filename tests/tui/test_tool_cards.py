@@ -138,6 +138,78 @@ async def test_expand_all_key_folds_and_unfolds_every_card_and_thought(tmp_path:
         assert all(widget.expanded for widget in foldables)
 
 
+async def test_enter_or_a_click_on_a_header_folds_that_card_or_thought_alone(
+    tmp_path: Path,
+) -> None:
+    """Enter on a tool card's header, or a click on it, hides that card's body and shows it
+    again; the same for a thought; every other card and thought stays as it was."""
+    from accord.schema import AgentThoughtChunkSessionUpdate
+
+    agent = RawAgent(
+        [
+            [
+                AgentThoughtChunkSessionUpdate(content=TextContentBlock(text="hmm")),
+                ToolCallSessionUpdate(
+                    tool_call_id="a",
+                    title="A",
+                    kind="read",
+                    content=[ContentToolCallContent(content=TextContentBlock(text="out a"))],
+                ),
+                ToolCallSessionUpdate(
+                    tool_call_id="b",
+                    title="B",
+                    kind="read",
+                    content=[ContentToolCallContent(content=TextContentBlock(text="out b"))],
+                ),
+            ]
+        ]
+    )
+    app = chat_app(agent, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await send_prompt(pilot)
+        await until(pilot, lambda: app.last_stop_reason)
+        pane = app.active_pane
+        assert pane is not None
+        await until(pilot, lambda: len(pane.query(ToolCard)) == 2)
+        await until(pilot, lambda: not pane.conversation.pending)
+        first, second = pane.query(ToolCard)
+        thought = pane.query_one(ThoughtBlock)
+
+        def shown() -> tuple[bool, bool, bool]:
+            """Whether each body is shown: card a's, card b's, the thought's text."""
+            return (
+                first.query_one("#body").display,
+                second.query_one("#body").display,
+                thought.query_one("#thought").display,
+            )
+
+        assert shown() == (True, True, True)
+        first.query_one("_CardHeader").focus()
+        await pilot.press("enter")
+        assert shown() == (False, True, True)
+        assert "A" in text_of(first.query_one("_CardHeader"))  # the header stays
+        await pilot.press("enter")
+        assert shown() == (True, True, True)
+
+        assert await pilot.click(second.query_one("_CardHeader"))
+        assert shown() == (True, False, True)
+        assert await pilot.click(second.query_one("_CardHeader"))
+        assert shown() == (True, True, True)
+
+        header = thought.query_one("_ThoughtHeader")
+        header.focus()
+        await pilot.press("enter")
+        assert shown() == (True, True, False)
+        assert "▸ thinking" in text_of(header)
+        await pilot.press("enter")
+        assert shown() == (True, True, True)
+        assert await pilot.click(header)
+        assert shown() == (True, True, False)
+        assert await pilot.click(header)
+        assert shown() == (True, True, True)
+        assert "▾ thinking" in text_of(header)
+
+
 #: A command that prints a line, waits, then prints another.
 TWO_LINES = "import time; print('first', flush=True); time.sleep(0.5); print('second')"
 
