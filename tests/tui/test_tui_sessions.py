@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _tui_support import SIZE, chat_app, text_of, until
 from helpers.script_agent import script_agent
-from textual.widgets import Select
+from textual.widgets import Select, TabbedContent
 
 from accord.agent import AgentRuntime, EngineCapabilities
 from accord.schema import SessionMode
@@ -115,6 +115,39 @@ async def test_the_picker_resumes_a_stored_session_without_replay(tmp_path: Path
     async with app.run_test(size=SIZE) as pilot:
         await idle(pilot, app)
         await until(pilot, lambda: shown_prompts(app) == ["first", "again"])
+
+
+async def test_the_pickers_n_starts_a_session_and_ctrl_g_closes_a_tab(tmp_path: Path) -> None:
+    """``n`` in the picker opens a new, empty session in a tab of its own; Ctrl-G closes
+    the active tab (and its session) and leaves the other one on screen."""
+    app = chat_app(AgentRuntime(ScriptedEngine(), store=MemorySessionStore()), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await idle(pilot, app)
+        await pilot.press(*"first", "enter")
+        await until(pilot, lambda: app.last_stop_reason)
+        first = app.panes[0]
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: isinstance(app.screen, SessionPicker))
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, SessionPicker))
+        await until(pilot, lambda: len(app.panes) == 2)
+        new = app.active_pane
+        assert new is not None and new is not first
+        assert new.session.session_id != first.session.session_id
+        assert app.query_one("#tabs", TabbedContent).tab_count == 2
+        await idle(pilot, app)
+        assert shown_prompts(app) == []  # a new session: nothing said yet
+        await pilot.press(*"second", "enter")
+        await until(pilot, lambda: new.session.session_id in app.last_stop_reason)
+        assert shown_prompts(app) == ["second"]
+
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: len(app.panes) == 1)
+        assert app.panes == (first,)
+        assert app.active_pane is first
+        assert app.query_one("#tabs", TabbedContent).tab_count == 1
+        assert shown_prompts(app) == ["first"]
+        assert new.session.state == "closed"
 
 
 async def test_modes_are_a_selector_and_the_footer_shows_the_mode(tmp_path: Path) -> None:
