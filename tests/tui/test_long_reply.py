@@ -261,13 +261,14 @@ async def test_a_loaded_session_parses_its_far_replies_only_when_scrolled_to(
         await until(pilot, lambda: not conversation.pending)
         await pilot.pause()
         replies = [w for w in conversation.items if isinstance(w, AgentMessage)]
+        # Each reply fills itself in its own task once mounted: wait for the last ones.
+        await until(pilot, lambda: all(reply.children for reply in replies[-5:]))
+        await until(pilot, lambda: f"Answer {TURNS - 1}, in" in svg_text(app))
         assert [reply.source for reply in replies[-5:]] == [
             f"Answer {n}, in *Markdown*." for n in range(TURNS - 5, TURNS)
         ]
-        assert f"Answer {TURNS - 1}, in" in svg_text(app)
         # The replies far above the end hold no blocks: nothing of them was parsed.
         assert not replies[0].children and replies[0].source == ""
-        assert all(reply.children for reply in replies[-5:])
         # Scrolled to the top: the first replies are drawn, with their Markdown.
         conversation.scroll_home(animate=False)
         await until(pilot, lambda: bool(replies[0].children))
