@@ -7,6 +7,7 @@ import sqlite3
 import stat
 import sys
 import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from _store_support import T0, at, delta_payload, events, record
+from helpers.timeouts import TIMEOUT
 
 import accord.store._schema as schema
 import accord.store._sqlite as sqlite_store
@@ -463,3 +465,128 @@ async def test_a_listing_runs_on_the_loop_and_waits_for_a_busy_file_in_a_worker(
         busy[0] = True
         assert [s.session_id for s in (await store.list_sessions()).sessions] == ["listed"]
         assert threads == [True, True, False]
+
+
+def _record_append_threads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Patch the store's append so that each call records whether it ran on the loop's thread
+    (the main thread here); returns that record."""
+    on_loop: list[bool] = []
+    real_append = sqlite_store.ops.append
+
+    def append(db: sqlite3.Connection, batch: Any) -> None:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        real_append(db, batch)
+
+    monkeypatch.setattr(sqlite_store.ops, "append", append)
+    return on_loop
+
+
+async def test_small_appends_commit_on_the_loop_and_large_ones_in_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 9 (pydantic-ai through accord): the hop to a worker thread per streamed chunk was
+    # the whole gap to pydantic-ai alone, so a small append commits on the loop's thread. What
+    # could block the loop stays in a worker: large batches, and every so often an append on
+    # the connection that runs SQLite's automatic checkpoint.
+    on_loop = _record_append_threads(monkeypatch)
+    path = tmp_path / "sessions.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s"))
+        await store.append_events(events("s", 1, 1))  # opens the loop's connection
+        await store.append_events(events("s", 2, 1))
+        await store.append_events(events("s", 3, sqlite_store.INLINE_APPEND_MAX_EVENTS))
+        seq = 3 + sqlite_store.INLINE_APPEND_MAX_EVENTS
+        await store.append_events(events("s", seq, sqlite_store.INLINE_APPEND_MAX_EVENTS + 1))
+        seq += sqlite_store.INLINE_APPEND_MAX_EVENTS + 1
+        big = replace(
+            events("s", seq, 1)[0],
+            payload=b'"' + b"x" * sqlite_store.INLINE_APPEND_MAX_BYTES + b'"',
+        )
+        await store.append_events([big])
+        seq += 1
+        assert on_loop == [False, True, True, False, False]
+        on_loop.clear()
+        for _ in range(2 * sqlite_store.INLINE_APPENDS_PER_THREAD_APPEND + 2):
+            await store.append_events(events("s", seq, 1))
+            seq += 1
+        every = sqlite_store.INLINE_APPENDS_PER_THREAD_APPEND
+        assert on_loop == ([True] * every + [False]) * 2
+        stored = await store.read_events("s", limit=10_000)
+        assert [event.seq for event in stored] == list(range(1, seq))
+    async with SqliteSessionStore(path) as reopened:  # all of it durable, in order
+        assert [event.seq for event in await reopened.read_events("s", limit=10_000)] == list(
+            range(1, seq)
+        )
+
+
+@pytest.mark.parametrize("how", ["synchronous full", "in memory"])
+async def test_appends_stay_in_a_worker_where_a_commit_could_be_slow_or_private(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With synchronous="full" every commit waits for fsync: never on the loop. An in-memory
+    # database is private to its one connection: a second one would be another database.
+    on_loop = _record_append_threads(monkeypatch)
+    store = (
+        SqliteSessionStore(tmp_path / "s.sqlite3", synchronous="full")
+        if how == "synchronous full"
+        else SqliteSessionStore(":memory:")
+    )
+    async with store:
+        await store.create_session(record("s"))
+        for seq in range(1, 6):
+            await store.append_events(events("s", seq, 1))
+        assert [event.seq for event in await store.read_events("s")] == [1, 2, 3, 4, 5]
+    assert on_loop == [False] * 5
+
+
+async def test_a_small_append_waits_for_a_lock_held_elsewhere_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    # The loop's connection has a busy timeout of zero: when another process holds the write
+    # lock the append is not an error and does not stall the loop; it waits in a worker
+    # thread and commits once the lock is free, in order.
+    path = tmp_path / "sessions.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s"))
+        await store.append_events(events("s", 1, 1))
+        await store.append_events(events("s", 2, 1))  # on the loop's connection
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            async with anyio.create_task_group() as tg:
+                appended = anyio.Event()
+
+                async def append() -> None:
+                    await store.append_events(events("s", 3, 2))
+                    appended.set()
+
+                started = time.monotonic()
+                tg.start_soon(append)
+                await anyio.wait_all_tasks_blocked()  # the append waits in its worker thread
+                # Had the loop's connection waited for the lock, the loop would have frozen
+                # for the whole busy timeout before handing the append to the worker.
+                frozen = time.monotonic() - started
+                assert frozen < sqlite_store.BUSY_TIMEOUT_SECONDS, f"loop frozen {frozen:.1f} s"
+                assert not appended.is_set()
+                other.execute("COMMIT")
+                with anyio.fail_after(TIMEOUT):
+                    await appended.wait()
+        finally:
+            other.close()
+        assert [event.seq for event in await store.read_events("s")] == [1, 2, 3, 4]
+
+
+async def test_the_log_stays_short_under_many_small_appends(tmp_path: Path) -> None:
+    # The loop's connection never checkpoints (a checkpoint syncs the file: milliseconds);
+    # the worker's connection does, every so often. Without that the write-ahead log would
+    # grow by a few pages per streamed chunk for as long as the process runs.
+    path = tmp_path / "sessions.sqlite3"
+    async with SqliteSessionStore(path) as store:
+        await store.create_session(record("s"))
+        for seq in range(1, 4001):
+            await store.append_events(events("s", seq, 1))
+        wal = (await anyio.Path(f"{path}-wal").stat()).st_size
+        # SQLite checkpoints once the log passes 1,000 pages of 4 KiB; 4,000 unchecked commits
+        # of a few pages each would make it 40 MB and more.
+        assert wal < 8 * 1024 * 1024, f"the write-ahead log grew to {wal:,} bytes"
+        assert len(await store.read_events("s", limit=5000)) == 4000

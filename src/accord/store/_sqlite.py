@@ -15,10 +15,22 @@ worker thread instead. Measured in ``benchmarks/bench_soak.py`` (50 sessions str
 worker-thread hop cost a listing four to five turns of a saturated event loop, about 110 ms
 at the median on a loaded machine, for a query of 0.6 ms.
 
+A small append (what a streamed reply commits: one chunk every 10 ms or so) also commits on
+the event loop's thread, on a fourth connection whose busy timeout is zero and whose automatic
+checkpoint is off. In WAL mode with ``synchronous="normal"`` such a commit is one ``write`` to
+the log, tens of microseconds, while the hop to a worker thread and back costs a thread
+wake-up and several GIL hand-offs, a millisecond or more of CPU on a busy machine
+(``benchmarks/bench_pydantic_ai.py``: the hop was the whole gap to pydantic-ai alone). An
+append goes to the worker thread instead when it is large, when SQLite answers "busy" (another
+connection holds the write lock: nothing was written, so it is retried there, waiting up to
+the busy timeout), with ``synchronous="full"`` (an ``fsync`` per commit), and after every
+``INLINE_APPENDS_PER_THREAD_APPEND`` inline commits, so that the worker's connection, whose
+automatic checkpoint is on, keeps the log short: a checkpoint never runs on the loop's thread.
+
 This module owns the file (opening, pragmas, migration, closing) and the threading; every
-public method is one worker-thread call to one function of ``_sqlite_ops`` (a listing: one call
-on the loop's thread, as above). Above: the agent
-runtime and ``GroupCommitWriter``. Below: ``_sqlite_ops``, ``_schema``, ``sqlite3``.
+public method is one worker-thread call to one function of ``_sqlite_ops`` (a listing or a small
+append: one call on the loop's thread, as above). Above: the agent runtime and
+``GroupCommitWriter``. Below: ``_sqlite_ops``, ``_schema``, ``sqlite3``.
 """
 
 from __future__ import annotations
@@ -63,6 +75,14 @@ BUSY_TIMEOUT_SECONDS: Final = 5.0
 WAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 #: SQLite's "busy" result codes: a listing on the loop's thread that gets one goes to a worker.
 _BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+#: An append of at most this many events ...
+INLINE_APPEND_MAX_EVENTS: Final = 64
+#: ... whose payloads add up to at most this many bytes commits on the event loop's thread.
+INLINE_APPEND_MAX_BYTES: Final = 64 * 1024
+#: After this many appends committed on the loop's thread, one goes to the worker thread, whose
+#: connection runs SQLite's automatic checkpoint when the log has grown past 1,000 pages (the
+#: loop's connection never checkpoints). A small commit adds a few pages to the log.
+INLINE_APPENDS_PER_THREAD_APPEND: Final = 32
 #: How often a follower (``follow_events``) looks for events other processes appended to the
 #: file; this process's own appends wake it at once. An empty read is a few microseconds.
 FOLLOW_POLL_SECONDS: Final = 0.05
@@ -123,6 +143,11 @@ class SqliteSessionStore:
         self._reader: sqlite3.Connection | None = None
         #: The read-only connection listings use on the event loop's thread (busy timeout 0).
         self._inline_reader: sqlite3.Connection | None = None
+        #: The connection small appends commit on, on the event loop's thread (busy timeout 0,
+        #: no automatic checkpoint); opened by the first append that goes to the worker thread.
+        self._inline_writer: sqlite3.Connection | None = None
+        #: Appends committed on the loop's thread since the last one on the worker thread.
+        self._inline_appends = 0
         self._closed = False
 
     @property
@@ -265,12 +290,63 @@ class SqliteSessionStore:
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`."""
-        if events:
-            await self._call(lambda db: ops.append(db, events))
-            for session_id in {event.session_id for event in events}:
-                self._wakeups.notify(session_id)
-        else:
+        if not events:
             await anyio.lowlevel.checkpoint()
+            return
+        if not await self._append_inline(events):
+            self._inline_appends = 0
+            await self._call(lambda db: self._append_in_thread(db, events))
+        for session_id in {event.session_id for event in events}:
+            self._wakeups.notify(session_id)
+
+    async def _append_inline(self, events: Sequence[StoredEvent]) -> bool:
+        """Commit a small batch on the loop's thread (see the module docstring); ``False``
+        when it must go to the worker thread instead, with nothing written."""
+        db = self._inline_writer
+        if (
+            db is None
+            or self._inline_appends >= INLINE_APPENDS_PER_THREAD_APPEND
+            or len(events) > INLINE_APPEND_MAX_EVENTS
+            or sum(len(event.payload) for event in events) > INLINE_APPEND_MAX_BYTES
+        ):
+            return False
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        if self._closed:
+            raise StoreClosed("the session store is closed")
+        try:
+            ops.append(db, events)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in _BUSY_CODES:  # primary code of an extended one
+                raise StoreError(f"session database error: {exc}") from exc
+            return False  # the write lock is taken: BEGIN IMMEDIATE failed, nothing written
+        except sqlite3.Error as exc:
+            raise StoreError(f"session database error: {exc}") from exc
+        self._inline_appends += 1
+        return True
+
+    def _append_in_thread(self, db: sqlite3.Connection, events: Sequence[StoredEvent]) -> None:
+        ops.append(db, events)
+        # Not for an in-memory database: a second connection would be another database.
+        # Committed already: a connection that will not open leaves the appends here.
+        if self._inline_writer is None and self._synchronous == "normal" and not self._private:
+            with contextlib.suppress(sqlite3.Error):
+                self._inline_writer = self._connect_inline_writer()
+
+    @property
+    def _private(self) -> bool:
+        return str(self._path) == ":memory:"
+
+    def _connect_inline_writer(self) -> sqlite3.Connection:
+        assert self._path is not None
+        db = sqlite3.connect(self._path, timeout=0.0, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA wal_autocheckpoint = 0")
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     async def read_events(
         self, session_id: str, *, after_seq: int = 0, limit: int = READ_BATCH_SIZE
@@ -357,6 +433,9 @@ class SqliteSessionStore:
         self._reader = self._inline_reader = None
 
     def _close_db(self) -> None:
+        inline_writer, self._inline_writer = self._inline_writer, None
+        if inline_writer is not None:  # first: the last connection to close checkpoints
+            inline_writer.close()
         db, self._db = self._db, None
         if db is not None:
             # Best effort: refreshes the query planner's statistics; a busy file skips it.
