@@ -2,10 +2,16 @@
 
 One ``accord serve`` subprocess (the coder, SQLite store in a temporary directory, its model
 the fake OpenAI-compatible server on loopback in this process) serves ``--sessions``
-concurrent sessions over its stdio pipes. Each session prompts turn after turn until
-``--duration`` seconds have passed; every model reply streams ``--chunks`` numbered pieces
-(``s<session>t<turn>c<n>``), so the client checks that each turn's text is exactly the pieces
-sent, in order: nothing lost, nothing repeated. Meanwhile:
+concurrent streams over its stdio pipes. Each stream prompts turn after turn until
+``--duration`` seconds have passed, in conversations of ``--turns-per-session`` turns: then it
+closes the session (``session/close``; it stays stored and listed) and goes on in a new one,
+so the load is steady: always ``--sessions`` live conversations of up to that many turns,
+the way an editor's users start new conversations. With ``--turns-per-session 0`` each stream
+keeps one conversation for the whole run, which grows without end, and so does what a turn
+must hold: the model request carries the whole history (see ``docs/benchmarks.md``). Every
+model reply streams ``--chunks`` numbered pieces (``s<stream>t<turn>c<n>``), so the client
+checks that each turn's text is exactly the pieces sent, in order: nothing lost, nothing
+repeated. Meanwhile:
 
 * the agent's resident memory (``VmRSS``) is sampled every ``--sample`` seconds; the figure is
   the growth from the first sample after the warm-up (one turn per session) to the end; its
@@ -61,6 +67,7 @@ class Tally:
     control_ms: list[float] = field(default_factory=list[float])
     cpu: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
     load_at_start: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    sessions_opened: int = 0
 
 
 def pieces(tag: str, count: int) -> list[str]:
@@ -149,6 +156,7 @@ async def soak(args: argparse.Namespace) -> Tally:
         async with connect(command, cwd=project, env=env) as connection:
             pid = agent_pid()
             sessions = [await connection.new_session(project) for _ in range(args.sessions)]
+            tally.sessions_opened = len(sessions)
             async with anyio.create_task_group() as warm:  # every session has run a turn
                 for index, session in enumerate(sessions):
                     warm.start_soon(one_turn, session, index, 0, args.chunks, tally)
@@ -161,6 +169,10 @@ async def soak(args: argparse.Namespace) -> Tally:
             async def stream(index: int, session: ClientSession) -> None:
                 turn = 1
                 while time.monotonic() < end:
+                    if args.turns_per_session and turn % args.turns_per_session == 0:
+                        await session.close()  # the conversation is over: a new one starts
+                        session = await connection.new_session(project)
+                        tally.sessions_opened += 1
                     await one_turn(session, index, turn, args.chunks, tally)
                     turn += 1
 
@@ -212,6 +224,8 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
     figures = {
         "duration_s": args.duration,
         "sessions": args.sessions,
+        "turns_per_session": args.turns_per_session or None,
+        "sessions_opened": tally.sessions_opened,
         "turns_verified": tally.turns,
         "chunks_verified": tally.chunks,
         "lost_or_wrong_turns": len(tally.lost),
@@ -248,6 +262,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of streaming")
     parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions")
+    parser.add_argument(
+        "--turns-per-session",
+        type=int,
+        default=30,
+        help="turns of one conversation before its session is closed and a new one opened "
+        "in its place (0: one conversation per stream, growing for the whole run)",
+    )
     parser.add_argument("--chunks", type=int, default=20, help="pieces per model reply")
     parser.add_argument("--delay", type=float, default=0.05, help="seconds between pieces")
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")

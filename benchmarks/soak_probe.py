@@ -21,6 +21,7 @@ Tracing slows the agent several times over; use it for where memory goes, never 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import json
 import os
@@ -112,6 +113,61 @@ def ms(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000, 2)
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def native_memory() -> dict[str, Any]:
+    """What tracemalloc cannot see: glibc's heap (in use and free), SQLite's own allocations,
+    and the process's anonymous memory by mapping (the ``[heap]`` and the rest)."""
+    found: dict[str, Any] = {}
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+        found["malloc_mb"] = {
+            "arena": round(info.arena / 1e6, 1),
+            "in_use": round(info.uordblks / 1e6, 1),
+            "free": round(info.fordblks / 1e6, 1),
+            "mmapped": round(info.hblkhd / 1e6, 1),
+            "top_releasable": round(info.keepcost / 1e6, 1),
+        }
+    except (OSError, AttributeError):
+        pass
+    try:
+        sqlite = ctypes.CDLL("libsqlite3.so.0")
+        sqlite.sqlite3_memory_used.restype = ctypes.c_int64
+        found["sqlite_memory_mb"] = round(sqlite.sqlite3_memory_used() / 1e6, 2)
+    except OSError:
+        pass
+    anon: dict[str, int] = {}
+    name = ""
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            first = line.split(maxsplit=6)
+            if "-" in first[0] and len(first) >= 5:
+                name = first[5].strip() if len(first) > 5 else "[anon]"
+                name = name if name.startswith("[") else ("[file]" if name else "[anon]")
+            elif first[0] == "Rss:":
+                anon[name] = anon.get(name, 0) + int(first[1])
+    found["rss_by_mapping_mb"] = {key: round(kb / 1024, 1) for key, kb in sorted(anon.items())}
+    return found
+
+
 def dump(signum: int, frame: object) -> None:
     dumps[0] += 1
     its = list(iterations)
@@ -140,6 +196,7 @@ def dump(signum: int, frame: object) -> None:
             if line.startswith("VmRSS:")
         ),
     }
+    stats.update(native_memory())
     for values in (pauses, service, spans, store_calls, queries):
         values.clear()
     with open(f"{OUT}/stats-{dumps[0]}.json", "w") as out:

@@ -86,6 +86,23 @@ async def test_the_system_prompt_is_built_once_and_stored(
         assert "hello" in contents and "bonjour" in contents
 
 
+async def test_the_session_hands_each_history_on_and_keeps_no_copy(project: Path) -> None:
+    # A copy of every history kept as Python objects by the coder session was the largest
+    # thing a turn left behind in a busy agent (issue 12, the soak). The snapshot carries
+    # the system prompt and the whole history; the session keeps the prompt alone.
+    with FakeOpenAIServer([say("one"), say("two")]) as server:
+        async with opened(engine_on(server), str(project)) as session:
+            assert session.opening_state_json() == {**session.opening_state_json(), "engine": None}
+            await run_turn(session, "first")
+            outputs = await run_turn(session, "second")
+            kept = session.opening_state_json()
+    state = CoderState.from_json(root(outputs, StateSnapshot)[-1].state)
+    assert state is not None and state.system_prompt == session.system_prompt
+    history = json.dumps(state.engine)
+    assert all(text in history for text in ("first", "one", "second", "two"))
+    assert kept == CoderState(session.system_prompt).to_json()
+
+
 async def test_an_edit_in_code_mode_asks_first_and_reports_the_whole_diff(
     project: Path,
 ) -> None:

@@ -7,6 +7,7 @@ import json
 import pytest
 from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest
 
 from accord.engines.pydantic_ai import (
     HISTORY_FORMAT,
@@ -73,6 +74,28 @@ async def test_every_turn_saves_the_whole_history() -> None:
     [snapshot] = of_type(events, StateSnapshot)
     assert len(history_from_json(snapshot.state)) == 4
     assert snapshot.state == history_to_json(session.history)
+
+
+async def test_the_history_kept_between_turns_reads_back_whole() -> None:
+    # Between turns a session keeps its history packed (compressed JSON, issue 12); each
+    # turn runs on it read back: the model gets every earlier exchange in order, the saved
+    # history is exactly the session's, and the instructions every request carries are one
+    # string again, not one per request.
+    replies = [ScriptedReply(text=[word]) for word in ("one", "two", "three")]
+    with FakeOpenAIServer(replies) as server:
+        engine = PydanticAIEngine(agent_with_tool(), models=[ModelCounter().choice(server, "m")])
+        async with opened(engine) as session:
+            await run_turn(session, "first")
+            await run_turn(session, "second")
+            events = await run_turn(session, "third")
+            history = session.history
+        third = server.requests[2]
+    said = [m.get("content") for m in third.messages if m["role"] in ("user", "assistant")]
+    assert said == ["first", "one", "second", "two", "third"]
+    assert history_to_json(history) == of_type(events, StateSnapshot)[-1].state
+    requests = [m for m in history if isinstance(m, ModelRequest)]
+    assert len(requests) == 3 and requests[0].instructions == "You are terse."
+    assert all(r.instructions is requests[0].instructions for r in requests)
 
 
 def test_history_json_round_trip_is_stable() -> None:

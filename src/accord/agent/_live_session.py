@@ -22,10 +22,9 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
-import orjson
 from pydantic import JsonValue
 
 from ..engines import EngineSession, StateTable
@@ -36,6 +35,7 @@ from ..store import SessionStore
 from ._controls import Controls
 from ._elsewhere import ElsewhereFeed
 from ._lifecycle import SessionLifecycle
+from ._packed_state import pack_state, unpack_state
 from ._permissions import PermissionMemory
 from ._pipeline import Attachment, DeliveryPipeline
 
@@ -241,7 +241,7 @@ class LiveSession:
         self.title = title
         #: Slash commands changed by the engine during the session (``None``: the engine's).
         self.commands = commands
-        self._engine_state = b"null"
+        self._engine_state = b""
         self.engine_state = engine_state
         self.lifecycle = SessionLifecycle(session_id)
         self.tracker = ToolCallTracker()
@@ -300,11 +300,16 @@ class LiveSession:
         benchmark, where it was most of the growth per turn). It is read when the state
         record is saved, once per turn.
         """
-        return cast(JsonValue, orjson.loads(self._engine_state))
+        return unpack_state(self._engine_state)
 
     @engine_state.setter
     def engine_state(self, state: JsonValue) -> None:
-        self._engine_state = orjson.dumps(state)
+        self._engine_state = pack_state(state)
+
+    def keep_engine_state(self, state: JsonValue, packed: bytes | None) -> None:
+        """Keep ``state``; ``packed`` is its :func:`pack_state` form when the caller made it
+        already (the pipeline packs every snapshot it stores), ``None`` to pack it here."""
+        self._engine_state = pack_state(state) if packed is None else packed
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""

@@ -51,10 +51,9 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, cast, final
+from typing import Any, Final, Protocol, final
 
 import anyio
-import orjson
 from pydantic import JsonValue
 
 from ..errors import CURSOR_META_KEY, TransportError
@@ -73,6 +72,7 @@ from ..events import (
 from ..schema import BooleanSessionConfigOption, SessionUpdate
 from ..store import GroupCommitWriter, SessionStore, WriterClosed, iter_events
 from ._cursor import Cursor, encode_cursor
+from ._packed_state import pack_state, unpack_state
 
 __all__ = (
     "DEFAULT_ATTACHMENT_QUEUE",
@@ -452,6 +452,7 @@ class DeliveryPipeline:
         "_published",
         "_stale",
         "_state_before",
+        "_state_seq",
         "_taps",
         "_writer",
         "committed_seq",
@@ -480,6 +481,8 @@ class DeliveryPipeline:
         #: The engine state this pipeline stored last (JSON), which the next snapshot may
         #: be stored as appending to; ``None`` after a change of epoch or of numbering.
         self._state_before: bytes | None = None
+        #: The ``seq`` of the snapshot ``_state_before`` came from.
+        self._state_seq = 0
         # detach_writer() must not switch modes in the middle of a store, so it waits for
         # _busy to clear (a flag and an event: a lock would cost its acquire on every event
         # of a streaming turn, on top of the ordering lock).
@@ -500,6 +503,12 @@ class DeliveryPipeline:
         self._epoch += 1
         self._state_before = None
         return self._epoch
+
+    def stamped_state_json(self, seq: int) -> bytes | None:
+        """The engine state of the snapshot stamped ``seq``, as JSON, while it is the last
+        snapshot stamped (``None`` otherwise): the live session keeps this one serialized
+        copy instead of making a second one of the same history."""
+        return self._state_before if self._state_seq == seq else None
 
     @property
     def last_seq(self) -> int:
@@ -615,7 +624,7 @@ class DeliveryPipeline:
             return None
         state_before: JsonValue = None
         if isinstance(event, StateSnapshot) and self._state_before is not None:
-            state_before = cast(JsonValue, orjson.loads(self._state_before))
+            state_before = unpack_state(self._state_before)
         envelope = stamp(
             event,
             session_id=self.session_id,
@@ -626,7 +635,8 @@ class DeliveryPipeline:
             state_before=state_before,
         )
         if isinstance(event, StateSnapshot):
-            self._state_before = orjson.dumps(event.state)
+            self._state_before = pack_state(event.state)
+            self._state_seq = envelope.seq
         self._next_seq += 1
         self._published += 1
         return envelope

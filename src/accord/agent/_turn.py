@@ -225,7 +225,8 @@ class TurnRunner:
             self._stop = event.stop_reason
             return True
         self._check(event, agent_id)
-        if await self._publish(event, agent_id) is None:
+        envelope = await self._publish(event, agent_id)
+        if envelope is None:
             self._turn.hard_cancel()  # the session was reloaded: this turn is over
             return True
         if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
@@ -237,7 +238,7 @@ class TurnRunner:
                 spent[0] + (event.input_tokens or 0),
                 spent[1] + (event.output_tokens or 0),
             )
-        await self._apply(event)
+        await self._apply(event, envelope.seq)
         return False
 
     async def _publish(self, event: Event, agent_id: str = ROOT_AGENT_ID) -> Envelope | None:
@@ -286,13 +287,14 @@ class TurnRunner:
                 "each message needs its own id"
             )
 
-    async def _apply(self, event: Event) -> None:
+    async def _apply(self, event: Event, seq: int) -> None:
+        """Apply ``event``, stamped ``seq``, to the session."""
         session = self._session
         match event:
             case TitleChanged():
                 session.title = event.title
             case StateSnapshot():
-                session.engine_state = event.state
+                session.keep_engine_state(event.state, session.pipeline.stamped_state_json(seq))
             case CommandsChanged():
                 session.commands = event.commands
             case ModeChanged():

@@ -203,7 +203,7 @@ class CoderRuntime(AgentRuntime):
         if live is None or live.engine_state is not None:
             return
         if isinstance(live.engine, CoderSession):
-            live.engine_state = live.engine.state_json()
+            live.engine_state = live.engine.opening_state_json()
             await live.save(self.store)
 
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:

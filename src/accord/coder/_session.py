@@ -64,7 +64,7 @@ class CoderSession(EngineSession):
 
     Args:
         context: What the runtime gave when the session opened.
-        state: The session's system prompt and the inner session's last state.
+        state: The session's system prompt and the history the inner session opened with.
         deps: The tools' run-time context.
         engine: The model engine that opened ``inner`` (it opens a fresh one on ``/clear``).
         inner: The model engine's session.
@@ -95,8 +95,13 @@ class CoderSession(EngineSession):
         """The instructions this session was created with."""
         return self._state.system_prompt
 
-    def state_json(self) -> JsonValue:
-        """The session's state as stored: its system prompt and the model engine's state."""
+    def opening_state_json(self) -> JsonValue:
+        """The state the session opened with: its system prompt and the history it was given.
+
+        Only until the first ``StateSnapshot``: the session hands each snapshot on and keeps
+        no copy of the history it carries (the model engine keeps the history it runs on, the
+        runtime the stored form), so after a turn this holds the system prompt alone.
+        """
         return self._state.to_json()
 
     @property
@@ -123,8 +128,11 @@ class CoderSession(EngineSession):
                 return
             async for output in self._inner.run_turn(prompt, turn):
                 if isinstance(output, StateSnapshot):
-                    self._state = dataclasses.replace(self._state, engine=output.state)
-                    output = StateSnapshot(state=self._state.to_json())
+                    # Wrapped, not kept: a copy of every history as Python objects was most
+                    # of what a turn left behind in the agent (benchmarks/bench_soak.py).
+                    self._state = dataclasses.replace(self._state, engine=None)
+                    wrapped = dataclasses.replace(self._state, engine=output.state)
+                    output = StateSnapshot(state=wrapped.to_json())
                 elif isinstance(output, TitleChanged):
                     self._title = output.title
                 yield output

@@ -22,19 +22,21 @@ This module sits on pydantic-ai alone; the session uses it.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Final, cast
 
 from pydantic import JsonValue, ValidationError
 from pydantic_ai import ModelMessagesTypeAdapter
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 __all__ = (
     "HISTORY_FORMAT",
     "HISTORY_VERSION",
     "CostTotal",
     "HistoryError",
+    "PackedHistory",
     "context_tokens",
     "history_from_json",
     "history_to_json",
@@ -80,6 +82,47 @@ def history_from_json(state: JsonValue) -> list[ModelMessage]:
         return ModelMessagesTypeAdapter.validate_python(state.get("messages"))
     except ValidationError as exc:
         raise HistoryError(f"stored history is malformed: {exc}") from exc
+
+
+class PackedHistory:
+    """A message history kept between turns: pydantic-ai's JSON of it, compressed.
+
+    A session keeps its history for the life of the session but runs on it only during a
+    turn. As pydantic-ai's message objects a turn of a short exchange costs a few kilobytes,
+    which fifty conversations that grow a turn a second turn into a process that grows
+    without end (``benchmarks/bench_soak.py``); packed, a tenth of its JSON. Unpacking makes
+    new message objects each time, for about a millisecond per 100 KB of history.
+    """
+
+    __slots__ = ("_count", "_packed")
+
+    def __init__(self, messages: Sequence[ModelMessage] = ()) -> None:
+        """Pack ``messages``."""
+        self._count = len(messages)
+        self._packed = zlib.compress(ModelMessagesTypeAdapter.dump_json(list(messages)), 1)
+
+    def __len__(self) -> int:
+        """The number of messages."""
+        return self._count
+
+    def unpack(self) -> list[ModelMessage]:
+        """Return the messages (new objects at each call).
+
+        Every request of a run carries the agent's instructions (the coder's are about 1.5 KB);
+        read back from JSON each would be a string of its own, so equal ones share one, as
+        they did when the runs made them.
+        """
+        if not self._count:
+            return []
+        messages = ModelMessagesTypeAdapter.validate_json(zlib.decompress(self._packed))
+        shared: str | None = None
+        for message in messages:
+            if isinstance(message, ModelRequest) and message.instructions is not None:
+                if message.instructions == shared:
+                    message.instructions = shared
+                else:
+                    shared = message.instructions
+        return messages
 
 
 try:  # pydantic-ai >= 2.56 knows responses whose usage sums several requests

@@ -38,7 +38,7 @@ from .. import (
     TurnOutput,
 )
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
-from ._history import CostTotal
+from ._history import CostTotal, PackedHistory
 from ._models import MODEL_CONFIG_ID, AnyModel, SessionModel
 from ._pipe import Pipe, run_in_task
 from ._prompt import user_content
@@ -103,7 +103,7 @@ class PydanticAISession(EngineSession):
         self._agent = agent
         self._context = context
         self._model = model
-        self._history = history
+        self._history = PackedHistory(history)
         self._deps = deps
         self._options = options
         self._cost = CostTotal(history)
@@ -115,7 +115,7 @@ class PydanticAISession(EngineSession):
     @property
     def history(self) -> Sequence[ModelMessage]:
         """The model's message history so far (what the next turn continues)."""
-        return tuple(self._history)
+        return tuple(self._history.unpack())
 
     @property
     def model_id(self) -> str | None:
@@ -252,7 +252,7 @@ class PydanticAISession(EngineSession):
             run = TurnRun(
                 agent=self._agent,
                 prompt=user_content(prompt),
-                history=self._history,
+                history=self._history.unpack(),
                 model=model,
                 context_window=self._model.context_window,
                 deps=self._deps,
@@ -265,7 +265,7 @@ class PydanticAISession(EngineSession):
             try:
                 await run.run(pipe)
             finally:
-                self._history = run.messages
+                self._history = PackedHistory(run.messages)
         finally:
             self._turn_state = None
             await self._model.end_turn()
