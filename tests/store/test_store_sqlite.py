@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -393,6 +395,18 @@ async def test_existing_file_keeps_its_permissions(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
+@contextlib.contextmanager
+def write_lock_held(path: Path) -> Iterator[Callable[[], object]]:
+    """Hold the file's write lock on a connection of its own, as another process would;
+    yields what lets it go (the lock is let go on leaving in any case)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield lambda: other.execute("COMMIT")
+    finally:
+        other.close()
+
+
 async def test_listing_does_not_wait_behind_a_write_that_waits_for_the_lock(
     tmp_path: Path,
 ) -> None:
@@ -405,9 +419,7 @@ async def test_listing_does_not_wait_behind_a_write_that_waits_for_the_lock(
         await store.create_session(
             SessionRecord(session_id="listed", cwd="/w", created_at=now, updated_at=now)
         )
-        other = sqlite3.connect(path, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        try:
+        with write_lock_held(path) as release:
             async with anyio.create_task_group() as tg:
                 write_done = anyio.Event()
 
@@ -423,9 +435,7 @@ async def test_listing_does_not_wait_behind_a_write_that_waits_for_the_lock(
                 page = await store.list_sessions()
                 assert [s.session_id for s in page.sessions] == ["listed"]
                 assert not write_done.is_set(), "the listing waited for the write"
-                other.execute("COMMIT")  # the lock is free: the write goes through
-        finally:
-            other.close()
+                release()  # the lock is free: the write goes through
         assert {s.session_id for s in (await store.list_sessions()).sessions} == {
             "listed",
             "late",
@@ -550,9 +560,7 @@ async def test_a_small_append_waits_for_a_lock_held_elsewhere_without_blocking_t
         await store.create_session(record("s"))
         await store.append_events(events("s", 1, 1))
         await store.append_events(events("s", 2, 1))  # on the loop's connection
-        other = sqlite3.connect(path, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
-        try:
+        with write_lock_held(path) as release:
             async with anyio.create_task_group() as tg:
                 appended = anyio.Event()
 
@@ -568,11 +576,9 @@ async def test_a_small_append_waits_for_a_lock_held_elsewhere_without_blocking_t
                 frozen = time.monotonic() - started
                 assert frozen < sqlite_store.BUSY_TIMEOUT_SECONDS, f"loop frozen {frozen:.1f} s"
                 assert not appended.is_set()
-                other.execute("COMMIT")
+                release()
                 with anyio.fail_after(TIMEOUT):
                     await appended.wait()
-        finally:
-            other.close()
         assert [event.seq for event in await store.read_events("s")] == [1, 2, 3, 4]
 
 

@@ -295,10 +295,10 @@ class LiveSession:
     def engine_state(self) -> JsonValue:
         """The engine's last ``StateSnapshot.state`` (a new copy at each read).
 
-        Kept serialized: a history of a few hundred turns as Python dicts and lists is about
-        five times its JSON, and every live session keeps one (measured in the soak
-        benchmark, where it was most of the growth per turn). It is read when the state
-        record is saved, once per turn.
+        Kept packed (``_packed_state``: compressed JSON, the pipeline's one copy): a history
+        of a few hundred turns as Python dicts and lists is about five times its JSON, and
+        every live session keeps one (measured in the soak benchmark, where it was most of
+        the growth per turn). It is read when the state record is saved, once per turn.
         """
         return unpack_state(self._engine_state)
 

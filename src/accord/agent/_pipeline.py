@@ -478,8 +478,9 @@ class DeliveryPipeline:
         self._attachments: tuple[Attachment, ...] = ()
         self._taps: tuple[Tap, ...] = ()
         self._ordered: anyio.Lock | None = None
-        #: The engine state this pipeline stored last (JSON), which the next snapshot may
-        #: be stored as appending to; ``None`` after a change of epoch or of numbering.
+        #: The engine state this pipeline stored last (packed: ``_packed_state``), which the
+        #: next snapshot may be stored as appending to; ``None`` after a change of epoch or
+        #: of numbering.
         self._state_before: bytes | None = None
         #: The ``seq`` of the snapshot ``_state_before`` came from.
         self._state_seq = 0
@@ -504,10 +505,10 @@ class DeliveryPipeline:
         self._state_before = None
         return self._epoch
 
-    def stamped_state_json(self, seq: int) -> bytes | None:
-        """The engine state of the snapshot stamped ``seq``, as JSON, while it is the last
-        snapshot stamped (``None`` otherwise): the live session keeps this one serialized
-        copy instead of making a second one of the same history."""
+    def stamped_state_packed(self, seq: int) -> bytes | None:
+        """The engine state of the snapshot stamped ``seq``, packed (``pack_state``), while
+        it is the last snapshot stamped (``None`` otherwise): the live session keeps this one
+        packed copy instead of making a second one of the same history."""
         return self._state_before if self._state_seq == seq else None
 
     @property

@@ -294,7 +294,7 @@ class TurnRunner:
             case TitleChanged():
                 session.title = event.title
             case StateSnapshot():
-                session.keep_engine_state(event.state, session.pipeline.stamped_state_json(seq))
+                session.keep_engine_state(event.state, session.pipeline.stamped_state_packed(seq))
             case CommandsChanged():
                 session.commands = event.commands
             case ModeChanged():
