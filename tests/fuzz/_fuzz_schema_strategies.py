@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+from helpers.acp_schema import load_schema
 from hypothesis import strategies as st
 
-SCHEMA = Path(__file__).parents[2] / ".schema-cache" / "2.4.0" / "v1" / "schema.unstable.json"
 MAX_DEPTH = 4
 
 
@@ -46,7 +45,7 @@ IDS = st.one_of(
 
 @cache
 def _defs() -> dict[str, Any]:
-    defs: dict[str, Any] = json.loads(SCHEMA.read_text())["$defs"]
+    defs: dict[str, Any] = load_schema()["$defs"]
     return defs
 
 

@@ -1,7 +1,8 @@
 """Validate whole JSON-RPC messages against the official ACP v1 JSON Schema (a test helper).
 
-`WireValidator` loads `.schema-cache/2.4.0/v1/schema.unstable.json` once and checks, per
-message:
+`WireValidator` loads the schema once (`helpers.acp_schema.load_schema()`: the pinned SDK
+release's `schema.unstable.json` with its supplements, next edit suggestions and document sync
+from an older release, see `scripts/schema_sources.py`) and checks, per message:
 
 * the JSON-RPC envelope (`jsonrpc: "2.0"`, id type, exactly one of result/error);
 * requests and notifications: `params` against the def of the method's params type, found
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, Literal, cast
 
 from jsonschema import Draft202012Validator
@@ -41,11 +41,10 @@ except ImportError:  # pragma: no cover - the pure-Python validator still works
     _jsonschema_rs = None
 
 from accord.schema.methods import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_METHODS, MethodSpec
+from helpers.acp_schema import load_schema
 
-__all__ = ("DEFAULT_SCHEMA_PATH", "Direction", "WireValidator")
+__all__ = ("Direction", "WireValidator")
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SCHEMA_PATH = ROOT / ".schema-cache" / "2.4.0" / "v1" / "schema.unstable.json"
 SCHEMA_URI = "urn:acp:schema:v1"
 
 Direction = Literal["sent", "received"]
@@ -73,11 +72,9 @@ class WireValidator:
     """Checks JSON-RPC messages against the ACP v1 (unstable) schema; see the module doc."""
 
     def __init__(
-        self, schema_path: Path = DEFAULT_SCHEMA_PATH, *, strict_methods: bool = False
+        self, schema: Mapping[str, Any] | None = None, *, strict_methods: bool = False
     ) -> None:
-        if not schema_path.exists():
-            raise FileNotFoundError(f"{schema_path} is missing; run scripts/fetch_schema.sh")
-        self.schema: dict[str, Any] = json.loads(schema_path.read_text(encoding="utf-8"))
+        self.schema: Mapping[str, Any] = load_schema() if schema is None else schema
         self.defs: Mapping[str, Any] = self.schema["$defs"]
         resource: Resource[Any] = DRAFT202012.create_resource(self.schema)
         empty: Registry[Any] = Registry()

@@ -71,22 +71,31 @@ def gemini_cli() -> list[str]:
 
 
 @pytest.fixture
+def sdk2_nes_types() -> Path:
+    """The NES module's method table of @agentclientprotocol/sdk 2.x (``dist/nes/acp.d.ts``)."""
+    sdk = SDK2_MODULES / "@agentclientprotocol" / "sdk"
+    return _require(sdk / "dist" / "nes" / "acp.d.ts", "@agentclientprotocol/sdk 2.x")
+
+
+@pytest.fixture
 def sdk2_program(tmp_path: Path) -> object:
     """Run a program of ``tests/interop/remote_sdk/`` with @agentclientprotocol/sdk 2.x.
 
     Returns ``program(name) -> [node, path]``: the script is copied next to a link to the
-    installed ``node_modules``, so its imports resolve there.
+    installed ``node_modules``, so its imports resolve there. A name with a directory
+    (``nes_sdk/nes_client.mjs``) is a program of that directory of ``tests/interop/``.
     """
     modules = _require(
         SDK2_MODULES / "@agentclientprotocol" / "sdk", "@agentclientprotocol/sdk 2.x"
     )
     node = _node()
     (tmp_path / "node_modules").symlink_to(modules.parent.parent)
-    source = Path(__file__).resolve().parent / "remote_sdk"
+    here = Path(__file__).resolve().parent
 
     def program(name: str) -> list[str]:
-        target = tmp_path / name
-        target.write_text((source / name).read_text())
+        source = here / name if "/" in name else here / "remote_sdk" / name
+        target = tmp_path / source.name
+        target.write_text(source.read_text())
         return [node, str(target)]
 
     return program

@@ -9,34 +9,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.acp_schema import load_schema, schema_available
 
 import accord.schema as s
 from accord.schema import _generated_v1
 from accord.schema.methods import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_METHODS, MethodSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".schema-cache" / "2.4.0" / "v1"
 SHARED = Path("/work/shared/acp-schema/v1")
 
 TABLES = {"agent": AGENT_METHODS, "client": CLIENT_METHODS, "protocol": PROTOCOL_METHODS}
 META_KEYS = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods": "protocol"}
 
-# Methods of the shared (older, spec-repo) meta.unstable.json that @agentclientprotocol/sdk 2.4.0
-# no longer has: NES and document sync are gone from its unstable schema, and MCP-over-ACP was
-# reworked (mcp/connect and mcp/disconnect removed; mcp/message now request + notification).
-ABSENT_FROM_SDK_2_4_0 = {
-    "nes/start",
-    "nes/suggest",
-    "nes/accept",
-    "nes/reject",
-    "nes/close",
-    "document/didOpen",
-    "document/didChange",
-    "document/didClose",
-    "document/didSave",
-    "document/didFocus",
-    "mcp/connect",
-    "mcp/disconnect",
+# Methods of the shared (older, spec-repo) meta.unstable.json that accord's schema does not have:
+# MCP-over-ACP was reworked in @agentclientprotocol/sdk 2.4.0 (mcp/connect and mcp/disconnect
+# removed; mcp/message now request + notification). NES and document sync left 2.4.0's JSON
+# schema too, and come from 1.4.0's (scripts/schema_sources.py), so they are in the tables.
+ABSENT_FROM_SDK_2_4_0 = {"mcp/connect", "mcp/disconnect"}
+
+NES_METHODS = {
+    "nes/start": "request",
+    "nes/suggest": "request",
+    "nes/close": "request",
+    "nes/accept": "notification",
+    "nes/reject": "notification",
+    "document/didOpen": "notification",
+    "document/didChange": "notification",
+    "document/didClose": "notification",
+    "document/didSave": "notification",
+    "document/didFocus": "notification",
 }
 
 
@@ -50,9 +51,9 @@ def all_specs() -> list[MethodSpec]:
 
 @pytest.fixture(scope="module")
 def schema_defs() -> dict[str, Any]:
-    if not CACHE.exists():
+    if not schema_available():
         pytest.skip("no .schema-cache; run scripts/fetch_schema.sh")
-    defs: dict[str, Any] = load_json(CACHE / "schema.unstable.json")["$defs"]
+    defs: dict[str, Any] = load_schema()["$defs"]
     return defs
 
 
@@ -85,9 +86,9 @@ def test_proxy_methods_are_left_out() -> None:
 
 
 def test_unstable_flag_follows_the_stable_schema() -> None:
-    if not CACHE.exists():
+    if not schema_available():
         pytest.skip("no .schema-cache; run scripts/fetch_schema.sh")
-    stable = load_json(CACHE / "schema.json")["$defs"]
+    stable = load_schema(stable=True)["$defs"]
     for spec in all_specs():
         assert spec.unstable == (spec.params_type.__name__ not in stable), spec.method
 
@@ -206,8 +207,24 @@ def test_all_is_sorted_complete_and_public() -> None:
     assert {"WireModel", "MethodSpec", "AGENT_METHODS", "CLIENT_METHODS"} <= set(s.__all__)
 
 
+def test_nes_and_document_sync_are_agent_methods_gated_by_nes() -> None:
+    for method, kind in NES_METHODS.items():
+        spec = AGENT_METHODS[method]
+        assert spec.kind == kind
+        assert spec.unstable
+        assert spec.capability is not None and spec.capability[0] == "nes"
+        assert method not in CLIENT_METHODS
+    assert AGENT_METHODS["document/didChange"].capability == (
+        "nes",
+        "events",
+        "document",
+        "didChange",
+    )
+    assert AGENT_METHODS["nes/suggest"].result_name == "SuggestNesResponse"
+
+
 def test_generated_files_are_up_to_date() -> None:
-    if not (CACHE / "schema.unstable.json").exists():
+    if not schema_available():
         pytest.skip("no .schema-cache; run scripts/fetch_schema.sh")
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "generate_schema.py"), "--check"],

@@ -30,7 +30,12 @@ from ..schema import (
 )
 from ..schema.methods import AGENT_METHODS, CLIENT_METHODS
 from ._base import RoleConnection
-from ._capabilities import capability_tree, implemented_methods
+from ._capabilities import (
+    POSITION_ENCODINGS,
+    capability_tree,
+    implemented_methods,
+    negotiate_position_encoding,
+)
 from ._generated_roles import (
     AGENT_HANDLER_NAMES,
     AGENT_NOTIFICATION_HANDLERS,
@@ -67,6 +72,13 @@ class Agent(AgentHandlers):
     auth_methods: Sequence[AuthMethod] = ()
     #: Whether sessions accept ``additionalDirectories`` (advertised when true).
     additional_directories: bool = False
+    #: How ``document/didChange`` should carry changes, when the agent handles it:
+    #: ``incremental`` (ranges) or ``full`` (the whole text each time).
+    document_sync: Literal["full", "incremental"] = "incremental"
+    #: The position encodings NES positions may use with this agent (``utf-16`` always; the
+    #: first of the client's ``positionEncodings`` found here is advertised as
+    #: ``positionEncoding`` when the agent offers NES).
+    position_encodings: tuple[str, ...] = ("utf-16",)
 
     _client: AgentSideConnection | None = None
 
@@ -93,10 +105,22 @@ class Agent(AgentHandlers):
         """MCP transports supported beyond stdio (default: none)."""
         return None
 
+    def offered_methods(self) -> set[str]:
+        """The wire methods this agent answers: those whose handler it overrides.
+
+        ``initialize`` is answered in any case. Override to withhold methods whose handler is
+        overridden but cannot serve now (a runtime whose engine lacks a feature): they are
+        then neither advertised nor dispatched (-32601).
+        """
+        return implemented_methods(self, Agent, AGENT_HANDLER_NAMES)
+
     def agent_capabilities(self) -> AgentCapabilities:
         """The capabilities advertised in ``initialize``, derived from this implementation."""
-        implemented = implemented_methods(self, Agent, AGENT_HANDLER_NAMES)
-        tree = capability_tree(AGENT_METHODS[m] for m in sorted(implemented))
+        offered = self.offered_methods()
+        tree = capability_tree(AGENT_METHODS[m] for m in sorted(offered))
+        change = tree.get("nes", {}).get("events", {}).get("document", {}).get("didChange")
+        if change is not None:
+            change["syncKind"] = self.document_sync
         if self.additional_directories:
             tree.setdefault("sessionCapabilities", {})["additionalDirectories"] = {}
         prompt = self.prompt_capabilities()
@@ -108,10 +132,19 @@ class Agent(AgentHandlers):
         return AgentCapabilities.model_validate(tree)
 
     async def initialize(self, request: InitializeRequest) -> InitializeResponse:
-        """Negotiate the protocol version and advertise the derived capabilities."""
+        """Negotiate the protocol version and advertise the derived capabilities.
+
+        An agent offering NES also picks the position encoding from the client's
+        ``positionEncodings`` (:attr:`position_encodings`; ``utf-16`` when none fits).
+        """
+        capabilities = self.agent_capabilities()
+        if capabilities.nes is not None and capabilities.position_encoding is None:
+            offered = request.client_capabilities.position_encodings
+            encoding = negotiate_position_encoding(offered, self.position_encodings)
+            capabilities = capabilities.model_copy(update={"position_encoding": encoding})
         return InitializeResponse(
             protocol_version=negotiate_version(request.protocol_version),
-            agent_capabilities=self.agent_capabilities(),
+            agent_capabilities=capabilities,
             auth_methods=list(self.auth_methods),
             agent_info=self.agent_info,
         )
@@ -138,11 +171,18 @@ class AgentSideConnection(RoleConnection, ClientCalls):
 
     def __init__(self, agent: Agent, transport: Transport, **connection_options: Any) -> None:
         super().__init__(agent, transport, **connection_options)
-        self._implemented = implemented_methods(agent, Agent, AGENT_HANDLER_NAMES)
+        unknown = set(agent.position_encodings) - set(POSITION_ENCODINGS)
+        if "utf-16" not in agent.position_encodings or unknown:
+            raise ValueError(
+                f"position_encodings must include utf-16 and only {', '.join(POSITION_ENCODINGS)}"
+                f": {agent.position_encodings!r}"
+            )
+        self._implemented = agent.offered_methods()
         self._implemented.add("initialize")
         self.client_capabilities: ClientCapabilities | None = None
         self.client_info: Implementation | None = None
         self.protocol_version: int | None = None
+        self.position_encoding: str = "utf-16"
         agent.on_connect(self)
 
     async def send_chunk(
@@ -188,6 +228,7 @@ class AgentSideConnection(RoleConnection, ClientCalls):
             self.client_capabilities = request.client_capabilities
             self.client_info = request.client_info
             self.protocol_version = response.protocol_version
+            self.position_encoding = response.agent_capabilities.position_encoding or "utf-16"
             self._peer_capabilities = request.client_capabilities.to_wire()
 
 

@@ -2,9 +2,10 @@
 
 ``RoleConnection`` sits on a JSON-RPC :class:`~accord.jsonrpc.Connection` and speaks ACP: it
 dispatches incoming methods to a role object's typed handlers through the generated tables,
-turns outgoing typed calls into wire messages, and refuses (locally) to send a request that the
-peer did not advertise. W3C trace context in an incoming request's ``_meta`` is current while
-its handler runs and is carried onto the requests it sends (:mod:`._trace`).
+turns outgoing typed calls into wire messages, and refuses (locally) to send a request or a
+notification that the peer did not advertise. W3C trace context in an incoming request's
+``_meta`` is current while its handler runs and is carried onto the requests it sends
+(:mod:`._trace`).
 ``AgentSideConnection`` and ``ClientSideConnection`` specialise it.
 """
 
@@ -122,6 +123,7 @@ class RoleConnection:
             ) from exc
 
     async def _notify(self, spec: MethodSpec, notification: WireModel) -> None:
+        self._require_advertised(spec, notification)
         await self._connection.notify(spec.method, notification.to_wire())
 
     async def ext_request(self, method: str, params: dict[str, Any] | None = None) -> Any:

@@ -11,8 +11,8 @@ capabilities as they were sent on the wire).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, cast
 
 from ..schema.methods import MethodSpec
 
@@ -23,8 +23,12 @@ __all__ = (
     "capability_tree",
     "implemented_methods",
     "is_advertised",
+    "negotiate_position_encoding",
     "required_capability",
 )
+
+POSITION_ENCODINGS: Final = ("utf-16", "utf-32", "utf-8")
+"""The position encodings of ACP (NES positions): ``utf-16`` is the default every side speaks."""
 
 #: Capability leaves that are booleans on the wire; every other leaf is an object marker
 #: (``{}`` = supported, absent or ``null`` = not).
@@ -36,9 +40,13 @@ BOOLEAN_CAPABILITIES: frozenset[tuple[str, ...]] = frozenset(
 #: Capability leaves whose marker object must name what is supported: ``elicitation: {}``
 #: advertises no mode at all, so a client that handles ``elicitation/create`` advertises
 #: both modes (its handler sees every request and may decline one it cannot serve; override
-#: ``Client.client_capabilities`` to advertise fewer).
+#: ``Client.client_capabilities`` to advertise fewer). ``document/didChange`` says how the agent
+#: wants changes: ``incremental`` (:attr:`accord.roles.Agent.document_sync` chooses). A marker
+#: is merged into what is already at its place, so ``nes: {}`` (from ``nes/start``) and
+#: ``nes.events.document.didOpen`` (from ``document/didOpen``) make one tree in any order.
 CAPABILITY_VALUES: dict[tuple[str, ...], dict[str, Any]] = {
     ("elicitation",): {"form": {}, "url": {}},
+    ("nes", "events", "document", "didChange"): {"syncKind": "incremental"},
 }
 
 #: Methods gated per request: the request attribute whose value ends the capability path
@@ -70,7 +78,9 @@ def capability_tree(specs: Iterable[MethodSpec]) -> dict[str, Any]:
         if path in BOOLEAN_CAPABILITIES:
             node[path[-1]] = True
         else:
-            node[path[-1]] = copy.deepcopy(CAPABILITY_VALUES.get(path, {}))
+            marker = node.setdefault(path[-1], {})
+            for key, value in CAPABILITY_VALUES.get(path, {}).items():
+                marker.setdefault(key, copy.deepcopy(value))
     return tree
 
 
@@ -91,3 +101,16 @@ def is_advertised(capabilities: Mapping[str, Any] | None, path: tuple[str, ...])
             return False
         node = cast(Mapping[str, Any], node).get(key)
     return node is not None and node is not False
+
+
+def negotiate_position_encoding(offered: Sequence[str] | None, supported: Sequence[str]) -> str:
+    """The position encoding an agent that speaks ``supported`` picks from a client's list.
+
+    The client lists what it speaks in order of preference (``positionEncodings``); the first
+    one the agent also speaks wins. With no list, or nothing in common, it is ``utf-16``, which
+    every side must speak.
+    """
+    for encoding in offered or ():
+        if encoding in supported:
+            return encoding
+    return "utf-16"

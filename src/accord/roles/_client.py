@@ -15,6 +15,7 @@ from ..errors import MethodNotFound, RemoteProtocolError
 from ..jsonrpc import AnswerHook
 from ..schema import (
     ClientCapabilities,
+    ClientNesCapabilities,
     Implementation,
     InitializeRequest,
     InitializeResponse,
@@ -59,6 +60,13 @@ class Client(ClientHandlers):
     client_info: Implementation | None = None
     #: Advertise boolean config options (``session.configOptions.boolean``).
     boolean_config_options: bool = True
+    #: The position encodings this client speaks for NES positions, in order of preference
+    #: (sent as ``positionEncodings`` when not empty; ``utf-16`` is assumed either way).
+    position_encodings: tuple[str, ...] = ()
+
+    def nes_capabilities(self) -> ClientNesCapabilities | None:
+        """The NES suggestion kinds this client takes beyond ``edit`` (default: none asked)."""
+        return None
 
     def client_capabilities(self) -> ClientCapabilities:
         """The capabilities sent in ``initialize``, derived from this implementation."""
@@ -68,6 +76,11 @@ class Client(ClientHandlers):
         tree = capability_tree(CLIENT_METHODS[m] for m in sorted(implemented))
         if self.boolean_config_options:
             tree["session"] = {"configOptions": {"boolean": {}}}
+        nes = self.nes_capabilities()
+        if nes is not None:
+            tree["nes"] = nes.to_wire()
+        if self.position_encodings:
+            tree["positionEncodings"] = list(self.position_encodings)
         return ClientCapabilities.model_validate(tree)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> Any:
@@ -99,6 +112,7 @@ class ClientSideConnection(RoleConnection, AgentCalls):
         self._client = client
         self.agent_info: Implementation | None = None
         self.initialize_response: InitializeResponse | None = None
+        self.position_encoding: str = "utf-16"
 
     async def initialize(
         self, request: InitializeRequest | None = None, *, on_answer: AnswerHook | None = None
@@ -129,6 +143,7 @@ class ClientSideConnection(RoleConnection, AgentCalls):
         self.initialize_response = response
         self.agent_info = response.agent_info
         self._peer_capabilities = response.agent_capabilities.to_wire()
+        self.position_encoding = response.agent_capabilities.position_encoding or "utf-16"
         return response
 
     @property

@@ -12,6 +12,7 @@ from ..schema.methods import AGENT_METHODS, CLIENT_METHODS, MethodSpec
 
 if TYPE_CHECKING:  # annotations only: the models are defined when first used
     from ..schema import (
+        AcceptNesNotification,
         ArchiveSessionRequest,
         ArchiveSessionResponse,
         AuthenticateRequest,
@@ -20,6 +21,8 @@ if TYPE_CHECKING:  # annotations only: the models are defined when first used
         AuthStatusResponse,
         AuthStatusUpdateNotification,
         CancelNotification,
+        CloseNesRequest,
+        CloseNesResponse,
         CloseSessionRequest,
         CloseSessionResponse,
         CompleteElicitationNotification,
@@ -29,6 +32,11 @@ if TYPE_CHECKING:  # annotations only: the models are defined when first used
         CreateTerminalResponse,
         DeleteSessionRequest,
         DeleteSessionResponse,
+        DidChangeDocumentNotification,
+        DidCloseDocumentNotification,
+        DidFocusDocumentNotification,
+        DidOpenDocumentNotification,
+        DidSaveDocumentNotification,
         DisableProviderRequest,
         DisableProviderResponse,
         ForkSessionRequest,
@@ -54,6 +62,7 @@ if TYPE_CHECKING:  # annotations only: the models are defined when first used
         PromptResponse,
         ReadTextFileRequest,
         ReadTextFileResponse,
+        RejectNesNotification,
         ReleaseTerminalRequest,
         ReleaseTerminalResponse,
         RequestPermissionRequest,
@@ -71,6 +80,10 @@ if TYPE_CHECKING:  # annotations only: the models are defined when first used
         SetSessionModeResponse,
         SetSessionTitleRequest,
         SetSessionTitleResponse,
+        StartNesRequest,
+        StartNesResponse,
+        SuggestNesRequest,
+        SuggestNesResponse,
         TerminalOutputRequest,
         TerminalOutputResponse,
         UnarchiveSessionRequest,
@@ -83,9 +96,19 @@ if TYPE_CHECKING:  # annotations only: the models are defined when first used
 
 _AGENT_AUTH_STATUS = AGENT_METHODS["auth/status"]
 _AGENT_AUTHENTICATE = AGENT_METHODS["authenticate"]
+_AGENT_DID_CHANGE_DOCUMENT = AGENT_METHODS["document/didChange"]
+_AGENT_DID_CLOSE_DOCUMENT = AGENT_METHODS["document/didClose"]
+_AGENT_DID_FOCUS_DOCUMENT = AGENT_METHODS["document/didFocus"]
+_AGENT_DID_OPEN_DOCUMENT = AGENT_METHODS["document/didOpen"]
+_AGENT_DID_SAVE_DOCUMENT = AGENT_METHODS["document/didSave"]
 _AGENT_INITIALIZE = AGENT_METHODS["initialize"]
 _AGENT_LOGOUT = AGENT_METHODS["logout"]
 _AGENT_MCP_NOTIFICATION = AGENT_METHODS["mcp/message"]
+_AGENT_ACCEPT_NES = AGENT_METHODS["nes/accept"]
+_AGENT_CLOSE_NES = AGENT_METHODS["nes/close"]
+_AGENT_REJECT_NES = AGENT_METHODS["nes/reject"]
+_AGENT_START_NES = AGENT_METHODS["nes/start"]
+_AGENT_SUGGEST_NES = AGENT_METHODS["nes/suggest"]
 _AGENT_DISABLE_PROVIDER = AGENT_METHODS["providers/disable"]
 _AGENT_LIST_PROVIDERS = AGENT_METHODS["providers/list"]
 _AGENT_SET_PROVIDER = AGENT_METHODS["providers/set"]
@@ -122,6 +145,12 @@ _CLIENT_WAIT_FOR_TERMINAL_EXIT = CLIENT_METHODS["terminal/wait_for_exit"]
 class AgentHandlers:
     """Typed handlers of every method the agent answers (generated)."""
 
+    async def accept_nes(self, notification: AcceptNesNotification) -> None:
+        """``nes/accept`` (notification): Notification sent when a suggestion is accepted. Advertised through ``nes``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
     async def archive_session(self, request: ArchiveSessionRequest) -> ArchiveSessionResponse:
         """``session/archive``: **UNSTABLE** Advertised through ``sessionCapabilities.archive``. **Unstable** (not part of stable ACP v1).
 
@@ -149,6 +178,13 @@ class AgentHandlers:
         Ignored by default.
         """
 
+    async def close_nes(self, request: CloseNesRequest) -> CloseNesResponse:
+        """``nes/close``: Request to close an NES session. Advertised through ``nes``. **Unstable** (not part of stable ACP v1).
+
+        Not implemented by default: answers -32601 (method not found).
+        """
+        raise MethodNotFound(data={"method": "nes/close"})
+
     async def close_session(self, request: CloseSessionRequest) -> CloseSessionResponse:
         """``session/close``: Request parameters for closing an active session. Advertised through ``sessionCapabilities.close``.
 
@@ -162,6 +198,36 @@ class AgentHandlers:
         Not implemented by default: answers -32601 (method not found).
         """
         raise MethodNotFound(data={"method": "session/delete"})
+
+    async def did_change_document(self, notification: DidChangeDocumentNotification) -> None:
+        """``document/didChange`` (notification): Notification sent when a file is edited. Advertised through ``nes.events.document.didChange``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
+    async def did_close_document(self, notification: DidCloseDocumentNotification) -> None:
+        """``document/didClose`` (notification): Notification sent when a file is closed. Advertised through ``nes.events.document.didClose``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
+    async def did_focus_document(self, notification: DidFocusDocumentNotification) -> None:
+        """``document/didFocus`` (notification): Notification sent when a file becomes the active editor tab. Advertised through ``nes.events.document.didFocus``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
+    async def did_open_document(self, notification: DidOpenDocumentNotification) -> None:
+        """``document/didOpen`` (notification): Notification sent when a file is opened in the editor. Advertised through ``nes.events.document.didOpen``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
+    async def did_save_document(self, notification: DidSaveDocumentNotification) -> None:
+        """``document/didSave`` (notification): Notification sent when a file is saved. Advertised through ``nes.events.document.didSave``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
 
     async def disable_provider(self, request: DisableProviderRequest) -> DisableProviderResponse:
         """``providers/disable``: **UNSTABLE** Advertised through ``providers``. **Unstable** (not part of stable ACP v1).
@@ -232,6 +298,12 @@ class AgentHandlers:
         """
         raise MethodNotFound(data={"method": "session/prompt"})
 
+    async def reject_nes(self, notification: RejectNesNotification) -> None:
+        """``nes/reject`` (notification): Notification sent when a suggestion is rejected. Advertised through ``nes``. **Unstable** (not part of stable ACP v1).
+
+        Ignored by default.
+        """
+
     async def resume_session(self, request: ResumeSessionRequest) -> ResumeSessionResponse:
         """``session/resume``: Request parameters for resuming an existing session. Advertised through ``sessionCapabilities.resume``.
 
@@ -275,6 +347,20 @@ class AgentHandlers:
         Not implemented by default: answers -32601 (method not found).
         """
         raise MethodNotFound(data={"method": "session/set_title"})
+
+    async def start_nes(self, request: StartNesRequest) -> StartNesResponse:
+        """``nes/start``: Request to start an NES session. Advertised through ``nes``. **Unstable** (not part of stable ACP v1).
+
+        Not implemented by default: answers -32601 (method not found).
+        """
+        raise MethodNotFound(data={"method": "nes/start"})
+
+    async def suggest_nes(self, request: SuggestNesRequest) -> SuggestNesResponse:
+        """``nes/suggest``: Request for a code suggestion. Advertised through ``nes``. **Unstable** (not part of stable ACP v1).
+
+        Not implemented by default: answers -32601 (method not found).
+        """
+        raise MethodNotFound(data={"method": "nes/suggest"})
 
     async def unarchive_session(self, request: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
         """``session/unarchive``: **UNSTABLE** Advertised through ``sessionCapabilities.archive``. **Unstable** (not part of stable ACP v1).
@@ -393,6 +479,13 @@ class AgentCalls:
     async def _notify(self, spec: MethodSpec, notification: Any) -> None:
         raise NotImplementedError
 
+    async def accept_nes(self, notification: AcceptNesNotification) -> None:
+        """Send the ``nes/accept`` notification.
+
+        Notification sent when a suggestion is accepted.
+        """
+        await self._notify(_AGENT_ACCEPT_NES, notification)
+
     async def archive_session(
         self, request: ArchiveSessionRequest, *, on_answer: AnswerHook | None = None
     ) -> ArchiveSessionResponse:
@@ -454,6 +547,24 @@ class AgentCalls:
         """
         await self._notify(_AGENT_CANCEL, notification)
 
+    async def close_nes(
+        self, request: CloseNesRequest, *, on_answer: AnswerHook | None = None
+    ) -> CloseNesResponse:
+        """Send ``nes/close`` and return the typed result.
+
+        Request to close an NES session.
+
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
+        Raises:
+            LocalProtocolError: the peer did not advertise this method.
+            RequestError: the peer answered with an error.
+        """
+        return await self._call(_AGENT_CLOSE_NES, request, on_answer)
+
     async def close_session(
         self, request: CloseSessionRequest, *, on_answer: AnswerHook | None = None
     ) -> CloseSessionResponse:
@@ -489,6 +600,41 @@ class AgentCalls:
             RequestError: the peer answered with an error.
         """
         return await self._call(_AGENT_DELETE_SESSION, request, on_answer)
+
+    async def did_change_document(self, notification: DidChangeDocumentNotification) -> None:
+        """Send the ``document/didChange`` notification.
+
+        Notification sent when a file is edited.
+        """
+        await self._notify(_AGENT_DID_CHANGE_DOCUMENT, notification)
+
+    async def did_close_document(self, notification: DidCloseDocumentNotification) -> None:
+        """Send the ``document/didClose`` notification.
+
+        Notification sent when a file is closed.
+        """
+        await self._notify(_AGENT_DID_CLOSE_DOCUMENT, notification)
+
+    async def did_focus_document(self, notification: DidFocusDocumentNotification) -> None:
+        """Send the ``document/didFocus`` notification.
+
+        Notification sent when a file becomes the active editor tab.
+        """
+        await self._notify(_AGENT_DID_FOCUS_DOCUMENT, notification)
+
+    async def did_open_document(self, notification: DidOpenDocumentNotification) -> None:
+        """Send the ``document/didOpen`` notification.
+
+        Notification sent when a file is opened in the editor.
+        """
+        await self._notify(_AGENT_DID_OPEN_DOCUMENT, notification)
+
+    async def did_save_document(self, notification: DidSaveDocumentNotification) -> None:
+        """Send the ``document/didSave`` notification.
+
+        Notification sent when a file is saved.
+        """
+        await self._notify(_AGENT_DID_SAVE_DOCUMENT, notification)
 
     async def disable_provider(
         self, request: DisableProviderRequest, *, on_answer: AnswerHook | None = None
@@ -659,6 +805,13 @@ class AgentCalls:
         """
         return await self._call(_AGENT_PROMPT, request, on_answer)
 
+    async def reject_nes(self, notification: RejectNesNotification) -> None:
+        """Send the ``nes/reject`` notification.
+
+        Notification sent when a suggestion is rejected.
+        """
+        await self._notify(_AGENT_REJECT_NES, notification)
+
     async def resume_session(
         self, request: ResumeSessionRequest, *, on_answer: AnswerHook | None = None
     ) -> ResumeSessionResponse:
@@ -766,6 +919,42 @@ class AgentCalls:
             RequestError: the peer answered with an error.
         """
         return await self._call(_AGENT_SET_SESSION_TITLE, request, on_answer)
+
+    async def start_nes(
+        self, request: StartNesRequest, *, on_answer: AnswerHook | None = None
+    ) -> StartNesResponse:
+        """Send ``nes/start`` and return the typed result.
+
+        Request to start an NES session.
+
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
+        Raises:
+            LocalProtocolError: the peer did not advertise this method.
+            RequestError: the peer answered with an error.
+        """
+        return await self._call(_AGENT_START_NES, request, on_answer)
+
+    async def suggest_nes(
+        self, request: SuggestNesRequest, *, on_answer: AnswerHook | None = None
+    ) -> SuggestNesResponse:
+        """Send ``nes/suggest`` and return the typed result.
+
+        Request for a code suggestion.
+
+        Args:
+            request: the request.
+            on_answer: run in notification order as the answer arrives: after the
+                updates the peer sent before it, before any it sent after it.
+
+        Raises:
+            LocalProtocolError: the peer did not advertise this method.
+            RequestError: the peer answered with an error.
+        """
+        return await self._call(_AGENT_SUGGEST_NES, request, on_answer)
 
     async def unarchive_session(
         self, request: UnarchiveSessionRequest, *, on_answer: AnswerHook | None = None
@@ -1004,6 +1193,9 @@ AGENT_REQUEST_HANDLERS: dict[str, Callable[[AgentHandlers, Any], Awaitable[Any]]
     "authenticate": lambda impl, params: impl.authenticate(params),
     "initialize": lambda impl, params: impl.initialize(params),
     "logout": lambda impl, params: impl.logout(params),
+    "nes/close": lambda impl, params: impl.close_nes(params),
+    "nes/start": lambda impl, params: impl.start_nes(params),
+    "nes/suggest": lambda impl, params: impl.suggest_nes(params),
     "providers/disable": lambda impl, params: impl.disable_provider(params),
     "providers/list": lambda impl, params: impl.list_providers(params),
     "providers/set": lambda impl, params: impl.set_provider(params),
@@ -1025,7 +1217,14 @@ AGENT_REQUEST_HANDLERS: dict[str, Callable[[AgentHandlers, Any], Awaitable[Any]]
 """Wire method -> a call of the agent request handler."""
 
 AGENT_NOTIFICATION_HANDLERS: dict[str, Callable[[AgentHandlers, Any], Awaitable[None]]] = {
+    "document/didChange": lambda impl, params: impl.did_change_document(params),
+    "document/didClose": lambda impl, params: impl.did_close_document(params),
+    "document/didFocus": lambda impl, params: impl.did_focus_document(params),
+    "document/didOpen": lambda impl, params: impl.did_open_document(params),
+    "document/didSave": lambda impl, params: impl.did_save_document(params),
     "mcp/message": lambda impl, params: impl.mcp_notification(params),
+    "nes/accept": lambda impl, params: impl.accept_nes(params),
+    "nes/reject": lambda impl, params: impl.reject_nes(params),
     "session/cancel": lambda impl, params: impl.cancel(params),
 }
 """Wire method -> a call of the agent notification handler."""
@@ -1054,9 +1253,19 @@ CLIENT_NOTIFICATION_HANDLERS: dict[str, Callable[[ClientHandlers, Any], Awaitabl
 AGENT_HANDLER_NAMES: dict[str, str] = {
     "auth/status": "auth_status",
     "authenticate": "authenticate",
+    "document/didChange": "did_change_document",
+    "document/didClose": "did_close_document",
+    "document/didFocus": "did_focus_document",
+    "document/didOpen": "did_open_document",
+    "document/didSave": "did_save_document",
     "initialize": "initialize",
     "logout": "logout",
     "mcp/message": "mcp_notification",
+    "nes/accept": "accept_nes",
+    "nes/close": "close_nes",
+    "nes/reject": "reject_nes",
+    "nes/start": "start_nes",
+    "nes/suggest": "suggest_nes",
     "providers/disable": "disable_provider",
     "providers/list": "list_providers",
     "providers/set": "set_provider",

@@ -37,6 +37,7 @@ from .methods import CLIENT_METHODS as CLIENT_METHODS
 from .methods import PROTOCOL_METHODS as PROTOCOL_METHODS
 
 if TYPE_CHECKING:
+    from ._generated_v1 import AcceptNesNotification as AcceptNesNotification
     from ._generated_v1 import AcpMcpServer as AcpMcpServer
     from ._generated_v1 import AgentAuthCapabilities as AgentAuthCapabilities
     from ._generated_v1 import AgentCapabilities as AgentCapabilities
@@ -81,10 +82,13 @@ if TYPE_CHECKING:
     from ._generated_v1 import CancelNotification as CancelNotification
     from ._generated_v1 import CancelRequestNotification as CancelRequestNotification
     from ._generated_v1 import ClientCapabilities as ClientCapabilities
+    from ._generated_v1 import ClientNesCapabilities as ClientNesCapabilities
     from ._generated_v1 import ClientNotification as ClientNotification
     from ._generated_v1 import ClientRequest as ClientRequest
     from ._generated_v1 import ClientResponse as ClientResponse
     from ._generated_v1 import ClientSessionCapabilities as ClientSessionCapabilities
+    from ._generated_v1 import CloseNesRequest as CloseNesRequest
+    from ._generated_v1 import CloseNesResponse as CloseNesResponse
     from ._generated_v1 import CloseSessionRequest as CloseSessionRequest
     from ._generated_v1 import CloseSessionResponse as CloseSessionResponse
     from ._generated_v1 import CompactionCapabilities as CompactionCapabilities
@@ -112,10 +116,16 @@ if TYPE_CHECKING:
     from ._generated_v1 import CurrentModeUpdateSessionUpdate as CurrentModeUpdateSessionUpdate
     from ._generated_v1 import DeleteSessionRequest as DeleteSessionRequest
     from ._generated_v1 import DeleteSessionResponse as DeleteSessionResponse
+    from ._generated_v1 import DidChangeDocumentNotification as DidChangeDocumentNotification
+    from ._generated_v1 import DidCloseDocumentNotification as DidCloseDocumentNotification
+    from ._generated_v1 import DidFocusDocumentNotification as DidFocusDocumentNotification
+    from ._generated_v1 import DidOpenDocumentNotification as DidOpenDocumentNotification
+    from ._generated_v1 import DidSaveDocumentNotification as DidSaveDocumentNotification
     from ._generated_v1 import Diff as Diff
     from ._generated_v1 import DiffToolCallContent as DiffToolCallContent
     from ._generated_v1 import DisableProviderRequest as DisableProviderRequest
     from ._generated_v1 import DisableProviderResponse as DisableProviderResponse
+    from ._generated_v1 import EditNesSuggestion as EditNesSuggestion
     from ._generated_v1 import ElicitationAcceptAction as ElicitationAcceptAction
     from ._generated_v1 import ElicitationCapabilities as ElicitationCapabilities
     from ._generated_v1 import ElicitationContentValue as ElicitationContentValue
@@ -156,6 +166,7 @@ if TYPE_CHECKING:
     from ._generated_v1 import IntegerElicitationPropertySchema as IntegerElicitationPropertySchema
     from ._generated_v1 import IntegerPropertySchema as IntegerPropertySchema
     from ._generated_v1 import ItemsPlanUpdateContent as ItemsPlanUpdateContent
+    from ._generated_v1 import JumpNesSuggestion as JumpNesSuggestion
     from ._generated_v1 import KillTerminalRequest as KillTerminalRequest
     from ._generated_v1 import KillTerminalResponse as KillTerminalResponse
     from ._generated_v1 import ListProvidersRequest as ListProvidersRequest
@@ -184,6 +195,43 @@ if TYPE_CHECKING:
     from ._generated_v1 import MessageMcpResponse as MessageMcpResponse
     from ._generated_v1 import MultiSelectItems as MultiSelectItems
     from ._generated_v1 import MultiSelectPropertySchema as MultiSelectPropertySchema
+    from ._generated_v1 import NesCapabilities as NesCapabilities
+    from ._generated_v1 import NesContextCapabilities as NesContextCapabilities
+    from ._generated_v1 import NesDiagnostic as NesDiagnostic
+    from ._generated_v1 import NesDiagnosticsCapabilities as NesDiagnosticsCapabilities
+    from ._generated_v1 import NesDiagnosticSeverity as NesDiagnosticSeverity
+    from ._generated_v1 import NesDocumentDidChangeCapabilities as NesDocumentDidChangeCapabilities
+    from ._generated_v1 import NesDocumentDidCloseCapabilities as NesDocumentDidCloseCapabilities
+    from ._generated_v1 import NesDocumentDidFocusCapabilities as NesDocumentDidFocusCapabilities
+    from ._generated_v1 import NesDocumentDidOpenCapabilities as NesDocumentDidOpenCapabilities
+    from ._generated_v1 import NesDocumentDidSaveCapabilities as NesDocumentDidSaveCapabilities
+    from ._generated_v1 import NesDocumentEventCapabilities as NesDocumentEventCapabilities
+    from ._generated_v1 import NesEditHistoryCapabilities as NesEditHistoryCapabilities
+    from ._generated_v1 import NesEditHistoryEntry as NesEditHistoryEntry
+    from ._generated_v1 import NesEditSuggestion as NesEditSuggestion
+    from ._generated_v1 import NesEventCapabilities as NesEventCapabilities
+    from ._generated_v1 import NesExcerpt as NesExcerpt
+    from ._generated_v1 import NesJumpCapabilities as NesJumpCapabilities
+    from ._generated_v1 import NesJumpSuggestion as NesJumpSuggestion
+    from ._generated_v1 import NesOpenFile as NesOpenFile
+    from ._generated_v1 import NesOpenFilesCapabilities as NesOpenFilesCapabilities
+    from ._generated_v1 import NesRecentFile as NesRecentFile
+    from ._generated_v1 import NesRecentFilesCapabilities as NesRecentFilesCapabilities
+    from ._generated_v1 import NesRejectReason as NesRejectReason
+    from ._generated_v1 import NesRelatedSnippet as NesRelatedSnippet
+    from ._generated_v1 import NesRelatedSnippetsCapabilities as NesRelatedSnippetsCapabilities
+    from ._generated_v1 import NesRenameCapabilities as NesRenameCapabilities
+    from ._generated_v1 import NesRenameSuggestion as NesRenameSuggestion
+    from ._generated_v1 import NesRepository as NesRepository
+    from ._generated_v1 import NesSearchAndReplaceCapabilities as NesSearchAndReplaceCapabilities
+    from ._generated_v1 import NesSearchAndReplaceSuggestion as NesSearchAndReplaceSuggestion
+    from ._generated_v1 import NesSuggestContext as NesSuggestContext
+    from ._generated_v1 import NesSuggestion as NesSuggestion
+    from ._generated_v1 import NesSuggestionId as NesSuggestionId
+    from ._generated_v1 import NesTextEdit as NesTextEdit
+    from ._generated_v1 import NesTriggerKind as NesTriggerKind
+    from ._generated_v1 import NesUserAction as NesUserAction
+    from ._generated_v1 import NesUserActionsCapabilities as NesUserActionsCapabilities
     from ._generated_v1 import NewSessionRequest as NewSessionRequest
     from ._generated_v1 import NewSessionResponse as NewSessionResponse
     from ._generated_v1 import Notice as Notice
@@ -213,6 +261,8 @@ if TYPE_CHECKING:
     from ._generated_v1 import PlanUpdate as PlanUpdate
     from ._generated_v1 import PlanUpdateContent as PlanUpdateContent
     from ._generated_v1 import PlanUpdateSessionUpdate as PlanUpdateSessionUpdate
+    from ._generated_v1 import Position as Position
+    from ._generated_v1 import PositionEncodingKind as PositionEncodingKind
     from ._generated_v1 import PromptCapabilities as PromptCapabilities
     from ._generated_v1 import PromptRequest as PromptRequest
     from ._generated_v1 import PromptResponse as PromptResponse
@@ -227,10 +277,13 @@ if TYPE_CHECKING:
     from ._generated_v1 import ProxySuccessorNotification as ProxySuccessorNotification
     from ._generated_v1 import ProxySuccessorRequest as ProxySuccessorRequest
     from ._generated_v1 import ProxySuccessorResponse as ProxySuccessorResponse
+    from ._generated_v1 import Range as Range
     from ._generated_v1 import ReadTextFileRequest as ReadTextFileRequest
     from ._generated_v1 import ReadTextFileResponse as ReadTextFileResponse
+    from ._generated_v1 import RejectNesNotification as RejectNesNotification
     from ._generated_v1 import ReleaseTerminalRequest as ReleaseTerminalRequest
     from ._generated_v1 import ReleaseTerminalResponse as ReleaseTerminalResponse
+    from ._generated_v1 import RenameNesSuggestion as RenameNesSuggestion
     from ._generated_v1 import RequestId as RequestId
     from ._generated_v1 import RequestPermissionOutcome as RequestPermissionOutcome
     from ._generated_v1 import RequestPermissionRequest as RequestPermissionRequest
@@ -243,6 +296,7 @@ if TYPE_CHECKING:
     from ._generated_v1 import ResumeSessionResponse as ResumeSessionResponse
     from ._generated_v1 import Role as Role
     from ._generated_v1 import RunningStateUpdate as RunningStateUpdate
+    from ._generated_v1 import SearchAndReplaceNesSuggestion as SearchAndReplaceNesSuggestion
     from ._generated_v1 import SelectedPermissionOutcome as SelectedPermissionOutcome
     from ._generated_v1 import SelectedRequestPermissionOutcome as SelectedRequestPermissionOutcome
     from ._generated_v1 import SelectSessionConfigOption as SelectSessionConfigOption
@@ -303,6 +357,8 @@ if TYPE_CHECKING:
     from ._generated_v1 import SetSessionTitleRequest as SetSessionTitleRequest
     from ._generated_v1 import SetSessionTitleResponse as SetSessionTitleResponse
     from ._generated_v1 import SseMcpServer as SseMcpServer
+    from ._generated_v1 import StartNesRequest as StartNesRequest
+    from ._generated_v1 import StartNesResponse as StartNesResponse
     from ._generated_v1 import StateUpdate as StateUpdate
     from ._generated_v1 import StopReason as StopReason
     from ._generated_v1 import StringElicitationPropertySchema as StringElicitationPropertySchema
@@ -313,6 +369,8 @@ if TYPE_CHECKING:
     from ._generated_v1 import SubagentSessionCapabilities as SubagentSessionCapabilities
     from ._generated_v1 import SubagentUpdate as SubagentUpdate
     from ._generated_v1 import SubagentUpdateSessionUpdate as SubagentUpdateSessionUpdate
+    from ._generated_v1 import SuggestNesRequest as SuggestNesRequest
+    from ._generated_v1 import SuggestNesResponse as SuggestNesResponse
     from ._generated_v1 import SystemPrompt as SystemPrompt
     from ._generated_v1 import SystemPromptMode as SystemPromptMode
     from ._generated_v1 import Terminal as Terminal
@@ -324,6 +382,8 @@ if TYPE_CHECKING:
     from ._generated_v1 import TerminalToolCallContent as TerminalToolCallContent
     from ._generated_v1 import TextContent as TextContent
     from ._generated_v1 import TextContentBlock as TextContentBlock
+    from ._generated_v1 import TextDocumentContentChangeEvent as TextDocumentContentChangeEvent
+    from ._generated_v1 import TextDocumentSyncKind as TextDocumentSyncKind
     from ._generated_v1 import TextResourceContents as TextResourceContents
     from ._generated_v1 import TitledMultiSelectItems as TitledMultiSelectItems
     from ._generated_v1 import ToolCall as ToolCall
@@ -345,6 +405,7 @@ if TYPE_CHECKING:
     from ._generated_v1 import UserMessageChunkSessionUpdate as UserMessageChunkSessionUpdate
     from ._generated_v1 import WaitForTerminalExitRequest as WaitForTerminalExitRequest
     from ._generated_v1 import WaitForTerminalExitResponse as WaitForTerminalExitResponse
+    from ._generated_v1 import WorkspaceFolder as WorkspaceFolder
     from ._generated_v1 import WriteTextFileRequest as WriteTextFileRequest
     from ._generated_v1 import WriteTextFileResponse as WriteTextFileResponse
 
@@ -352,6 +413,7 @@ __all__: tuple[str, ...] = (
     "AGENT_METHODS",
     "CLIENT_METHODS",
     "PROTOCOL_METHODS",
+    "AcceptNesNotification",
     "AcpMcpServer",
     "AgentAuthCapabilities",
     "AgentCapabilities",
@@ -392,10 +454,13 @@ __all__: tuple[str, ...] = (
     "CancelRequestNotification",
     "CancelledRequestPermissionOutcome",
     "ClientCapabilities",
+    "ClientNesCapabilities",
     "ClientNotification",
     "ClientRequest",
     "ClientResponse",
     "ClientSessionCapabilities",
+    "CloseNesRequest",
+    "CloseNesResponse",
     "CloseSessionRequest",
     "CloseSessionResponse",
     "CompactionCapabilities",
@@ -421,10 +486,16 @@ __all__: tuple[str, ...] = (
     "CurrentModeUpdateSessionUpdate",
     "DeleteSessionRequest",
     "DeleteSessionResponse",
+    "DidChangeDocumentNotification",
+    "DidCloseDocumentNotification",
+    "DidFocusDocumentNotification",
+    "DidOpenDocumentNotification",
+    "DidSaveDocumentNotification",
     "Diff",
     "DiffToolCallContent",
     "DisableProviderRequest",
     "DisableProviderResponse",
+    "EditNesSuggestion",
     "ElicitationAcceptAction",
     "ElicitationCapabilities",
     "ElicitationContentValue",
@@ -465,6 +536,7 @@ __all__: tuple[str, ...] = (
     "IntegerElicitationPropertySchema",
     "IntegerPropertySchema",
     "ItemsPlanUpdateContent",
+    "JumpNesSuggestion",
     "KillTerminalRequest",
     "KillTerminalResponse",
     "ListProvidersRequest",
@@ -494,6 +566,43 @@ __all__: tuple[str, ...] = (
     "MethodSpec",
     "MultiSelectItems",
     "MultiSelectPropertySchema",
+    "NesCapabilities",
+    "NesContextCapabilities",
+    "NesDiagnostic",
+    "NesDiagnosticSeverity",
+    "NesDiagnosticsCapabilities",
+    "NesDocumentDidChangeCapabilities",
+    "NesDocumentDidCloseCapabilities",
+    "NesDocumentDidFocusCapabilities",
+    "NesDocumentDidOpenCapabilities",
+    "NesDocumentDidSaveCapabilities",
+    "NesDocumentEventCapabilities",
+    "NesEditHistoryCapabilities",
+    "NesEditHistoryEntry",
+    "NesEditSuggestion",
+    "NesEventCapabilities",
+    "NesExcerpt",
+    "NesJumpCapabilities",
+    "NesJumpSuggestion",
+    "NesOpenFile",
+    "NesOpenFilesCapabilities",
+    "NesRecentFile",
+    "NesRecentFilesCapabilities",
+    "NesRejectReason",
+    "NesRelatedSnippet",
+    "NesRelatedSnippetsCapabilities",
+    "NesRenameCapabilities",
+    "NesRenameSuggestion",
+    "NesRepository",
+    "NesSearchAndReplaceCapabilities",
+    "NesSearchAndReplaceSuggestion",
+    "NesSuggestContext",
+    "NesSuggestion",
+    "NesSuggestionId",
+    "NesTextEdit",
+    "NesTriggerKind",
+    "NesUserAction",
+    "NesUserActionsCapabilities",
     "NewSessionRequest",
     "NewSessionResponse",
     "Notice",
@@ -523,6 +632,8 @@ __all__: tuple[str, ...] = (
     "PlanUpdate",
     "PlanUpdateContent",
     "PlanUpdateSessionUpdate",
+    "Position",
+    "PositionEncodingKind",
     "PromptCapabilities",
     "PromptRequest",
     "PromptResponse",
@@ -537,10 +648,13 @@ __all__: tuple[str, ...] = (
     "ProxySuccessorNotification",
     "ProxySuccessorRequest",
     "ProxySuccessorResponse",
+    "Range",
     "ReadTextFileRequest",
     "ReadTextFileResponse",
+    "RejectNesNotification",
     "ReleaseTerminalRequest",
     "ReleaseTerminalResponse",
+    "RenameNesSuggestion",
     "RequestId",
     "RequestPermissionOutcome",
     "RequestPermissionRequest",
@@ -553,6 +667,7 @@ __all__: tuple[str, ...] = (
     "ResumeSessionResponse",
     "Role",
     "RunningStateUpdate",
+    "SearchAndReplaceNesSuggestion",
     "SelectSessionConfigOption",
     "SelectedPermissionOutcome",
     "SelectedRequestPermissionOutcome",
@@ -607,6 +722,8 @@ __all__: tuple[str, ...] = (
     "SetSessionTitleRequest",
     "SetSessionTitleResponse",
     "SseMcpServer",
+    "StartNesRequest",
+    "StartNesResponse",
     "StateUpdate",
     "StopReason",
     "StringElicitationPropertySchema",
@@ -617,6 +734,8 @@ __all__: tuple[str, ...] = (
     "SubagentSessionCapabilities",
     "SubagentUpdate",
     "SubagentUpdateSessionUpdate",
+    "SuggestNesRequest",
+    "SuggestNesResponse",
     "SystemPrompt",
     "SystemPromptMode",
     "Terminal",
@@ -628,6 +747,8 @@ __all__: tuple[str, ...] = (
     "TerminalToolCallContent",
     "TextContent",
     "TextContentBlock",
+    "TextDocumentContentChangeEvent",
+    "TextDocumentSyncKind",
     "TextResourceContents",
     "TitledMultiSelectItems",
     "ToolCall",
@@ -650,6 +771,7 @@ __all__: tuple[str, ...] = (
     "WaitForTerminalExitRequest",
     "WaitForTerminalExitResponse",
     "WireModel",
+    "WorkspaceFolder",
     "WriteTextFileRequest",
     "WriteTextFileResponse",
 )

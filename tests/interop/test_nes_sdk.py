@@ -1,0 +1,81 @@
+"""Next edit suggestions with the official TypeScript SDK's NES module (2.x, experimental/nes).
+
+``@agentclientprotocol/sdk`` 2.4.0 no longer carries NES in its JSON schema; it keeps it as a
+frozen TypeScript module (method table, types, zod validators). accord's NES definitions come
+from 1.4.0's JSON schema (``scripts/schema_sources.py``); the first test holds them to that
+module, definition by definition. The others drive accord over stdio with the module, in both
+roles (``nes_sdk/*.mjs``).
+
+Install the SDK with ``scripts/fetch_interop_agents.sh``; without it these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from _interop_schema_shape import differences, shape
+from helpers.acp_schema import load_schema, sources
+from helpers.timeouts import TIMEOUT
+
+from accord.schema.methods import AGENT_METHODS
+
+pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
+
+Program = Callable[[str], list[str]]
+
+
+def _is_64_bit_number(ours: tuple[object, ...], theirs: tuple[object, ...]) -> bool:
+    """A 64-bit integer of the JSON schema that the SDK's zod takes as a JavaScript number."""
+    return (
+        ours[:1] == ("integer",) and ours[1:] in (("int64",), ("uint64",)) and theirs == ("number",)
+    )
+
+
+@pytest.mark.anyio
+async def test_accords_nes_definitions_match_the_sdk_module(sdk2_program: Program) -> None:
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process(sdk2_program("nes_sdk/nes_schema.mjs"), check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    module = json.loads(done.stdout)
+    ours = load_schema()["$defs"]
+    found: list[tuple[str, tuple[object, ...], tuple[object, ...]]] = []
+    for name, theirs in module["defs"].items():
+        assert name in ours, f"the SDK's NES module defines {name}; accord's schema does not"
+        found += differences(shape(ours[name], ours), shape(theirs, {}), name)
+    [supplement] = [s for s in sources.SUPPLEMENTS if "nes/" in s.methods]
+    for side, owner in (("agent", "AgentCapabilities"), ("client", "ClientCapabilities")):
+        theirs = module["capabilities"][side]["properties"]
+        for prop in supplement.capabilities[owner]:
+            mine = ours[owner]["properties"][prop]
+            found += differences(shape(mine, ours), shape(theirs[prop], {}), f"{owner}.{prop}")
+    # Field for field the same, but for how 64-bit integers are spelled (document versions,
+    # timestamps): `integer` with an int64 / uint64 format here, a JavaScript number there.
+    other = [(path, a, b) for path, a, b in found if not _is_64_bit_number(a, b)]
+    assert other == []
+    spelled = {path.rsplit(".", 1)[-1] for path, _, _ in found}
+    assert spelled == {"version", "timestampMs", "lastFocusedMs"}
+
+
+def test_the_sdk_module_has_the_methods_of_accords_tables(sdk2_nes_types: Path) -> None:
+    text = sdk2_nes_types.read_text(encoding="utf-8")
+    kinds = {
+        method: "request" if kind == "Request" else "notification"
+        for method, kind in re.findall(
+            r'"((?:nes|document)/\w+)": acp\.Agent(Request|Notification)Handler', text
+        )
+    }
+    ours = {m: s.kind for m, s in AGENT_METHODS.items() if m.startswith(("nes/", "document/"))}
+    assert kinds == ours
+    assert len(ours) == 10
+
+
+def test_the_schema_files_are_the_pinned_ones() -> None:
+    cached = Path(sources.CACHE)
+    assert (cached / sources.PRIMARY_VERSION / "v1" / "schema.unstable.json").exists()
+    for supplement in sources.SUPPLEMENTS:
+        assert supplement.file.exists(), f"run scripts/fetch_schema.sh ({supplement.file})"
