@@ -263,7 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
             outcome = gone.outcome
             self.close_connection = True
         except OSError:
-            outcome = "disconnected"
+            outcome = "aborted" if self._state.closing.is_set() else "disconnected"
             self.close_connection = True
         self._state.finish(index, outcome, side=side)
 
@@ -329,7 +329,8 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     peeked = b""
                 if not peeked:
-                    raise _ClientGone("disconnected")
+                    # A socket shut by `close()` reads as the client leaving: say which it was.
+                    raise _ClientGone("aborted" if self._state.closing.is_set() else "disconnected")
                 # Unexpected bytes mid-reply (no pipelining in practice): ignore, keep waiting.
                 self._state.closing.wait(_POLL_INTERVAL)
 
