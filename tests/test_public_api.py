@@ -104,37 +104,6 @@ def test_the_collision_check_sees_a_clash() -> None:
     assert _clashes(exports) == {"ToolCallStarted": ["accord.engines", "accord.client"]}
 
 
-@pytest.mark.parametrize(
-    ("module_name", "old", "new"),
-    [
-        ("accord.agent", "PermissionDecision", "PermissionAnswer"),
-        ("accord.agent", "TerminalHost", "TerminalService"),
-        ("accord.agent", "Terminal", "TerminalHandle"),
-        ("accord.agent", "SessionState", "LifecycleState"),
-        ("accord.agent", "SessionTrigger", "LifecycleTrigger"),
-        ("accord.client", "ToolCallStarted", "ToolCallAdded"),
-        ("accord.client", "ModeChanged", "ModeUpdated"),
-        ("accord.client", "ConfigChanged", "ConfigUpdated"),
-        ("accord.client", "CommandsChanged", "CommandsUpdated"),
-        ("accord.client", "TitleChanged", "TitleUpdated"),
-        ("accord.client", "AgentConnection", "ConnectedAgent"),
-        ("accord.client", "AgentConnectionStatistics", "ConnectedAgentStatistics"),
-        ("accord.events", "PlanUpdated", "PlanChanged"),
-        ("accord.tui", "AgentFactory", "AgentSpecFactory"),
-    ],
-)
-def test_a_renamed_name_still_imports_with_a_deprecation_warning(
-    module_name: str, old: str, new: str
-) -> None:
-    if module_name == "accord.tui":
-        pytest.importorskip("textual")
-    module = importlib.import_module(module_name)
-    assert old not in module.__all__
-    with pytest.warns(DeprecationWarning, match=f"{old} is renamed .*{new}"):
-        value = getattr(module, old)
-    assert value is getattr(module, new)
-
-
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchName"):
         _ = importlib.import_module("accord.agent").NoSuchName

@@ -20,9 +20,6 @@ Below: :mod:`accord.engines` (the contract), :mod:`accord.roles`, :mod:`accord.e
 :mod:`accord.store`. Above: the coding agent and the CLI.
 """
 
-import warnings
-from typing import Final
-
 from ..engines import BASELINE_BLOCK_TYPES as BASELINE_BLOCK_TYPES
 from ..engines import AudioPart as AudioPart
 from ..engines import BlobResourcePart as BlobResourcePart
@@ -154,23 +151,3 @@ __all__ = (
     "prompt_parts",
     "session_transition_diagram",
 )
-
-#: Old public names of this package -> their names now (the same objects).
-_RENAMED: Final = {
-    "PermissionDecision": "PermissionAnswer",
-    "SessionState": "LifecycleState",
-    "SessionTrigger": "LifecycleTrigger",
-    "Terminal": "TerminalHandle",
-    "TerminalHost": "TerminalService",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"accord.agent.{name} is renamed accord.agent.{new}", DeprecationWarning, stacklevel=2
-    )
-    return globals()[new]

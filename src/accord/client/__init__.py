@@ -14,9 +14,6 @@ Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 :mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
 """
 
-import warnings
-from typing import Final
-
 from ._connect import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
 from ._connect import AgentSpec as AgentSpec
 from ._connect import connect as connect
@@ -146,25 +143,3 @@ __all__ = (
     "run_terminal_auth",
     "terminal_auth_methods",
 )
-
-#: Old public names of this package -> their names now (the same objects).
-_RENAMED: Final = {
-    "AgentConnection": "ConnectedAgent",
-    "AgentConnectionStatistics": "ConnectedAgentStatistics",
-    "CommandsChanged": "CommandsUpdated",
-    "ConfigChanged": "ConfigUpdated",
-    "ModeChanged": "ModeUpdated",
-    "TitleChanged": "TitleUpdated",
-    "ToolCallStarted": "ToolCallAdded",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"accord.client.{name} is renamed accord.client.{new}", DeprecationWarning, stacklevel=2
-    )
-    return globals()[new]

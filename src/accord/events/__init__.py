@@ -19,9 +19,6 @@ Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. A
 agent runtime (drives engines, owns the pipelines) and the engines.
 """
 
-import warnings
-from typing import Final
-
 from ..engines import ROOT_AGENT_ID as ROOT_AGENT_ID
 from ..engines import TOOL_CALL_TRANSITIONS as TRANSITIONS
 from ..engines import BudgetResource as BudgetResource
@@ -149,19 +146,3 @@ __all__ = (
     "transition_diagram",
     "wants_extended_events",
 )
-
-#: Old public names of this package -> their names now (the same objects).
-_RENAMED: Final = {
-    "PlanUpdated": "PlanChanged",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"accord.events.{name} is renamed accord.events.{new}", DeprecationWarning, stacklevel=2
-    )
-    return globals()[new]

@@ -16,27 +16,8 @@ Markdown), ``_tool_card`` (a tool call), ``_diff`` (diffs), ``_plan`` (the check
 Above: :mod:`accord.cli`. Below: :mod:`accord.client`, Textual, textual-diff-view.
 """
 
-import warnings
-from typing import Final
-
 from ._app import AgentSpecFactory as AgentSpecFactory
 from ._app import ChatApp as ChatApp
 from ._app import describe_failure as describe_failure
 
 __all__ = ("AgentSpecFactory", "ChatApp", "describe_failure")
-
-#: Old public names of this package -> their names now (the same objects).
-_RENAMED: Final = {
-    "AgentFactory": "AgentSpecFactory",
-}
-
-
-def __getattr__(name: str) -> object:
-    """Resolve a renamed name to its new one, with a ``DeprecationWarning``."""
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"accord.tui.{name} is renamed accord.tui.{new}", DeprecationWarning, stacklevel=2
-    )
-    return globals()[new]
