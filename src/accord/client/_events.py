@@ -226,12 +226,16 @@ class PermissionRequested:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PermissionResolved:
-    """A permission request was answered.
+    """A permission request was answered, or withdrawn by the agent.
+
+    Every :class:`PermissionRequested` of a turn is followed by one of these: when the agent
+    withdraws the question (``$/cancel_request``: another attached client answered it first),
+    ``decision`` is :class:`Cancel` and ``option`` None, and nothing was sent.
 
     Attributes:
         request_id: as in the matching :class:`PermissionRequested`.
-        decision: the answer sent.
-        option: the selected option (None when cancelled).
+        decision: the answer sent (:class:`Cancel` when withdrawn).
+        option: the selected option (None when cancelled or withdrawn).
     """
 
     request_id: int

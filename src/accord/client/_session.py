@@ -19,7 +19,7 @@ import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 import anyio
 
@@ -79,6 +79,10 @@ PromptContent: TypeAlias = str | ContentBlock | Sequence[str | ContentBlock]
 
 # Content types an agent accepts only when it advertises them (text and resource links are
 # baseline), and the promptCapabilities flag that says so.
+#: How long a withdrawn question's ``PermissionResolved`` may wait for room in a full stream
+#: (the handler is being cancelled: it cannot wait for a reader that never reads).
+_WITHDRAWN_EMIT: Final = 1.0
+
 _GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embedded_context"}
 
 
@@ -467,6 +471,17 @@ class ClientSession:
             try:
                 with scope:
                     decision = await shared.policy.decide(context)
+            except anyio.get_cancelled_exc_class():
+                # The agent withdrew the question (``$/cancel_request``: another client
+                # answered it first, or the turn ended): the stream hears it ended, cancelled.
+                if turn is not None:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(_WITHDRAWN_EMIT):
+                        await turn.emit(
+                            PermissionResolved(
+                                request_id=request_id, decision=Cancel(), option=None
+                            )
+                        )
+                raise
             finally:
                 del self._pending_permissions[request_id]
             if scope.cancelled_caught:
