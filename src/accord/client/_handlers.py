@@ -205,20 +205,7 @@ class _HostClient(Client):
 
     async def session_update(self, notification: SessionNotification) -> None:
         """Fold the update into its session (and its running turn's stream)."""
-        router = self._router
-        if router.update_listener is None:  # the common case, without a call in between
-            session = router.sessions.get(notification.session_id)
-            if session is not None:
-                if notification.meta:
-                    session._note_cursor(notification.meta)
-                update = notification.update
-                event = session._fold(update)
-                if update.meta:  # an activation announcement is counted on every path
-                    session._note_announcement(update)
-                if event is not None:  # the turn's stream is full: wait for its reader
-                    await session._emit(event)
-                return
-        await router.on_update(notification)
+        await self._router.on_update(notification)
 
     async def request_permission(
         self, request: RequestPermissionRequest
