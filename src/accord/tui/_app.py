@@ -48,7 +48,6 @@ from ..client import (
     PermissionContext,
     PermissionDecision,
     TerminalHost,
-    TurnFinished,
     TurnStream,
     connect,
 )
@@ -423,12 +422,13 @@ class ChatApp(App[int]):
 
     async def _follow_turn(self, pane: SessionPane, stream: TurnStream) -> None:
         session = pane.session
+        # One signal redraws the pane: the update listener (``_session_updated``), for this
+        # turn's updates as for any other's; the turn's own events are not read.
         try:
             async with stream:
-                async for event in stream:
-                    if isinstance(event, TurnFinished):
-                        self.last_stop_reason[session.session_id] = event.stop_reason
-                    self._mark_stale(pane)
+                result = await stream.wait_finished()
+            self.last_stop_reason[session.session_id] = result.stop_reason
+            self._mark_stale(pane)
         except (AgentProcessExited, ConnectionClosed) as error:
             await pane.conversation.add_notice(describe_failure(error, self._stderr()), error=True)
             self._show_failure(error)
