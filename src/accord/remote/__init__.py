@@ -27,9 +27,9 @@ from ._auth import generate_token as generate_token
 from ._auth import is_loopback_host as is_loopback_host
 from ._auth import read_token as read_token
 from ._bridge import run_bridge as run_bridge
-from ._client import RemoteEndpoint as RemoteEndpoint
-from ._client import is_remote_url as is_remote_url
 from ._client import open_remote as open_remote
+from ._endpoint import RemoteEndpoint as RemoteEndpoint
+from ._endpoint import is_remote_url as is_remote_url
 from ._limits import ServerLimits as ServerLimits
 from ._reconnect import CURSOR_META as CURSOR_META
 from ._reconnect import ReconnectingTransport as ReconnectingTransport

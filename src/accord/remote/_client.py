@@ -8,7 +8,7 @@ WebSocket (the token in ``Authorization: Bearer``, never in the URL); ``http://`
 :class:`~accord.errors.ConnectionRefused` with the HTTP status.
 
 Above: :mod:`accord.client` (``connect("ws://...")``), the CLI's bridge. Below:
-:mod:`._websocket`, :mod:`._http_client`, websockets, anyio.
+:mod:`._endpoint`, :mod:`._websocket`, :mod:`._http_client`, websockets, anyio.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import os
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -27,6 +25,7 @@ import anyio.abc
 from ..errors import ConnectionRefused, LocalProtocolError
 from ..transports import Transport
 from ._auth import TOKEN_ENV
+from ._endpoint import RemoteEndpoint, is_remote_url, refusal
 from ._websocket import WebSocketTransport
 
 __all__ = ("CONNECT_TIMEOUT", "RemoteEndpoint", "is_remote_url", "open_remote")
@@ -36,83 +35,6 @@ CONNECT_TIMEOUT = 30.0
 
 #: Largest message accepted from the server (the server's own default limit).
 CLIENT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-
-_SCHEMES = {"ws": False, "wss": True, "http": False, "https": True}
-
-_REFUSALS = {
-    401: "the agent's server refused the token (401): check ACCORD_TOKEN or --token-file",
-    403: "the agent's server refused this origin (403)",
-    404: "the agent's server has no ACP endpoint at this path (404)",
-    429: "the agent's server has too many connections for this token (429)",
-}
-
-
-def is_remote_url(value: object) -> bool:
-    """Whether ``value`` is a ``ws://``, ``wss://``, ``http://`` or ``https://`` URL."""
-    return isinstance(value, str) and urlsplit(value).scheme.lower() in _SCHEMES
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteEndpoint:
-    """A parsed agent URL: where to connect and what to send.
-
-    Attributes:
-        scheme: ``ws``, ``wss``, ``http`` or ``https``.
-        host: the host name or address (IPv6 without brackets).
-        port: the TCP port (default 80 / 443).
-        target: the request target (path and query), ``/acp`` when the URL has no path.
-        secure: TLS is used.
-    """
-
-    scheme: str
-    host: str
-    port: int
-    target: str
-    secure: bool
-
-    @classmethod
-    def parse(cls, url: str) -> RemoteEndpoint:
-        """Parse ``url``.
-
-        Raises:
-            ValueError: not a ws/wss/http/https URL, no host, or a credential in it.
-        """
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in _SCHEMES:
-            raise ValueError(f"not an agent URL (ws://, wss://, http://, https://): {url!r}")
-        if not parts.hostname:
-            raise ValueError(f"the agent URL has no host: {url!r}")
-        if parts.username or parts.password or "token=" in parts.query.lower():
-            raise ValueError("put the token in ACCORD_TOKEN or --token-file, never in the URL")
-        secure = _SCHEMES[scheme]
-        port = parts.port or (443 if secure else 80)
-        target = (parts.path or "/acp") + (f"?{parts.query}" if parts.query else "")
-        return cls(scheme, parts.hostname, port, target, secure)
-
-    @property
-    def host_header(self) -> str:
-        """The ``Host`` header's value."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.secure else 80
-        return host if self.port == default else f"{host}:{self.port}"
-
-    async def connect_tcp(self, ssl_context: ssl.SSLContext | None) -> anyio.abc.ByteStream:
-        """Open the TCP connection (TLS for wss/https, verified against ``ssl_context``).
-
-        Raises:
-            OSError: the server cannot be reached.
-        """
-        if not self.secure:
-            return await anyio.connect_tcp(self.host, self.port)
-        return await anyio.connect_tcp(
-            self.host,
-            self.port,
-            tls=True,
-            ssl_context=ssl_context or ssl.create_default_context(),
-            tls_hostname=self.host,
-            tls_standard_compatible=False,
-        )
 
 
 def resolve_token(token: str | None, environ: Mapping[str, str] | None = None) -> str:
@@ -242,22 +164,6 @@ async def _handshake(stream: anyio.abc.ByteStream, endpoint: RemoteEndpoint, tok
                     raise ConnectionRefused(
                         101, f"the agent's server sent a broken upgrade: {ws.handshake_exc}"
                     )
-                raise _refused(event.status_code, bytes(event.body))
+                raise refusal(event.status_code, bytes(event.body))
         if ws.handshake_exc is not None or not data:
             raise ConnectionRefused(0, "the server closed the connection during the upgrade")
-
-
-def _refused(status: int, body: bytes) -> ConnectionRefused:
-    known = _REFUSALS.get(status)
-    if known is not None:
-        return ConnectionRefused(status, known)
-    text = body.decode("utf-8", "replace").strip().splitlines()
-    detail = f": {text[0][:200]}" if text else ""
-    return ConnectionRefused(
-        status, f"the agent's server refused the connection ({status}){detail}"
-    )
-
-
-def refusal(status: int, body: bytes) -> ConnectionRefused:
-    """The :class:`~accord.errors.ConnectionRefused` for an HTTP error ``status``."""
-    return _refused(status, body)

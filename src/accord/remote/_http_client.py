@@ -12,7 +12,7 @@ delivers them. A request whose POST is refused is answered locally with a JSON-R
 closes the transport.
 Closing sends ``DELETE``.
 
-Above: :mod:`._client`. Below: :mod:`._http11`, :mod:`._sse`, h11, anyio.
+Above: :mod:`._client`. Below: :mod:`._endpoint`, :mod:`._http11`, :mod:`._sse`, h11, anyio.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import logging
 import ssl
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -30,12 +30,10 @@ import orjson
 
 from ..errors import ConnectionClosed
 from ..transports import encode_message
+from ._endpoint import RemoteEndpoint, refusal
 from ._http11 import BodyTooLarge, HttpChannel, header_map
 from ._sse import SseDecoder, SseTooLarge
 from ._streamable import route_key, session_of
-
-if TYPE_CHECKING:
-    from ._client import RemoteEndpoint
 
 __all__ = ("HttpClientTransport", "open_http_transport")
 
@@ -114,7 +112,6 @@ class HttpClientTransport:
             await self._inbound_send.send(_error_answer(message["id"], status, body))
             return
         await self._fail()
-        from ._client import refusal
 
         raise refusal(status, body)
 
@@ -154,8 +151,6 @@ class HttpClientTransport:
         status, body, headers = await self._post(message, [])
         connection_id = headers.get(b"acp-connection-id")
         if status != 200 or connection_id is None:
-            from ._client import refusal
-
             await self._fail()
             raise refusal(status, body)
         self._connection_id = connection_id.decode("ascii")
