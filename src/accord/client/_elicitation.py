@@ -55,7 +55,7 @@ from ._permissions import Cancel
 from ._state import ToolCallState
 
 if TYPE_CHECKING:
-    from ._handlers import SessionRouter
+    from ._session import ClientSession
 
 __all__ = (
     "MAX_OPEN_URL_ELICITATIONS",
@@ -215,24 +215,37 @@ def checked_modes(modes: Collection[str]) -> frozenset[ElicitationModeName]:
     return frozenset(mode for mode in ("form", "url") if mode in modes)
 
 
+class OpenSessions(Protocol):
+    """The connection's open sessions, as the elicitation service reads them."""
+
+    def session(self, session_id: str) -> ClientSession:
+        """The open session ``session_id``.
+
+        Raises:
+            ResourceNotFound: it is not open on this client.
+        """
+        ...
+
+
 class ElicitationService:
     """The client library's side of elicitation: checks, asks the policy, answers.
 
     Args:
         policy: Decides each question.
         modes: The modes advertised (and accepted).
-        router: The connection's sessions (scopes, tool calls, cancellation).
+        sessions: The connection's open sessions (scopes, tool calls, cancellation): anything
+            with a ``session(session_id)`` that returns one or raises ``ResourceNotFound``.
     """
 
     def __init__(
         self,
         policy: ElicitationPolicy,
         modes: Collection[ElicitationModeName],
-        router: SessionRouter,
+        sessions: OpenSessions,
     ) -> None:
         self.policy = policy
         self.modes = checked_modes(modes)
-        self._router = router
+        self._sessions = sessions
         self._ids = itertools.count(1)
         self._open_urls: OrderedDict[str, None] = OrderedDict()
 
@@ -249,7 +262,7 @@ class ElicitationService:
             InternalError: the policy accepted with content that does not match the form.
         """
         context = self._context(request)
-        session = None if request.session_id is None else self._router.session(request.session_id)
+        session = None if request.session_id is None else self._sessions.session(request.session_id)
         scope = anyio.CancelScope()
         key = -next(self._ids)  # negative: never one of the permission requests' ids
         decision: ElicitationDecision = Cancel()
@@ -283,7 +296,7 @@ class ElicitationService:
             raise InvalidParams("an elicitation must be scoped to a sessionId or a requestId")
         tool_call = None
         if request.session_id is not None and request.tool_call_id is not None:
-            session = self._router.session(request.session_id)
+            session = self._sessions.session(request.session_id)
             tool_call = session.view.tool_calls.get(request.tool_call_id)
         return ElicitationContext(request=request, tool_call=tool_call)
 
