@@ -42,6 +42,7 @@ async def served_agent(
     *,
     limits: ServerLimits | None = None,
     origins: Sequence[str] = (),
+    hosts: Sequence[str] = (),
     ssl_context: ssl.SSLContext | None = None,
     capabilities: EngineCapabilities | None = None,
 ) -> AsyncIterator[Served]:
@@ -56,7 +57,7 @@ async def served_agent(
         state.served.append(transport)
         await AgentRuntime(engine, store=store).serve(transport)
 
-    policy = AccessPolicy.build(TOKEN, origins=origins, loopback=True)
+    policy = AccessPolicy.build(TOKEN, origins=origins, loopback=True, hosts=hosts)
     async with anyio.create_task_group() as tg:
         state.port = await tg.start(
             functools.partial(

@@ -68,3 +68,18 @@ def test_a_generated_token_is_printed_once() -> None:
     assert process.stderr is not None
     rest = process.stderr.read()
     assert "token" not in rest
+
+
+def test_an_allow_host_with_a_port_is_exit_2() -> None:
+    done = run_accord(
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--allow-host",
+        "agent.example:443",
+        env=accord_env(ACCORD_TOKEN=TOKEN),
+    )
+    assert done.returncode == ExitCode.USAGE
+    assert done.stderr.strip() == (
+        "accord serve: --allow-host wants a name without port, not 'agent.example:443'"
+    )

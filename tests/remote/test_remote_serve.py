@@ -177,7 +177,7 @@ async def test_a_post_over_the_limit_is_413() -> None:
         )
         chunked = await raw_request(
             server.port,
-            b"POST /acp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            b"POST /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
             + TOKEN.encode()
             + b"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             + f"{len(body):x}\r\n".encode()

@@ -52,6 +52,14 @@ def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
         help="a browser origin allowed to connect, e.g. https://ide.example.com (repeat)",
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name clients may reach this server by, besides loopback names (repeat); "
+        "other Host headers get 403 (DNS rebinding)",
+    )
+    parser.add_argument(
         "--insecure-no-tls",
         action="store_true",
         help="allow --listen on a non-loopback address without TLS (the token travels in clear)",
@@ -108,7 +116,16 @@ def listen_command(args: argparse.Namespace) -> int:
         print(
             f"accord serve: token (shown once; give it as ACCORD_TOKEN): {token}", file=sys.stderr
         )
-    policy = AccessPolicy.build(token, origins=args.allow_origin, loopback=is_loopback_host(host))
+    try:
+        policy = AccessPolicy.build(
+            token,
+            origins=args.allow_origin,
+            loopback=is_loopback_host(host),
+            hosts=args.allow_host,
+        )
+    except ValueError as exc:
+        print(f"accord serve: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
     limits = ServerLimits(
         max_connections_per_token=args.max_connections, idle_timeout=args.idle_timeout
     )

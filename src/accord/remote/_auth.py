@@ -6,7 +6,10 @@ constant time (:func:`hmac.compare_digest`), never logged, and a request that ca
 its URL (``?token=``, ``?access_token=``) is refused outright, so it cannot leak through logs,
 proxies or browser history. ``Origin`` is what a browser adds to a page's requests: a page on
 another site must not drive a local agent, so only the origins allowed here pass (none is
-fine: editors, the CLI and the SDKs send no ``Origin``).
+fine: editors, the CLI and the SDKs send no ``Origin``). ``Host`` is what a browser sends as
+the name it looked up: a page that rebinds its own name to 127.0.0.1 (DNS rebinding) sends its
+name, so a loopback server serves only loopback names and the names it was told to
+(``--allow-host``).
 
 Above: :mod:`._server`. Below: the standard library only.
 """
@@ -29,6 +32,7 @@ __all__ = (
     "generate_token",
     "is_loopback_host",
     "read_token",
+    "split_authority",
 )
 
 #: The environment variable holding the token, on both sides.
@@ -51,6 +55,8 @@ class Refusal:
 
 
 _UNAUTHORIZED = Refusal(401, "unauthorized", (("WWW-Authenticate", 'Bearer realm="accord"'),))
+_HOST_REFUSED = Refusal(403, "host not allowed")
+_ORIGIN_REFUSED = Refusal(403, "origin not allowed")
 
 
 def generate_token() -> str:
@@ -91,6 +97,29 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def split_authority(authority: str) -> tuple[str, str] | None:
+    """``host[:port]`` (``[v6]:port`` for IPv6) as lower-case host and port; None if malformed.
+
+    The port may be empty (none given); anything with user information, a path, spaces or a
+    port that is not digits is malformed.
+    """
+    text = authority.strip().lower()
+    if not text or any(ch in text for ch in "@/\\?# \t") or any(ord(ch) < 0x21 for ch in text):
+        return None
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:]
+    else:
+        host, _, port = text.partition(":")
+        if ":" in port:
+            return None
+    if not host or (port and not port.isdigit()):
+        return None
+    return host, port
+
+
 @dataclass(frozen=True, slots=True)
 class AccessPolicy:
     """The token and the allowed origins; :meth:`check` decides each request.
@@ -99,34 +128,73 @@ class AccessPolicy:
         token: the bearer token every request must carry.
         allowed_origins: extra origins a browser page may come from (``https://host:port``).
         loopback: the server listens on loopback only, so pages served from this machine
-            (``http://localhost:*``, ``http://127.0.0.1:*``) are allowed too.
+            (``http://localhost:*``, ``http://127.0.0.1:*``) are allowed too, and only
+            loopback names (or ``allowed_hosts``) may appear in ``Host``.
+        allowed_hosts: extra names (lower case, without port) a request's ``Host`` may carry;
+            on a listener that is not loopback, when given, the only ones.
     """
 
     token: str
     allowed_origins: frozenset[str] = field(default_factory=frozenset[str])
     loopback: bool = True
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset[str])
 
     @classmethod
-    def build(cls, token: str, *, origins: Iterable[str] = (), loopback: bool) -> AccessPolicy:
-        """A policy from the token and ``--allow-origin`` values (normalised, lower case)."""
-        return cls(token, frozenset(o.strip().rstrip("/").lower() for o in origins), loopback)
+    def build(
+        cls,
+        token: str,
+        *,
+        origins: Iterable[str] = (),
+        loopback: bool,
+        hosts: Iterable[str] = (),
+    ) -> AccessPolicy:
+        """A policy from the token, ``--allow-origin`` and ``--allow-host`` values (lower case).
 
-    def check(self, target: bytes, headers: Mapping[bytes, bytes]) -> Refusal | None:
+        Raises:
+            ValueError: a host is not a bare name or address (a port, a path, a space).
+        """
+        names: set[str] = set()
+        for host in hosts:
+            parts = split_authority(host)
+            if parts is None or parts[1]:
+                raise ValueError(f"--allow-host wants a name without port, not {host!r}")
+            names.add(parts[0].rstrip("."))
+        origin_set = frozenset(o.strip().rstrip("/").lower() for o in origins)
+        return cls(token, origin_set, loopback, frozenset(names))
+
+    def check(
+        self, query: bytes, headers: Mapping[bytes, bytes], authority: bytes | None = None
+    ) -> Refusal | None:
         """None if the request may go on, else the refusal to answer with.
 
-        ``headers`` are the request's, names lower case. Checked in this order: a credential in
-        the URL (401, before anything reveals whether it was right), the bearer token (401),
-        then ``Origin`` (403).
+        ``query`` is the request target's query; ``headers`` are the request's, names lower
+        case; ``authority`` the name it was sent to (the ``Host``, or an absolute target's).
+        Checked in this order: a credential in the URL (401, before anything reveals whether
+        it was right), the ``Host`` (403), the bearer token (401), then ``Origin`` (403).
         """
-        query = urlsplit(target.decode("latin-1")).query
-        if any(name.lower() in _TOKEN_PARAMETERS for name, _ in parse_qsl(query, True)):
+        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+        if any(name.lower() in _TOKEN_PARAMETERS for name, _ in pairs):
             return _UNAUTHORIZED
+        if authority is not None and not self.host_allowed(authority.decode("latin-1")):
+            return _HOST_REFUSED
         if not self._token_ok(headers.get(b"authorization")):
             return _UNAUTHORIZED
         origin = headers.get(b"origin")
         if origin is not None and not self.origin_allowed(origin.decode("latin-1")):
-            return Refusal(403, "origin not allowed")
+            return _ORIGIN_REFUSED
         return None
+
+    def host_allowed(self, authority: str) -> bool:
+        """Whether a request naming ``authority`` (a ``Host`` value) is for this server."""
+        parts = split_authority(authority)
+        if parts is None:
+            return False
+        host = parts[0].rstrip(".")
+        if host in self.allowed_hosts:
+            return True
+        if self.loopback:
+            return is_loopback_host(host)
+        return not self.allowed_hosts
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a browser page from ``origin`` may use the agent."""

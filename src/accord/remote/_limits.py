@@ -20,6 +20,7 @@ class ServerLimits:
             so a peer cannot exhaust memory: over it, 413 (HTTP) or close 1009 (WebSocket).
         max_header_bytes: the request line and headers together; real clients send well
             under 8 KiB, so anything far beyond is hostile (431).
+        max_headers: header fields in one request; a real client sends about ten (431).
         max_connections_per_token: live connections (WebSocket or HTTP) one token may hold;
             one leaked token cannot take all the server's memory (429 past it).
         idle_timeout: seconds a connection may send nothing (no message, no pong, no request)
@@ -33,12 +34,23 @@ class ServerLimits:
             before its GET arrives, or after it broke); past it the connection is closed
             rather than growing without bound. While a GET reads the stream, a burst past
             it makes the agent wait for the reader (backpressure, as over WebSocket).
+        max_unauthenticated_per_address: sockets one client address (an IPv6 /64) may hold
+            before its first request shows the token; past it the address's oldest such
+            socket is closed (:mod:`._admission`), so a flood evicts itself, not real clients.
+        max_unauthenticated: the same bound over all addresses; under the default open-file
+            limit (1,024) with room left for the authenticated connections.
+        max_streams_per_connection: GET event streams one Streamable HTTP connection may have
+            open at once (its own and one per session); each holds a socket and a buffer.
     """
 
     max_message_bytes: int = 16 * 1024 * 1024
     max_header_bytes: int = 16 * 1024
+    max_headers: int = 100
     max_connections_per_token: int = 64
     idle_timeout: float = 600.0
     heartbeat_interval: float = 20.0
     request_timeout: float = 30.0
     sse_buffer: int = 8192
+    max_unauthenticated_per_address: int = 32
+    max_unauthenticated: int = 512
+    max_streams_per_connection: int = 32

@@ -37,9 +37,11 @@ import orjson
 
 from ..errors import ConnectionClosed
 from ..transports import Transport, encode_message
+from ._admission import Admission, Ticket, address_key
 from ._auth import AccessPolicy, Refusal
 from ._http11 import BodyTooLarge, HttpChannel, header_map
 from ._limits import ServerLimits
+from ._request_head import HeadProblem, read_head
 from ._streamable import HttpAcpConnection, session_of
 from ._websocket import WebSocketTransport
 
@@ -77,22 +79,11 @@ async def serve_remote(
     Raises:
         OSError: the address cannot be bound.
     """
-    listener: anyio.abc.Listener[Any] = await anyio.create_tcp_listener(
-        local_host=host, local_port=port
-    )
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
     bound = listener.extra(anyio.abc.SocketAttribute.local_port)
     limits = limits or ServerLimits()
-    if ssl_context is not None:
-        from anyio.streams.tls import TLSListener
-
-        listener = TLSListener(
-            listener,
-            ssl_context,
-            standard_compatible=False,
-            handshake_timeout=limits.request_timeout,
-        )
     async with anyio.create_task_group() as task_group:
-        server = _Server(handler, policy, limits, task_group)
+        server = _Server(handler, policy, limits, task_group, ssl_context)
         task_status.started(bound)
         await listener.serve(server.handle_socket, task_group=task_group)
 
@@ -104,29 +95,62 @@ class _Server:
         policy: AccessPolicy,
         limits: ServerLimits,
         task_group: anyio.abc.TaskGroup,
+        ssl_context: ssl.SSLContext | None,
     ) -> None:
         self._handler = handler
         self._policy = policy
         self._limits = limits
         self._task_group = task_group
+        self._ssl_context = ssl_context
         self._http: dict[str, HttpAcpConnection] = {}
         self._live = 0  # connections held by the token (one token per server)
+        self._admission = Admission(
+            per_address=limits.max_unauthenticated_per_address,
+            total=limits.max_unauthenticated,
+        )
 
-    async def handle_socket(self, stream: anyio.abc.ByteStream) -> None:
+    async def handle_socket(self, stream: anyio.abc.SocketStream) -> None:
+        address = address_key(stream.extra(anyio.abc.SocketAttribute.remote_address, ""))
+        ticket = self._admission.admit(address)
+        byte_stream: anyio.abc.ByteStream = stream
+        try:
+            with ticket.scope:
+                if self._ssl_context is not None:
+                    byte_stream = await self._tls(stream, self._ssl_context)
+                    if byte_stream is stream:
+                        return
+                await self._serve_socket(byte_stream, ticket)
+        finally:
+            ticket.release()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                await byte_stream.aclose()
+
+    async def _tls(
+        self, stream: anyio.abc.SocketStream, context: ssl.SSLContext
+    ) -> anyio.abc.ByteStream:
+        """The TLS stream over ``stream``; ``stream`` itself if the handshake failed."""
+        from anyio.streams.tls import TLSStream
+
+        try:
+            with anyio.fail_after(self._limits.request_timeout):
+                return await TLSStream.wrap(
+                    stream, server_side=True, ssl_context=context, standard_compatible=False
+                )
+        except (TimeoutError, ssl.SSLError, OSError, anyio.BrokenResourceError, anyio.EndOfStream):
+            return stream
+
+    async def _serve_socket(self, stream: anyio.abc.ByteStream, ticket: Ticket) -> None:
         channel = HttpChannel(stream, h11.SERVER, max_header_bytes=self._limits.max_header_bytes)
         try:
-            await self._serve_requests(channel)
+            await self._serve_requests(channel, ticket)
         except h11.RemoteProtocolError as exc:
             await self._refuse_bad_http(channel, exc)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             pass
         except Exception:  # one bad connection must never stop the server
             _log.exception("an ACP connection failed")
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(1):
-                await stream.aclose()
 
-    async def _serve_requests(self, channel: HttpChannel) -> None:
+    async def _serve_requests(self, channel: HttpChannel, ticket: Ticket) -> None:
         wait = self._limits.request_timeout
         while True:
             event: Any = None
@@ -134,8 +158,16 @@ class _Server:
                 event = await channel.next_event()
             if not isinstance(event, h11.Request):
                 return
-            if not await self._dispatch(channel, event):
+            if not await self._dispatch(channel, event, ticket):
                 return
+            if channel.h11.their_state is h11.SEND_BODY:
+                # A request whose body nothing read (a 404, a DELETE): read it past, bounded,
+                # so the next request on the connection starts where it should.
+                with anyio.move_on_after(self._limits.request_timeout):
+                    try:
+                        await channel.read_body(self._limits.max_message_bytes)
+                    except BodyTooLarge:
+                        return
             if channel.h11.our_state is not h11.DONE or channel.h11.their_state is not h11.DONE:
                 return
             channel.h11.start_next_cycle()
@@ -150,18 +182,33 @@ class _Server:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
                 pass
 
-    async def _dispatch(self, channel: HttpChannel, request: h11.Request) -> bool:
+    async def _dispatch(self, channel: HttpChannel, request: h11.Request, ticket: Ticket) -> bool:
         """Answer one request; False when the socket must close (or was handed over)."""
+        head = read_head(
+            request.method,
+            request.target,
+            request.headers,
+            max_bytes=self._limits.max_header_bytes,
+            max_headers=self._limits.max_headers,
+        )
+        if isinstance(head, HeadProblem):
+            reason = head.reason.encode() + b"\n"
+            await channel.respond(head.status, reason, [("Connection", "close")])
+            return False
         headers = header_map(request.headers)
-        refusal = self._policy.check(request.target, headers)
+        refusal = self._policy.check(head.query, headers, head.authority)
         if refusal is not None:
             await _refuse(channel, refusal)
             return False
-        if request.target.split(b"?", 1)[0] != ACP_PATH:
+        ticket.authenticated()
+        if head.path != ACP_PATH:
             await channel.respond(404, b"not found: ACP is served at /acp\n")
             return True
         method = request.method
         if method == b"GET" and b"websocket" in headers.get(b"upgrade", b"").lower():
+            if request.http_version != b"1.1":
+                await channel.respond(400, b"a WebSocket upgrade needs HTTP/1.1\n")
+                return False
             await self._websocket(channel, headers)
             return False
         if method == b"GET":

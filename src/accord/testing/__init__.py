@@ -15,6 +15,11 @@ Importable without pytest:
   trickled byte by byte, a line that never ends, a flood of notifications), for testing ACP
   clients (accord's client tests use it); also an agent command over stdio, ``python -m
   accord.testing.hostile_agent [--attack NAME]``, to point any client at;
+* ``HTTP_ATTACKS``, ``run_http_attack``, ``hold_connections``, ``server_alive``,
+  ``WEBSOCKET_ATTACKS``, ``run_websocket_attack``: a hostile HTTP and WebSocket client
+  (request smuggling, almost-right tokens, DNS-rebinding ``Host`` names, ``Origin``
+  look-alikes, floods of idle and trickling sockets, hostile frames) for testing any ACP
+  server at ``/acp`` (accord's server tests use it);
 * ``check_transport``: the conformance suite every transport pair must pass, and
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
@@ -38,6 +43,16 @@ from ._hostile_agent import HostileOptions as HostileOptions
 from ._hostile_agent import HostileReport as HostileReport
 from ._hostile_agent import play_hostile_agent as play_hostile_agent
 from ._hostile_agent import run_hostile_agent as run_hostile_agent
+from ._hostile_http import HTTP_ATTACKS as HTTP_ATTACKS
+from ._hostile_http import Flood as Flood
+from ._hostile_http import HttpAttack as HttpAttack
+from ._hostile_http import HttpOutcome as HttpOutcome
+from ._hostile_http import HttpResponse as HttpResponse
+from ._hostile_http import HttpTarget as HttpTarget
+from ._hostile_http import hold_connections as hold_connections
+from ._hostile_http import read_responses as read_responses
+from ._hostile_http import run_http_attack as run_http_attack
+from ._hostile_http import server_alive as server_alive
 from ._hostile_model import BACKTRACKING_PATTERN as BACKTRACKING_PATTERN
 from ._hostile_model import HostileAnswer as HostileAnswer
 from ._hostile_model import HostileCall as HostileCall
@@ -69,6 +84,7 @@ from ._transport_check import pipe_transport_pair as pipe_transport_pair
 __all__ = (
     "BACKTRACKING_PATTERN",
     "HOSTILE_ATTACKS",
+    "HTTP_ATTACKS",
     "MAX_DELAY",
     "MAX_HANG",
     "ChangeCommands",
@@ -76,6 +92,7 @@ __all__ = (
     "Emit",
     "Fail",
     "FakeOpenAIServer",
+    "Flood",
     "HostileAnswer",
     "HostileCall",
     "HostileExchange",
@@ -83,6 +100,10 @@ __all__ = (
     "HostileOptions",
     "HostileReport",
     "HostileWorkspace",
+    "HttpAttack",
+    "HttpOutcome",
+    "HttpResponse",
+    "HttpTarget",
     "MakeTransportPair",
     "Outcome",
     "Pause",
@@ -108,9 +129,13 @@ __all__ = (
     "WaitForCancel",
     "check_transport",
     "dump_script",
+    "hold_connections",
     "hostile_calls",
     "load_script",
     "pipe_transport_pair",
     "play_hostile_agent",
+    "read_responses",
     "run_hostile_agent",
+    "run_http_attack",
+    "server_alive",
 )
