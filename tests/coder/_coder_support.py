@@ -152,7 +152,9 @@ class FakeTerminals:
 
     output_text: str = "1 passed\n"
     hold: bool = False
-    created: list[tuple[str, str | None]] = field(default_factory=list[tuple[str, str | None]])
+    created: list[tuple[str, tuple[str, ...], str | None]] = field(
+        default_factory=list[tuple[str, tuple[str, ...], str | None]]
+    )
     terminals: list[FakeTerminal] = field(default_factory=list[FakeTerminal])
     started: anyio.Event = field(default_factory=anyio.Event)
 
@@ -165,7 +167,7 @@ class FakeTerminals:
         cwd: str | None = None,
         output_byte_limit: int | None = None,
     ) -> FakeTerminal:
-        self.created.append((command, cwd))
+        self.created.append((command, tuple(args), cwd))
         terminal = FakeTerminal(f"term-{len(self.terminals) + 1}", self.output_text)
         if not self.hold:
             terminal.finished.set()

@@ -201,7 +201,8 @@ async def test_commands_run_in_the_editor_terminal(project: Path) -> None:
         async with opened(engine_on(server), str(project), terminals=terminals) as session:
             outputs = await run_turn(session, "test", Turn(answers=["allow_once"]))
         assert tool_message(server.requests[1].body) == "1 passed\n[exit code 0]"
-    assert terminals.created == [("pytest -q", str(project / "tests"))]
+    # The line goes to the client's shell as argv (a client may exec command + args directly).
+    assert terminals.created == [("/bin/sh", ("-c", "pytest -q"), str(project / "tests"))]
     assert terminals.terminals[0].released
     embedded = [
         p for p in root(outputs, ToolCallProgress) if p.content and p.content[0].type == "terminal"

@@ -30,6 +30,7 @@ from accord.client import (
     PermissionContext,
     PermissionDecision,
     PermissionPolicy,
+    TerminalHost,
     ToolCallUpdated,
     TurnFinished,
     connect,
@@ -54,6 +55,7 @@ async def agent(
     server: FakeOpenAIServer | None,
     project: Path,
     policy: PermissionPolicy | None = None,
+    terminals: bool | TerminalHost = True,
 ) -> AsyncGenerator[ConnectedAgent]:
     """``accord serve`` in a subprocess, connected with files and terminals enabled."""
     env = {"OPENAI_API_KEY": "test", "ACCORD_MODEL": "", "ACCORD_BASE_URL": ""}
@@ -62,7 +64,7 @@ async def agent(
         cwd=project,
         env=env,
         fs=True,
-        terminals=True,
+        terminals=terminals,
         permission_policy=policy or AllowAll(),
     ) as connection:
         yield connection
@@ -182,6 +184,25 @@ async def test_cancelling_in_the_middle_of_a_command(project: Path) -> None:
         assert len(server.requests) == 2
     assert after.stop_reason == "end_turn"
     assert await anyio.to_thread.run_sync(gone, int(pid_file.read_text()))  # the command died
+
+
+async def test_a_command_line_runs_on_a_client_that_executes_argv_directly(
+    project: Path,
+) -> None:
+    # A client that runs `command` with `args` as argv (no shell of its own) must still run
+    # the model's command line: the agent sends the shell and the line as its argument.
+    script = [call("run_command", command="echo one && echo two | tr a-z A-Z"), say("ok")]
+    with FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            host = TerminalHost(use_shell=False)
+            async with host, agent(server, project, terminals=host) as connection:
+                session = await connection.new_session(project)
+                result = await session.prompt("Run it.")
+        requests = server.requests
+    assert result.stop_reason == "end_turn"
+    (command,) = session.view.tool_calls.values()
+    assert command.status == "completed"
+    assert contents(requests[1])[-1] == "one\nTWO\n[exit code 0]"
 
 
 async def test_restart_and_load_continue_the_conversation(project: Path) -> None:

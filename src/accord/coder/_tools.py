@@ -16,7 +16,8 @@ tool               kind         what it does
 ``find_files``     ``search``   glob, on disk
 ``grep``           ``search``   regular expression, on disk
 ``run_command``    ``execute``  in the client's terminal when offered (embedded in the
-                                call), else a local subprocess; bounded time and output
+                                call; sent as ``/bin/sh -c LINE``), else a local
+                                subprocess; bounded time and output
 ``update_plan``    ``think``    sends the ``plan``
 =================  ===========  ======================================================
 
@@ -82,6 +83,12 @@ retry budget; each such call is answered with what was wrong, so the model can c
 
 RELEASE_TIMEOUT_SECONDS: Final = 5.0
 """Bound on releasing a client terminal after its command (shielded from cancellation)."""
+
+TERMINAL_SHELL: Final = ("/bin/sh", "-c")
+"""How a command line is sent to the client's terminal: ``terminal/create`` with ``command``
+``/bin/sh`` and ``args`` ``["-c", line]``, so a client that executes ``command`` with ``args``
+directly (as the schema describes) runs it, and one that runs ``command`` through its own shell
+runs it too (the shell-quoted arguments survive)."""
 
 _T = TypeVar("_T")
 
@@ -274,8 +281,9 @@ async def _in_terminal(
     terminals = ctx.deps.terminals
     assert terminals is not None
     try:
+        shell, flag = TERMINAL_SHELL
         terminal = await terminals.create_terminal(
-            command, cwd=cwd, output_byte_limit=MAX_OUTPUT_BYTES
+            shell, args=(flag, command), cwd=cwd, output_byte_limit=MAX_OUTPUT_BYTES
         )
     except RequestError as exc:
         raise ToolFailed(f"the editor could not run the command: {exc.message}") from exc
