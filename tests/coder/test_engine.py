@@ -403,3 +403,24 @@ def test_capabilities_need_no_model_code() -> None:
     local = CoderEngine(CoderConfig(models=("m",), base_url="http://localhost:1/v1"))
     assert not local.capabilities.image
     assert json.dumps([o.to_wire() for o in caps.config_options])
+
+
+async def test_a_long_tool_result_is_cut_for_the_model_and_whole_for_the_client(
+    project: Path,
+) -> None:
+    lines = [f"line {n:05d} " + "x" * 40 for n in range(1000)]  # ~52,000 characters
+    (project / "big.txt").write_text("\n".join(lines) + "\n")
+    script = [call("read_file", path="big.txt"), say("read"), say("again")]
+    with FakeOpenAIServer(script) as server:
+        async with opened(engine_on(server), str(project)) as session:
+            outputs = await run_turn(session)
+            await run_turn(session, "more")
+        seen = tool_message(server.requests[1].body)
+        later = json.dumps(server.requests[2].body["messages"])
+    assert "line 00000" in seen and lines[-1] not in seen
+    assert "cut to its first 40,000 of" in seen and len(seen) < 40_500
+    assert lines[-1] not in later and "cut to its first 40,000 of" in later
+    (ended,) = root(outputs, ToolCallEnded)
+    assert ended.content is not None
+    whole = "".join(getattr(getattr(c, "content", None), "text", "") for c in ended.content)
+    assert lines[-1] in whole and "cut to its first" not in whole

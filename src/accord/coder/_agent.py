@@ -13,6 +13,8 @@ here (:func:`build_engine`):
   by every session (:func:`shared_model`, :func:`shared_toolset`);
 * the modes: :func:`~._modes.tool_allowed` as the tool filter applied before every model
   request, :func:`~._modes.needs_approval` as the approval hook;
+* the model's view: tool results longer than :data:`TOOL_RESULT_LIMIT` characters are cut
+  for the model with a note (``bound_tool_results``; the client gets them whole);
 * the display: the tools' behaviours and the coder's translator (terminals, diffs, plans,
   sub-agents).
 
@@ -23,13 +25,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine
+from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine, bound_tool_results
 from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
@@ -37,6 +40,9 @@ from ._modes import ASK_USER, needs_approval, tool_allowed
 from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
+
+TOOL_RESULT_LIMIT: Final = 40_000
+"""The longest tool result (characters) the model sees whole; longer ones are cut with a note."""
 
 __all__ = ("build_agent", "build_engine", "model_choices", "shared_model", "shared_toolset")
 
@@ -125,6 +131,7 @@ def build_agent(
         deps_type=CoderDeps,
         instructions=system_prompt,
         toolsets=[shared_toolset(), *mcp_toolsets],
+        capabilities=[ProcessHistory(bound_tool_results(TOOL_RESULT_LIMIT))],
     )
 
 

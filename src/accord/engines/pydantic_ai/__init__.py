@@ -30,6 +30,9 @@ What a client sees, per turn (details in :mod:`._stream`, :mod:`._run` and :mod:
   session's cost when every response was priced;
 * the model can be switched with the ``model`` config option (its client is built once per
   session, and again only when the choice changes);
+* tool results longer than a bound can be cut for the model (the client still gets them
+  whole) by opting in with ``capabilities=[ProcessHistory(bound_tool_results(limit))]``
+  (:mod:`._bounds`);
 * cancelling stops the model stream at once (the HTTP response is closed) and keeps the partial
   history.
 
@@ -46,6 +49,8 @@ from ._approval import DENIED_MESSAGE as DENIED_MESSAGE
 from ._approval import TURN_CANCELLED_MESSAGE as TURN_CANCELLED_MESSAGE
 from ._approval import ApprovalHook as ApprovalHook
 from ._approval import ToolFilter as ToolFilter
+from ._bounds import TRUNCATION_NOTE as TRUNCATION_NOTE
+from ._bounds import bound_tool_results as bound_tool_results
 from ._engine import AgentFactory as AgentFactory
 from ._engine import DepsFactory as DepsFactory
 from ._engine import PydanticAIEngine as PydanticAIEngine
@@ -84,6 +89,7 @@ __all__ = (
     "MAX_RESULT_TEXT",
     "MODEL_CONFIG_ID",
     "RUN_METADATA_KEY",
+    "TRUNCATION_NOTE",
     "TURN_CANCELLED_MESSAGE",
     "AgentFactory",
     "ApprovalHook",
@@ -98,6 +104,7 @@ __all__ = (
     "ToolCallInput",
     "ToolFilter",
     "TranslatorFactory",
+    "bound_tool_results",
     "history_from_json",
     "history_to_json",
     "path_locations",
