@@ -141,9 +141,47 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
     lines = [line.rstrip() for line in screen.display if line.strip()]
     assert "Fixed." in lines
     assert lines[-1].startswith("[done, session ")
-    # The turn's tokens the agent reported (PromptResponse.usage, the fake model's counts).
-    assert re.search(r", [\d,]+ tokens \([\d,]+ in, [\d,]+ out\)\]$", lines[-1]), lines[-1]
+    # The turn's tokens the agent reported (PromptResponse.usage, the fake model's counts),
+    # then the context meter (the last usage_update: of the configured window; no cost, as
+    # genai-prices knows no price for a model on a loopback server).
+    assert re.search(
+        r", [\d,]+ tokens \([\d,]+ in, [\d,]+ out\), context [\d,]+/128,000 tokens \(\d+%\)\]$",
+        lines[-1],
+    ), lines[-1]
     assert "Logfire" not in out.text and "PYDANTIC_AI_NO_BANNER" not in out.text
+
+
+def test_the_context_meter_of_a_base_url_model(project: Path, tmp_path: Path) -> None:
+    """The window: ``--context-window``, else the config file's, else what the server's
+    ``/v1/models`` reports; the summary line shows the meter."""
+    config = tmp_path / "config.toml"
+    config.write_text("context_window = 60000\n")
+    env = {**KEY, "ACCORD_CONFIG": str(config), "ACCORD_CONTEXT_WINDOW": None}
+    info = {"fake-model": {"owned_by": "vllm", "max_model_len": 40960}}
+    script = [ScriptedReply(text=["Done."]) for _ in range(3)]
+    summaries: list[str] = []
+    with FakeOpenAIServer(script, model_info=info) as server:
+        for flags in (["--context-window", "50000"], []):
+            command = ("run", *builtin(server.base_url, tmp_path / "s.db"), *flags, "hi")
+            done = accord(*command, cwd=project, env=env, timeout=SLOW)
+            assert done.returncode == ExitCode.OK, done.stderr
+            summaries.append(done.stdout.splitlines()[-1])
+        assert server.info_requests == ()  # a configured window asks the server nothing
+        config.write_text("")
+        command = ("run", *builtin(server.base_url, tmp_path / "s.db"), "hi")
+        done = accord(*command, cwd=project, env=env, timeout=SLOW)
+        assert done.returncode == ExitCode.OK, done.stderr
+        summaries.append(done.stdout.splitlines()[-1])
+        assert server.info_requests == (("GET", "/v1/models"),)
+    windows = [re.search(r"context [\d,]+/([\d,]+) tokens", s) for s in summaries]
+    assert [w.group(1) if w else s for w, s in zip(windows, summaries, strict=True)] == [
+        "50,000",
+        "60,000",
+        "40,960",
+    ]
+    bad = accord("run", "--context-window", "0", "hi", cwd=project, env=env, timeout=SLOW)
+    assert bad.returncode == ExitCode.USAGE
+    assert "--context-window: must be a positive number of tokens: '0'" in bad.stderr
 
 
 def test_mode_picks_the_session_mode(project: Path, tmp_path: Path) -> None:

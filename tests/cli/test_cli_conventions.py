@@ -163,6 +163,8 @@ def test_the_config_files_agent_is_the_default(tmp_path: Path) -> None:
         ("modle = 'x'\n", "unknown setting 'modle'"),
         ("agents = 'x'\n", "[agents] must be a table"),
         ("[agents]\nx = ''\n", "agents.x must be a non-empty command line"),
+        ("context_window = '32k'\n", "'context_window' must be a positive integer"),
+        ("context_window = 0\n", "'context_window' must be a positive integer"),
     ],
 )
 def test_a_broken_config_file_is_one_line_and_1(tmp_path: Path, text: str, problem: str) -> None:

@@ -188,12 +188,18 @@ def test_json_ends_with_a_result_record_even_when_the_agent_fails() -> None:
 
 
 def test_the_usage_the_agent_reports_ends_the_run() -> None:
-    """Token counts from ``PromptResponse.usage`` end the summary line and the ``--json``
-    result; an agent that reports nothing gets no figures (none are made up)."""
+    """Token counts from ``PromptResponse.usage``, then the context meter (the last
+    ``usage_update``), end the summary line; the counts end the ``--json`` result; an agent
+    that reports nothing gets no figures (none are made up)."""
     done = accord("run", "--agent", agent("usage"), "hi")
     assert done.returncode == 0, done.stderr
     summary = done.stdout.splitlines()[-1]
-    assert summary == "[done, session usage-1, 1,534 tokens (1,200 in, 334 out, 50 thinking)]"
+    assert summary == (
+        "[done, session usage-1, 1,534 tokens (1,200 in, 334 out, 50 thinking), "
+        "context 12,345/200,000 tokens (6%)]"
+    )
+    priced = accord("run", "--agent", agent("usage", "--cost"), "hi")
+    assert priced.stdout.splitlines()[-1].endswith("(6%), cost 0.0123 USD]"), priced.stdout
 
     done = accord("run", "--agent", agent("usage"), "--json", "hi")
     assert json_lines(done.stdout)[-1]["result"]["usage"] == {

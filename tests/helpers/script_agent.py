@@ -47,7 +47,8 @@ over its stdio through ``accord.roles.run_agent_stdio``; sessions are ``NAME-1``
   that the process is gone. In ``prompt`` (the default) it first streams ``working``, and it
   ignores ``session/cancel``.
 * ``usage [--no-usage]``: reports what a turn cost: ``usage_update`` (12,345 of 200,000) and
-  token counts in ``PromptResponse.usage``; ``--no-usage``: neither. The reply is ``counted.``.
+  token counts in ``PromptResponse.usage``; ``--cost``: the update carries a cost of 0.0123
+  USD; ``--no-usage``: neither. The reply is ``counted.``.
 * ``workflow [--twice]``: plays one coding step. A plan (``Read config.toml`` in progress,
   ``Update config.toml`` pending); the text ``Looking at config.toml.``; a tool call
   ``edit-1`` (kind ``edit``, ``Update config.toml``, pending) and a permission request for it
@@ -82,6 +83,7 @@ from accord.roles import Agent, run_agent_stdio
 from accord.schema import (
     AgentThoughtChunkSessionUpdate,
     CancelNotification,
+    Cost,
     DeleteSessionRequest,
     DeleteSessionResponse,
     DiffToolCallContent,
@@ -442,7 +444,11 @@ class UsageAgent(ScriptAgent):
         await self.say(request.session_id, "counted.")
         if "--no-usage" in self.args:
             return PromptResponse(stop_reason="end_turn")
-        await self.send(request.session_id, UsageUpdateSessionUpdate(used=12_345, size=200_000))
+        cost = Cost(amount=0.0123, currency="USD") if "--cost" in self.args else None
+        update = UsageUpdateSessionUpdate(used=12_345, size=200_000)
+        if cost is not None:
+            update = UsageUpdateSessionUpdate(used=12_345, size=200_000, cost=cost)
+        await self.send(request.session_id, update)
         usage = Usage(total_tokens=1_534, input_tokens=1_200, output_tokens=334, thought_tokens=50)
         return PromptResponse(stop_reason="end_turn", usage=usage)
 

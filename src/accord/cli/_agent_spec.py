@@ -99,14 +99,17 @@ def choose_agent(value: str | None, settings: Settings) -> AgentChoice:
 
 
 def builtin_environ(settings: Settings) -> dict[str, str]:
-    """This process's environment, with the config file's model and URL as fallbacks."""
-    from ..coder import BASE_URL_ENV, MODEL_ENV
+    """This process's environment, with the config file's model, URL and context window as
+    fallbacks."""
+    from ..coder import BASE_URL_ENV, CONTEXT_WINDOW_ENV, MODEL_ENV
 
     environ = dict(os.environ)
     if settings.model and not environ.get(MODEL_ENV):
         environ[MODEL_ENV] = settings.model
     if settings.base_url and not environ.get(BASE_URL_ENV):
         environ[BASE_URL_ENV] = settings.base_url
+    if settings.context_window and not environ.get(CONTEXT_WINDOW_ENV, "").strip():
+        environ[CONTEXT_WINDOW_ENV] = str(settings.context_window)
     return environ
 
 
@@ -131,11 +134,14 @@ def agent_spec(
 
     model = getattr(args, "model", None)
     base_url = getattr(args, "base_url", None)
+    window = getattr(args, "context_window", None)
     environ = builtin_environ(settings)
     if needs_model:
         if coder_extra_missing():
             raise AgentSpecError(f"{CODER_EXTRA_MISSING} (or use another agent: --agent)")
-        config = CoderConfig.from_sources(model=model, base_url=base_url, environ=environ)
+        config = CoderConfig.from_sources(
+            model=model, base_url=base_url, context_window=window, environ=environ
+        )
         if not config.configured:
             raise AgentSpecError(
                 "no model is configured for the built-in agent: give --model (e.g. "
@@ -145,6 +151,7 @@ def agent_spec(
     return build_agent(
         model=model,
         base_url=base_url,
+        context_window=window,
         store=getattr(args, "store", None),
         environ=environ,
         warn=False,

@@ -15,7 +15,7 @@ import sys
 from ..client import AgentSpec
 from ._agent_spec import agent_spec, choose_agent, close_builtin_agent, describe_agent
 from ._exit_codes import ExitCode
-from ._settings import load
+from ._settings import CONTEXT_WINDOW_HELP, load, tokens_argument
 
 __all__ = ("add_chat_parser", "chat_command")
 
@@ -36,6 +36,9 @@ def add_chat_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
     chat.add_argument("--model", help="model for the built-in agent (without --agent)")
     chat.add_argument("--base-url", help="OpenAI-compatible endpoint for the built-in agent")
+    chat.add_argument(
+        "--context-window", type=tokens_argument, metavar="TOKENS", help=CONTEXT_WINDOW_HELP
+    )
     chat.add_argument("--store", help="session store of the built-in agent")
 
 

@@ -14,7 +14,8 @@ Either way every string the agent sent is passed through
 :func:`~accord.cli._neutralise.neutralise` before it is written, so the only control codes
 reaching a terminal are accord's own. A diff is shown once: in the permission question when
 the edit asks first, otherwise when the call ends. The turn ends with a summary line: the
-stop reason in words, the session id and the token usage when the agent reported it.
+stop reason in words, the session id, the token usage and the context meter (context used of
+the window, the cost) when the agent reported them.
 
 Above: :mod:`accord.cli._run` (which feeds the events and the spinner ticks) and the
 permission question (:mod:`accord.cli._question`, which writes through :meth:`Display.ask`).
@@ -206,6 +207,17 @@ def _usage_words(usage: Usage) -> str:
     return words + ")"
 
 
+def _context_words(report: UsageUpdated) -> list[str]:
+    """The context meter in words: ``context 1,234/128,000 tokens (1%)``, and the cost."""
+    used, size = report.used, report.size
+    share = f" ({100 * used / size:.0f}%)" if size > 0 else ""
+    words = [f"context {used:,}/{size:,} tokens{share}"]
+    if report.cost is not None:
+        currency = neutralise(report.cost.currency, multiline=False)
+        words.append(f"cost {report.cost.amount:.4f} {currency}")
+    return words
+
+
 def tool_label(call: ToolCallState) -> str:
     """``kind: title`` of a tool call (neutralised, one line)."""
     title = neutralise(call.title or call.tool_call_id, multiline=False)
@@ -262,8 +274,8 @@ class Display:
         self.final_text = ""
         """The text of the agent's last message run (what ``--quiet`` prints)."""
         self.usage: Usage | None = None
-        self.context: tuple[int, int] | None = None
-        """The last context window report: tokens used, window size."""
+        self.context: UsageUpdated | None = None
+        """The last context window report (``usage_update``): tokens used, window, cost."""
 
     # -- writing ------------------------------------------------------------------------
 
@@ -379,8 +391,8 @@ class Display:
                 if current:
                     text += f" now: {neutralise(current, multiline=False)}"
                 self.line(self.style.dim(text) if self.terminal else text)
-            case UsageUpdated(used=used, size=size):
-                self.context = (used, size)
+            case UsageUpdated():
+                self.context = event
             case ModeUpdated(mode_id=mode_id):
                 self.line(self.style.dim(f"[mode] {neutralise(mode_id, multiline=False)}"))
             case ConfigUpdated(config_options=options):
@@ -514,9 +526,8 @@ class Display:
             parts.append(f"session {neutralise(session_id, multiline=False)}")
         if self.usage is not None:
             parts.append(_usage_words(self.usage))
-        elif self.context is not None:
-            used, size = self.context
-            parts.append(f"context {used:,}/{size:,} tokens")
+        if self.context is not None:
+            parts.extend(_context_words(self.context))
         text = "[" + ", ".join(parts) + "]"
         if not self.style.enabled:
             return text

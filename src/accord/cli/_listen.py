@@ -174,6 +174,7 @@ async def _serve(
     runtime = build_agent(
         model=args.model,
         base_url=args.base_url,
+        context_window=getattr(args, "context_window", None),
         store=args.store,
         environ=environ,
         warn=False,

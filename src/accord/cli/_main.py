@@ -35,6 +35,7 @@ ENVIRONMENT_HELP = """\
 environment:
   ACCORD_MODEL        the built-in agent's model (e.g. openai:gpt-5; --model wins)
   ACCORD_BASE_URL     its OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)
+  ACCORD_CONTEXT_WINDOW  its model's context window in tokens (--context-window wins)
   ACCORD_CONFIG       the config file (default: config.toml in the user config directory)
   OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY, ...   the model provider's key
   NO_COLOR            set: no colours (neither are used when output is not a terminal)
@@ -77,6 +78,8 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of the ``accord`` command and its subcommands."""
+    from ._settings import CONTEXT_WINDOW_HELP, tokens_argument
+
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="accord",
@@ -108,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--model", help="pydantic-ai model name, e.g. openai:gpt-5 or anthropic:…")
     serve.add_argument("--base-url", help="OpenAI-compatible endpoint (Ollama, llama.cpp, vLLM)")
+    serve.add_argument(
+        "--context-window", type=tokens_argument, metavar="TOKENS", help=CONTEXT_WINDOW_HELP
+    )
     serve.add_argument(
         "--store", help="SQLite file or postgresql:// URL for sessions (default: user data dir)"
     )
@@ -188,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--model", help="model for the built-in agent (without --agent)")
     run.add_argument("--base-url", help="OpenAI-compatible endpoint for the built-in agent")
+    run.add_argument(
+        "--context-window", type=tokens_argument, metavar="TOKENS", help=CONTEXT_WINDOW_HELP
+    )
     run.add_argument("--store", help="session store of the built-in agent")
 
     sessions = command("sessions", "list, show or delete an agent's stored sessions")

@@ -4,6 +4,7 @@
 
     accord serve --model openai:gpt-5
     accord serve --model qwen2.5-coder:7b --base-url http://localhost:11434/v1   # Ollama
+    accord serve --model local --base-url http://localhost:8000/v1 --context-window 32768
     accord serve --store ~/work/sessions.sqlite3
     accord serve --store postgresql://accord@db.internal/accord   # shared by several servers
     accord serve --activity ~/work/activity.ndjson
@@ -51,6 +52,7 @@ def build_agent(
     *,
     model: str | None = None,
     base_url: str | None = None,
+    context_window: int | None = None,
     store: str | None = None,
     environ: Mapping[str, str] | None = None,
     warn: bool = True,
@@ -60,6 +62,9 @@ def build_agent(
     freeze_heap: bool = False,
 ) -> CoderRuntime:
     """Build the coding agent (runtime, engine, session store) from command-line values.
+
+    ``context_window``: the model's window in tokens (``--context-window``), over
+    ``ACCORD_CONTEXT_WINDOW`` and what a ``base_url`` server reports.
 
     ``store`` is a SQLite file or a ``postgresql://`` URL (``None``: the default SQLite file,
     created when first used; see :func:`accord.store.open_store`). The
@@ -91,7 +96,9 @@ def build_agent(
         saved = load_saved_model(accord_config_dir(), os.environ)
         if saved is not None:
             model, base_url = saved.model, base_url or saved.base_url
-    config = CoderConfig.from_sources(model=model, base_url=base_url, environ=env)
+    config = CoderConfig.from_sources(
+        model=model, base_url=base_url, context_window=context_window, environ=env
+    )
     if shared_store is not None:
         # Relays follow the store: worth it where other processes write (PostgreSQL), not
         # for one process's SQLite file, where each follower would only poll in vain.
@@ -145,6 +152,7 @@ def serve_command(args: argparse.Namespace) -> int:
         runtime = build_agent(
             model=args.model,
             base_url=args.base_url,
+            context_window=getattr(args, "context_window", None),
             store=args.store,
             environ=environ,
             activity=getattr(args, "activity", None),

@@ -5,6 +5,7 @@ directory (``platformdirs``: ``~/.config/accord/config.toml`` on Linux)::
 
     model = "openai:gpt-5"                    # the built-in agent's model (like ACCORD_MODEL)
     base_url = "http://localhost:11434/v1"    # its OpenAI-compatible endpoint (ACCORD_BASE_URL)
+    context_window = 32768                    # its context window in tokens (ACCORD_CONTEXT_WINDOW)
     agent = "claude"                          # the agent `accord run` uses without --agent
 
     [agents]                                  # names for --agent, over the well-known ones
@@ -23,13 +24,23 @@ Above: :mod:`accord.cli._agent_spec`, :mod:`accord.cli._main` (help text). Below
 
 from __future__ import annotations
 
+import argparse
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ("CONFIG_ENV", "KNOWN_AGENTS", "Settings", "SettingsError", "config_path", "load")
+__all__ = (
+    "CONFIG_ENV",
+    "CONTEXT_WINDOW_HELP",
+    "KNOWN_AGENTS",
+    "Settings",
+    "SettingsError",
+    "config_path",
+    "load",
+    "tokens_argument",
+)
 
 CONFIG_ENV = "ACCORD_CONFIG"
 """The variable naming the config file (instead of the user config directory's)."""
@@ -61,6 +72,7 @@ class Settings:
     Attributes:
         model: the built-in agent's model.
         base_url: the built-in agent's OpenAI-compatible endpoint.
+        context_window: the built-in agent's model context window in tokens.
         agent: the agent ``accord run`` and ``accord sessions`` use without ``--agent``.
         agents: agent names over :data:`KNOWN_AGENTS`, name to command line.
         path: the file read (None: there was none).
@@ -68,6 +80,7 @@ class Settings:
 
     model: str | None = None
     base_url: str | None = None
+    context_window: int | None = None
     agent: str | None = None
     agents: Mapping[str, str] = field(default_factory=dict[str, str])
     path: Path | None = None
@@ -97,6 +110,30 @@ def _string(table: Mapping[str, object], key: str, where: str) -> str | None:
     return value
 
 
+CONTEXT_WINDOW_HELP = (
+    "the built-in agent's model context window in tokens, for the context meter "
+    "(default: ACCORD_CONTEXT_WINDOW, the config file, what the --base-url server reports)"
+)
+"""The help of ``--context-window`` (``accord serve``, ``run``, ``chat``)."""
+
+
+def tokens_argument(text: str) -> int:
+    """A positive number of tokens (an ``argparse`` type, for ``--context-window``)."""
+    value = text.strip().replace("_", "")
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of tokens: {text!r}")
+    return int(value)
+
+
+def _positive_int(table: Mapping[str, object], key: str, where: str) -> int | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SettingsError(f"{where}: {key!r} must be a positive integer (tokens)")
+    return value
+
+
 def load(environ: Mapping[str, str] | None = None) -> Settings:
     """Read the config file.
 
@@ -115,7 +152,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise SettingsError(f"the config file {path} is not valid TOML: {error}") from None
     where = f"the config file {path}"
-    known = {"model", "base_url", "agent", "agents"}
+    known = {"model", "base_url", "context_window", "agent", "agents"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise SettingsError(
@@ -132,6 +169,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings(
         model=_string(table, "model", where),
         base_url=_string(table, "base_url", where),
+        context_window=_positive_int(table, "context_window", where),
         agent=_string(table, "agent", where),
         agents=agents,
         path=path,

@@ -11,6 +11,10 @@ here (:func:`build_engine`):
   ``base_url`` each is pydantic-ai's OpenAI chat model at that URL; the model objects (with
   their HTTP clients) and the coder's tool definitions are built once per process and shared
   by every session (:func:`shared_model`, :func:`shared_toolset`);
+* the context meter: the configured window, else (with a ``base_url``) what the server
+  reports (:func:`served_window`, asked once per process and model), else pydantic-ai's; a
+  model behind a ``base_url`` has a cost only when ``genai-prices`` knows that server
+  (:func:`server_priced`): a local server's model named like a hosted one costs nothing;
 * the modes: :func:`~._modes.tool_allowed` as the tool filter applied before every model
   request, :func:`~._modes.needs_approval` as the approval hook;
 * the model's view: tool results longer than :data:`TOOL_RESULT_LIMIT` characters are cut
@@ -24,6 +28,7 @@ This module is imported only when the first session needs a model (it loads pyda
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -32,7 +37,7 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine, bound_tool_results
+from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine, ServedWindow, bound_tool_results
 from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
@@ -41,10 +46,18 @@ from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
 
+__all__ = (
+    "build_agent",
+    "build_engine",
+    "model_choices",
+    "served_window",
+    "server_priced",
+    "shared_model",
+    "shared_toolset",
+)
+
 TOOL_RESULT_LIMIT: Final = 40_000
 """The longest tool result (characters) the model sees whole; longer ones are cut with a note."""
-
-__all__ = ("build_agent", "build_engine", "model_choices", "shared_model", "shared_toolset")
 
 
 @functools.cache
@@ -95,15 +108,50 @@ def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:
     return image, audio
 
 
+@functools.cache
+def served_window(base_url: str, model_id: str) -> ServedWindow:
+    """The window the server at ``base_url`` reports for ``model_id``: one lookup per process.
+
+    The request carries ``OPENAI_API_KEY`` when it is set, as the model's own requests do.
+    """
+    return ServedWindow(base_url, model_id, api_key=os.environ.get("OPENAI_API_KEY") or None)
+
+
+@functools.cache
+def server_priced(base_url: str) -> bool:
+    """Whether ``genai-prices`` knows the server at ``base_url`` (and so its models' prices).
+
+    A server it does not know (a local one, a private proxy) bills nobody by its list, so its
+    models get no cost even when one is named like a hosted model.
+    """
+    from genai_prices.data_snapshot import get_snapshot
+
+    try:
+        get_snapshot().find_provider(None, None, base_url)
+    except LookupError:
+        return False
+    return True
+
+
 def model_choices(config: CoderConfig) -> list[ModelChoice]:
     """One choice per configured model name (see :mod:`._config` for ``base_url``)."""
     choices: list[ModelChoice] = []
+    window = config.context_window
     for name in config.models:
-        if config.base_url is not None:
-            build = functools.partial(shared_model, config.base_url, config.served_model_id(name))
-        else:
+        if config.base_url is None:
             build = functools.partial(shared_model, None, name)
-        choices.append(ModelChoice(id=name, model=build, context_window=config.context_window))
+            choices.append(ModelChoice(id=name, model=build, context_window=window))
+            continue
+        model_id = config.served_model_id(name)
+        choices.append(
+            ModelChoice(
+                id=name,
+                model=functools.partial(shared_model, config.base_url, model_id),
+                context_window=window,
+                window_lookup=None if window else served_window(config.base_url, model_id),
+                priced=server_priced(config.base_url),
+            )
+        )
     return choices
 
 

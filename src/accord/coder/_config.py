@@ -1,7 +1,8 @@
 """The coder's configuration: which model(s), where, and what to say when there is none.
 
-Sources, first one wins: the command line (``accord serve --model ... --base-url ...``), then
-the environment (:data:`MODEL_ENV`, :data:`BASE_URL_ENV`, :data:`CONTEXT_WINDOW_ENV`).
+Sources, first one wins: the command line (``accord serve --model ... --base-url ...
+--context-window ...``), then the environment (:data:`MODEL_ENV`, :data:`BASE_URL_ENV`,
+:data:`CONTEXT_WINDOW_ENV`), which the CLI fills from its config file where unset.
 
 * ``model``: any pydantic-ai model name (``openai:gpt-5``, ``anthropic:claude-sonnet-4-5``,
   ``google-gla:gemini-2.5-pro``, ...). Several names separated by commas are offered as the
@@ -10,8 +11,9 @@ the environment (:data:`MODEL_ENV`, :data:`BASE_URL_ENV`, :data:`CONTEXT_WINDOW_
   With it, every model is served by pydantic-ai's OpenAI chat model at that URL, and the name is
   the server's model id (an ``openai:`` prefix is dropped, so ``openai:qwen2.5-coder:7b`` and
   ``qwen2.5-coder:7b`` both work).
-* ``context_window``: the model's context window in tokens, for ``usage_update`` when
-  pydantic-ai does not know the model (local models).
+* ``context_window``: the models' context window in tokens, for ``usage_update``; it wins
+  over what a ``base_url`` server reports and over pydantic-ai's figure (see
+  :mod:`._agent`).
 
 API keys are never part of the configuration: each provider reads its own variable
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...) from the environment when a session first
@@ -95,20 +97,25 @@ class CoderConfig:
         *,
         model: str | None = None,
         base_url: str | None = None,
+        context_window: int | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> CoderConfig:
-        """Combine the command line (``model``, ``base_url``) with the environment.
+        """Combine the command line (``model``, ``base_url``, ``context_window``) with the
+        environment.
 
         Raises:
-            ValueError: :data:`CONTEXT_WINDOW_ENV` is set but not a positive integer.
+            ValueError: ``context_window`` or :data:`CONTEXT_WINDOW_ENV` is not a positive
+                integer.
         """
+        if context_window is not None and context_window <= 0:
+            raise ValueError(f"the context window must be a positive integer, not {context_window}")
         env = environ or {}
         names = model if model else env.get(MODEL_ENV, "")
         models = tuple(name.strip() for name in names.split(",") if name.strip())
         url = base_url or env.get(BASE_URL_ENV) or None
         window_text = env.get(CONTEXT_WINDOW_ENV, "").strip()
-        window: int | None = None
-        if window_text:
+        window = context_window
+        if window is None and window_text:
             if not window_text.isdigit() or int(window_text) <= 0:
                 raise ValueError(f"{CONTEXT_WINDOW_ENV} must be a positive integer")
             window = int(window_text)

@@ -15,8 +15,11 @@ such as the coder's session title) are answered from `side_scripts[purpose]` ins
 script, and recorded apart (`side_requests`): they never take a turn's scripted reply, and a
 purpose without a script is answered 400 (so the engine takes its fallback).
 
-Besides the chat endpoint: `GET /v1/models` lists `models`, and `GET /_fake/requests` returns the
-recorded requests as JSON, for tests that run the server in another process
+Besides the chat endpoint: `GET /v1/models` lists `models` (with whatever fields
+`model_info` gives each, such as vLLM's `max_model_len` or llama.cpp's `meta`), `routes`
+answers other paths with fixed JSON (llama.cpp's `GET /props`, Ollama's `POST /api/show`, ...;
+`info_requests` records what was asked of them and of `/v1/models`), and `GET /_fake/requests`
+returns the recorded requests as JSON, for tests that run the server in another process
 (`python -m accord.testing.fake_openai`).
 """
 
@@ -96,6 +99,11 @@ class _State:
 
     script: Script
     models: tuple[str, ...]
+    model_info: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=dict[str, Mapping[str, Any]]
+    )
+    routes: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    info_requests: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     condition: threading.Condition = field(default_factory=threading.Condition)
     closing: threading.Event = field(default_factory=threading.Event)
     records: list[RecordedRequest] = field(default_factory=list[RecordedRequest])
@@ -219,11 +227,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path.endswith("/models"):
+        if path in self._state.routes:
+            self._answer_route(path)
+        elif path.endswith("/models"):
+            self._note_info_request(path)
             created = 1_700_000_000
+            state = self._state
             data = [
-                {"id": m, "object": "model", "created": created, "owned_by": "accord-fake"}
-                for m in self._state.models
+                {
+                    "id": m,
+                    "object": "model",
+                    "created": created,
+                    "owned_by": "accord-fake",
+                    **state.model_info.get(m, {}),
+                }
+                for m in state.models
             ]
             self._send_json(200, {"object": "list", "data": data})
         elif path == "/_fake/requests":
@@ -240,7 +258,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         raw = self.rfile.read(int(length))
-        if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in self._state.routes:
+            self._answer_route(path)
+            return
+        if not path.endswith("/chat/completions"):
             self._send_error(ScriptedError(status=404, message=f"no route {self.path}"))
             return
         try:
@@ -266,6 +288,14 @@ class _Handler(BaseHTTPRequestHandler):
             outcome = "aborted" if self._state.closing.is_set() else "disconnected"
             self.close_connection = True
         self._state.finish(index, outcome, side=side)
+
+    def _note_info_request(self, path: str) -> None:
+        with self._state.condition:
+            self._state.info_requests.append((self.command, path))
+
+    def _answer_route(self, path: str) -> None:
+        self._note_info_request(path)
+        self._send_json(200, self._state.routes[path])
 
     # -- answering -------------------------------------------------------------------------------
 
@@ -373,6 +403,10 @@ class FakeOpenAIServer:
     Args:
         script: The replies; see `Script`. An exhausted script answers 400 with a message saying so.
         models: Model ids listed by `GET /v1/models`.
+        model_info: More fields of a model's `GET /v1/models` entry, by model id (e.g.
+            ``{"local": {"max_model_len": 32768}}``, as vLLM reports its window).
+        routes: Paths answered with fixed JSON, for GET and POST alike (e.g.
+            ``{"/api/show": {"parameters": "num_ctx 8192"}}``).
         host: The interface to bind (loopback by default).
         port: The port; 0 picks a free one.
         side_scripts: Replies to side requests, by purpose (the value of
@@ -385,12 +419,18 @@ class FakeOpenAIServer:
         script: Script = (),
         *,
         models: Sequence[str] = ("fake-model",),
+        model_info: Mapping[str, Mapping[str, Any]] | None = None,
+        routes: Mapping[str, Any] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         side_scripts: Mapping[str, Sequence[ScriptedReply]] | None = None,
     ) -> None:
         self._state = _State(
-            script=script, models=tuple(models), side_scripts=dict(side_scripts or {})
+            script=script,
+            models=tuple(models),
+            model_info=dict(model_info or {}),
+            routes={path.rstrip("/"): answer for path, answer in (routes or {}).items()},
+            side_scripts=dict(side_scripts or {}),
         )
         self._address = (host, port)
         self._httpd: _HTTPServer | None = None
@@ -471,6 +511,12 @@ class FakeOpenAIServer:
         """Snapshots of the side requests (marked with a purpose) received so far, in order."""
         with self._state.condition:
             return tuple(self._state.side_records)
+
+    @property
+    def info_requests(self) -> tuple[tuple[str, str], ...]:
+        """``(method, path)`` of every request for `/v1/models` and the `routes`, in order."""
+        with self._state.condition:
+            return tuple(self._state.info_requests)
 
     @property
     def errors(self) -> tuple[BaseException, ...]:

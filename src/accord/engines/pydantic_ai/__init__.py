@@ -25,9 +25,12 @@ What a client sees, per turn (details in :mod:`._stream`, :mod:`._run` and :mod:
 * tools declared ``requires_approval=True``, or for which the ``needs_approval`` hook says so
   in the current mode, ask ``session/request_permission`` first; rejected (or cancelled) calls
   never run and the model is told;
-* ``usage_update`` after each model response when the context window is known (from
-  pydantic-ai or :attr:`ModelChoice.context_window`): context used and window size, plus the
-  session's cost when every response was priced;
+* ``usage_update`` after each model response when the context window is known: the
+  configured :attr:`ModelChoice.context_window`, else what its
+  :attr:`~ModelChoice.window_lookup` finds (:class:`ServedWindow` asks an OpenAI-compatible
+  server: vLLM, llama.cpp, Ollama, ...), else pydantic-ai's; context used and window size,
+  plus the session's cost when every response was priced (pydantic-ai prices them with
+  ``genai-prices``; :attr:`ModelChoice.priced` says when a model has no price at all);
 * the model can be switched with the ``model`` config option (its client is built once per
   session, and again only when the choice changes);
 * tool results longer than a bound can be cut for the model (the client still gets them
@@ -61,7 +64,10 @@ from ._history import history_from_json as history_from_json
 from ._history import history_to_json as history_to_json
 from ._models import MODEL_CONFIG_ID as MODEL_CONFIG_ID
 from ._models import ModelChoice as ModelChoice
+from ._models import WindowLookup as WindowLookup
 from ._prompt import user_content as user_content
+from ._served_window import ServedWindow as ServedWindow
+from ._served_window import served_context_window as served_context_window
 from ._session import DEFAULT_CHUNK_INTERVAL as DEFAULT_CHUNK_INTERVAL
 from ._session import RUN_METADATA_KEY as RUN_METADATA_KEY
 from ._session import PydanticAISession as PydanticAISession
@@ -100,15 +106,18 @@ __all__ = (
     "ModelChoice",
     "PydanticAIEngine",
     "PydanticAISession",
+    "ServedWindow",
     "ToolBehaviour",
     "ToolCallInput",
     "ToolFilter",
     "TranslatorFactory",
+    "WindowLookup",
     "bound_tool_results",
     "history_from_json",
     "history_to_json",
     "path_locations",
     "path_title",
     "replace_diff",
+    "served_context_window",
     "user_content",
 )

@@ -13,9 +13,10 @@ mode), so that a history saved by one process is exactly what the model sees in 
 Usage: ACP's ``usage_update`` reports the context in use against the model's context window,
 and optionally the session's cumulative cost. :func:`context_tokens` reads the context a
 response leaves behind (its input tokens plus its output tokens); :class:`CostTotal` sums the
-costs pydantic-ai computed for each response and forgets the total as soon as one response
-that used tokens has no cost (an unpriced model), because a partial sum would be a number
-nobody measured.
+costs pydantic-ai computed for each response (from the ``genai-prices`` package) and forgets
+the total as soon as one response that used tokens has no cost (an unpriced model, or one
+:attr:`~._models.ModelChoice.priced` says nobody charges for), because a partial sum would be
+a number nobody measured.
 
 This module sits on pydantic-ai alone; the session uses it.
 """
@@ -149,18 +150,23 @@ class CostTotal:
 
     __slots__ = ("_known", "_total")
 
-    def __init__(self, messages: Iterable[ModelMessage] = ()) -> None:
-        """Start from the responses in ``messages`` (a restored history)."""
+    def __init__(self, messages: Iterable[ModelMessage] = (), *, priced: bool = True) -> None:
+        """Start from the responses in ``messages`` (a restored history; ``priced``: see
+        :meth:`add`)."""
         self._total = Decimal(0)
         self._known = True
         for message in messages:
             if isinstance(message, ModelResponse):
-                self.add(message)
+                self.add(message, priced=priced)
 
-    def add(self, response: ModelResponse) -> None:
-        """Count one response: its cost, or, if it used tokens but has no cost, unknown."""
+    def add(self, response: ModelResponse, *, priced: bool = True) -> None:
+        """Count one response: its cost, or, if it used tokens but has no cost, unknown.
+
+        ``priced=False``: the response's model has no price, whatever pydantic-ai found for
+        its name (a model on one's own server named like a hosted one).
+        """
         usage = response.usage
-        if usage.cost is not None:
+        if priced and usage.cost is not None:
             self._total += usage.cost
         elif usage.input_tokens or usage.output_tokens:
             self._known = False

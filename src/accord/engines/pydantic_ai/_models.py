@@ -13,7 +13,7 @@ This module sits on pydantic-ai and :mod:`accord.schema`; the session owns one
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -22,7 +22,13 @@ from pydantic_ai.models import Model, infer_model
 
 from ...schema import SelectSessionConfigOption, SessionConfigSelectOption
 
-__all__ = ("MODEL_CONFIG_ID", "ModelChoice", "SessionModel", "model_config_option")
+__all__ = (
+    "MODEL_CONFIG_ID",
+    "ModelChoice",
+    "SessionModel",
+    "WindowLookup",
+    "model_config_option",
+)
 
 _log = logging.getLogger("accord.engines.pydantic_ai")
 
@@ -38,6 +44,11 @@ AnyModel: TypeAlias = "Model[Any]"
 ModelFactory: TypeAlias = Callable[[], AnyModel]
 """Builds a model (and its client) for one session."""
 
+WindowLookup: TypeAlias = Callable[[], Awaitable[int | None]]
+"""Finds a model's context window where it is served (``None``: not reported); e.g.
+:class:`~._served_window.ServedWindow`. Called after each model response until it answers,
+so it should remember its answer."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelChoice:
@@ -51,8 +62,13 @@ class ModelChoice:
             every session).
         name: The label shown to users (default: ``id``).
         description: Optional text shown with the choice.
-        context_window: The model's context window in tokens, when pydantic-ai does not know
-            it (``model.context_window``); ``usage_update`` needs it.
+        context_window: The model's context window in tokens, as configured; it wins over
+            every other source. ``usage_update`` needs a window.
+        window_lookup: Where to ask for the window when none is configured (the server the
+            model runs on); its answer wins over pydantic-ai's (``model.context_window``).
+        priced: Whether the model's responses have a price. ``False`` for a model on a server
+            no price list knows (one's own), whose name may still match a hosted model's:
+            its ``usage_update`` then carries no cost, rather than a price nobody charges.
     """
 
     id: str
@@ -60,6 +76,8 @@ class ModelChoice:
     name: str | None = None
     description: str | None = None
     context_window: int | None = None
+    window_lookup: WindowLookup | None = field(default=None, repr=False)
+    priced: bool = True
 
     def build(self) -> AnyModel:
         """Return the model for one session: call the factory, infer the name, or share."""
@@ -125,11 +143,27 @@ class SessionModel:
         return None if self._current is None else self._current.choice.id
 
     @property
-    def context_window(self) -> int | None:
-        """The current model's context window in tokens, if anyone knows it."""
-        if self._current is None:
+    def priced(self) -> bool:
+        """Whether the current model's responses have a price (:attr:`ModelChoice.priced`)."""
+        return self._current is None or self._current.choice.priced
+
+    async def context_window(self) -> int | None:
+        """The current model's context window in tokens, if anyone knows it.
+
+        The configured window (:attr:`ModelChoice.context_window`), else what the choice's
+        :attr:`~ModelChoice.window_lookup` finds, else pydantic-ai's.
+        """
+        current = self._current
+        if current is None:
             return None
-        return self._current.choice.context_window or self._current.model.context_window
+        choice = current.choice
+        if choice.context_window:
+            return choice.context_window
+        if choice.window_lookup is not None:
+            served = await choice.window_lookup()
+            if served:
+                return served
+        return current.model.context_window
 
     async def switch(self, choice_id: str) -> None:
         """Make ``choice_id`` the current model (building it unless it is current already).

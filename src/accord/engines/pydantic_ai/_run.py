@@ -61,6 +61,7 @@ from .. import (
 )
 from ._approval import TurnCapability
 from ._history import CostTotal, context_tokens, history_to_json
+from ._models import WindowLookup
 from ._pipe import Pipe
 from ._stream import EventTranslator
 
@@ -102,13 +103,15 @@ class TurnRun:
         prompt: The user prompt.
         history: The session's history before the turn.
         model: The model to run with (``None``: the agent's own).
-        context_window: The model's context window, if known.
+        context_window: Finds the model's context window (``None``: unknown), asked after
+            each model response until it knows.
         deps: The session's deps.
         metadata: The run metadata.
         turn: The turn.
         translator: The turn's event translator.
         capability: The turn's capability (tool filter and approvals).
         cost: The session's cost total (updated with each response).
+        priced: Whether the model's responses have a price (:attr:`ModelChoice.priced`).
     """
 
     def __init__(
@@ -118,25 +121,28 @@ class TurnRun:
         prompt: str | Sequence[UserContent],
         history: list[ModelMessage],
         model: Model[Any] | None,
-        context_window: int | None,
+        context_window: WindowLookup,
         deps: Any,
         metadata: dict[str, Any],
         turn: TurnContext,
         translator: EventTranslator,
         capability: TurnCapability,
         cost: CostTotal,
+        priced: bool = True,
     ) -> None:
         """Prepare the run; see the class docstring for the arguments."""
         self._agent = agent
         self._prompt = prompt
         self._model = model
-        self._context_window = context_window
+        self._window_lookup = context_window
+        self._window: int | None = None
         self._deps = deps
         self._metadata = metadata
         self._turn = turn
         self._translator = translator
         self._capability = capability
         self._cost = cost
+        self._priced = priced
         self._run: AgentRun[Any, Any] | None = None
         self._call_id: str | None = None
         self.messages: list[ModelMessage] = history
@@ -220,6 +226,8 @@ class TurnRun:
                                 if not pipe.put_nowait(output):  # no coroutine per delta
                                     await pipe.put(output)
                     self._call_id = None
+                    if self._window is None:
+                        self._window = await self._window_lookup()
                     for output in self._usage(call_id, stream.response):
                         await pipe.put(output)
                 elif Agent.is_call_tools_node(node):
@@ -252,7 +260,7 @@ class TurnRun:
         return (ModelCallEnded(call_id=call_id, outcome=outcome),)
 
     def _usage(self, call_id: str, response: ModelResponse) -> list[Event]:
-        self._cost.add(response)
+        self._cost.add(response, priced=self._priced)
         usage = response.usage
         events: list[Event] = [
             ModelCallEnded(
@@ -261,7 +269,7 @@ class TurnRun:
                 output_tokens=usage.output_tokens or None,
             )
         ]
-        window = self._context_window
+        window = self._window
         if window and (usage.input_tokens or usage.output_tokens):
             total: Decimal | None = self._cost.total
             cost = None if total is None else Cost(amount=float(total), currency="USD")

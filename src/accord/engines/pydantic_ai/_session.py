@@ -17,6 +17,7 @@ opens one session per ACP session.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import Any, Final
 import anyio
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models import Model
 from pydantic_ai.tools import ToolDefinition
 
 from ...errors import InvalidParams
@@ -106,7 +108,7 @@ class PydanticAISession(EngineSession):
         self._history = PackedHistory(history)
         self._deps = deps
         self._options = options
-        self._cost = CostTotal(history)
+        self._cost = CostTotal(history, priced=model.priced)
         self._mode_id = context.mode_id
         self._turn_state: TurnState | None = None
         # An untitled session is titled from its next prompt (when the engine titles).
@@ -153,6 +155,14 @@ class PydanticAISession(EngineSession):
     async def aclose(self) -> None:
         """Close the model clients this session opened."""
         await self._model.aclose()
+
+    async def _context_window(self, model: AnyModel | None) -> int | None:
+        """The turn's model's window: the choice's (see :class:`SessionModel`), else, for the
+        agent's own model, pydantic-ai's."""
+        if model is not None:
+            return await self._model.context_window()
+        own = self._agent.model
+        return own.context_window if isinstance(own, Model) else None
 
     def _expects_approval(
         self, name: str, args: Mapping[str, Any], definition: ToolDefinition | None
@@ -254,13 +264,14 @@ class PydanticAISession(EngineSession):
                 prompt=user_content(prompt),
                 history=self._history.unpack(),
                 model=model,
-                context_window=self._model.context_window,
+                context_window=functools.partial(self._context_window, model),
                 deps=self._deps,
                 metadata=metadata,
                 turn=turn,
                 translator=translator,
                 capability=capability,
                 cost=self._cost,
+                priced=self._model.priced,
             )
             try:
                 await run.run(pipe)
