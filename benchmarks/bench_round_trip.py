@@ -1,21 +1,25 @@
-"""Request round trip over stdio, side by side and interleaved: accord tree(s) vs the official SDK.
+"""Request round trip over stdio, side by side and interleaved: accord tree(s) vs the official SDKs.
 
-Each *way* is one client process driving one agent process (``_agents.py``) over real pipes
-with ``--pings`` sequential ``_bench/ping`` requests (answered ``{}`` at once) after 200 that
-are not counted. Ways: ``sdk`` (the official Python SDK, ``agent-client-protocol``, on both
-sides) and one accord way per ``--tree`` (the client and the agent import accord from that
-tree's ``src``: e.g. main at an older commit unpacked with ``git archive``, and this
+Each *way* is one client process driving one agent process over real pipes with ``--pings``
+sequential ``_bench/ping`` requests (answered ``{}`` at once) after 200 that are not counted.
+Ways: ``ts-sdk`` (the official TypeScript SDK, ``@agentclientprotocol/sdk`` from
+``.interop/acp-sdk-2``, on both sides: ``_ts_sdk_ping.mjs``; the reference the ratios are
+taken to), ``sdk`` (the official Python SDK, ``agent-client-protocol``, on both sides:
+``_agents.py``) and one accord way per ``--tree`` (the client and the agent import accord from
+that tree's ``src``: e.g. main at an older commit unpacked with ``git archive``, and this
 checkout). The ways run in turn, ``--rounds`` times, the order rotated every round, so a
-change of the machine's load hits every way alike.
+change of the machine's load hits every way alike. Without node or the installed TypeScript
+SDK (``scripts/fetch_interop_agents.sh``) its way is left out and the ratios are to the
+Python SDK.
 
 Per run: round trip p50 and p99 (wall clock), and CPU microseconds per round trip of the
 client and of the agent (user + system, from ``/proc``): the CPU figures move much less with
 the load than wall-clock ones. Printed per run with the load average, then the medians over
-the rounds, and each way's p50 and CPU over the SDK's (medians of the per-round ratios).
+the rounds, and each way's p50 and CPU over the reference's (medians of the per-round ratios).
 
-Run: ``python benchmarks/bench_round_trip.py [--pings 2000] [--rounds 5] [--tree DIR ...]``
-(default tree: this checkout). One run is ``python benchmarks/bench_round_trip.py --one
-accord|sdk``, which prints one JSON line.
+Run: ``python benchmarks/bench_round_trip.py [--pings 2000] [--rounds 5] [--tree DIR ...]
+[--no-python-sdk]`` (default tree: this checkout). One run is ``python
+benchmarks/bench_round_trip.py --one accord|sdk|ts-sdk``, which prints one JSON line.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 AGENTS = [sys.executable, str(HERE / "_agents.py")]
 WARM_UP = 200
+TS_SDK_MODULES = ROOT / ".interop" / "acp-sdk-2" / "node_modules"
+TS_SDK_PROGRAM = HERE / "_ts_sdk_ping.mjs"
 
 
 def _cpu(pid: int) -> float:
@@ -115,7 +123,31 @@ def _run_one(way: str, pings: int) -> None:
     print(json.dumps(result))
 
 
+def _ts_sdk_available() -> bool:
+    return shutil.which("node") is not None and (TS_SDK_MODULES / "@agentclientprotocol").is_dir()
+
+
+def _spawn_ts_sdk(pings: int) -> dict[str, float]:
+    """One run of the TypeScript SDK's client and agent (``_ts_sdk_ping.mjs``)."""
+    node = shutil.which("node")
+    assert node is not None
+    with tempfile.TemporaryDirectory(prefix="accord-ts-sdk-") as scratch:
+        (Path(scratch) / "node_modules").symlink_to(TS_SDK_MODULES)
+        program = Path(scratch) / TS_SDK_PROGRAM.name
+        program.write_text(TS_SDK_PROGRAM.read_text())
+        out = subprocess.run(
+            [node, str(program), "client", str(pings)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def _spawn_one(way: str, tree: Path | None, pings: int) -> dict[str, float]:
+    if way == "ts-sdk":
+        return _spawn_ts_sdk(pings)
     env = dict(os.environ)
     if tree is not None:  # the client here and the agent it spawns both import this tree
         env["PYTHONPATH"] = os.pathsep.join([str(tree / "src"), env.get("PYTHONPATH", "")])
@@ -136,21 +168,33 @@ def main() -> None:
     parser.add_argument("--pings", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tree", action="append", type=Path, help="an accord checkout")
-    parser.add_argument("--one", choices=("accord", "sdk"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-python-sdk", action="store_true", help="leave out the official Python SDK"
+    )
+    parser.add_argument("--one", choices=("accord", "sdk", "ts-sdk"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one == "ts-sdk":
+        print(json.dumps(_spawn_ts_sdk(args.pings)))
+        return
     if args.one:
         _run_one(args.one, args.pings)
         return
     trees: list[Path] = [tree.resolve() for tree in args.tree or [ROOT]]
-    ways: list[tuple[str, Path | None]] = [(f"accord {tree}", tree) for tree in trees]
-    ways.append(("official SDK", None))
-    results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in ways}
+    ways: list[tuple[str, str, Path | None]] = [(f"accord {t}", "accord", t) for t in trees]
+    if not args.no_python_sdk:
+        ways.append(("official Python SDK", "sdk", None))
+    if _ts_sdk_available():
+        ways.append(("official TypeScript SDK", "ts-sdk", None))
+    else:
+        print("the TypeScript SDK is not installed (scripts/fetch_interop_agents.sh): left out")
+    reference = ways[-1][0]
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in ways}
     print(f"{args.pings:,} pings per run, {args.rounds} rounds, order rotated per round")
     for round_ in range(args.rounds):
         shift = round_ % len(ways)
-        for name, tree in ways[shift:] + ways[:shift]:
+        for name, way, tree in ways[shift:] + ways[:shift]:
             load = Path("/proc/loadavg").read_text().split()[0]
-            result = _spawn_one("sdk" if tree is None else "accord", tree, args.pings)
+            result = _spawn_one(way, tree, args.pings)
             results[name].append(result)
             print(
                 f"round {round_ + 1} {name:50s} p50 {result['p50_ms']:.3f} ms  p99 "
@@ -158,8 +202,8 @@ def main() -> None:
                 f"{result['agent_us']:.0f} us  (load {load})",
                 flush=True,
             )
-    sdk = results["official SDK"]
-    print("\nmedians over the rounds; ratios are medians of the per-round ratios to the SDK")
+    sdk = results[reference]
+    print(f"\nmedians over the rounds; ratios are medians of the per-round ratios to {reference}")
     for name, runs in results.items():
 
         def median(key: str, runs: list[dict[str, float]] = runs) -> float:
