@@ -25,8 +25,16 @@ from typing import NoReturn, TypeAlias, cast
 
 import anyio
 
+from ..errors import LocalProtocolError
 from ..remote import is_remote_url
-from ..roles import LATEST_PROTOCOL_VERSION, Agent, Client, ClientSideConnection, serve_agent
+from ..roles import (
+    LATEST_PROTOCOL_VERSION,
+    Agent,
+    Client,
+    ClientSideConnection,
+    is_advertised,
+    serve_agent,
+)
 from ..schema import AuthCapabilities, Implementation, InitializeRequest
 from ..transports import SubprocessTransport, Transport, memory_transport_pair, spawn_agent
 from ._connection import ConnectedAgent, absolute_path
@@ -38,6 +46,7 @@ from ._elicitation import (
 )
 from ._fs import FileSystemHost
 from ._handlers import SessionRouter, UpdateListener, client_class
+from ._mcp_host import McpHost
 from ._permissions import DenyAll, PermissionPolicy
 from ._session import _SessionShared
 from ._terminals import TerminalHost
@@ -83,6 +92,7 @@ async def connect(
     ssl_context: ssl.SSLContext | None = None,
     reconnect: bool = True,
     on_status: Callable[[str], None] | None = None,
+    mcp_servers: Sequence[object] = (),
 ) -> AsyncGenerator[ConnectedAgent]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
@@ -119,6 +129,11 @@ async def connect(
         reconnect: a served agent's dropped connection is reopened and its sessions resumed
             (from their last ``_meta["acp/cursor"]``); requests in flight fail with -32603.
         on_status: told, one line each, when that connection drops and is back.
+        mcp_servers: MCP servers of the ``mcp`` package (``MCPServer`` or low-level
+            ``Server`` objects) to host in this process and offer to the agent over ACP
+            (``acp`` MCP servers, ``mcp/message``): every session this connection opens names
+            them (see :mod:`accord.client._mcp_host`). The agent must advertise
+            ``mcpCapabilities.acp``.
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
@@ -128,6 +143,9 @@ async def connect(
         ConnectionRefused: a served agent refused the connection (401: the token).
         OSError: a served agent cannot be reached.
         ValueError: ``elicitation_modes`` is empty or names an unknown mode.
+        TypeError: an entry of ``mcp_servers`` is not an MCP server of the ``mcp`` package.
+        LocalProtocolError: ``mcp_servers`` were given and the agent does not advertise
+            ``mcpCapabilities.acp``.
     """
     remote = isinstance(agent, str) and is_remote_url(agent)
     if isinstance(agent, str) and not remote:
@@ -149,6 +167,7 @@ async def connect(
     owns_terminals = terminals is True
     terminal_host = TerminalHost() if terminals is True else (terminals or None)
     default_cwd = absolute_path(cwd if cwd is not None else os.getcwd())
+    mcp_host = McpHost(mcp_servers) if mcp_servers else None
     try:
         async with AsyncExitStack() as stack:
             in_process: tuple[Agent, Transport] | None = None
@@ -179,6 +198,8 @@ async def connect(
             if owns_terminals and terminal_host is not None:
                 await stack.enter_async_context(terminal_host)
             router = SessionRouter(fs_host, terminal_host, update_listener)
+            if mcp_host is not None:
+                router.mcp = await stack.enter_async_context(mcp_host)
             if elicitation_policy is not None:
                 router.elicitation = ElicitationService(
                     elicitation_policy, elicitation_modes, router
@@ -187,11 +208,22 @@ async def connect(
                 fs=fs_host is not None,
                 terminals=terminal_host is not None,
                 elicitation=router.elicitation is not None,
+                mcp=mcp_host is not None,
             )(router, client_info or _default_client_info())
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
+            if mcp_host is not None:
+                mcp_host.attach(calls.mcp_notification)
             if in_process is not None:
                 task_group.start_soon(serve_agent, *in_process, name="in-process agent")
             await _initialize(calls, client, transport, initialize_timeout, terminal_auth)
+            if mcp_host is not None and not is_advertised(
+                calls.agent_capabilities, ("mcpCapabilities", "acp")
+            ):
+                raise LocalProtocolError(
+                    "the agent does not take MCP servers over ACP (it did not advertise "
+                    "mcpCapabilities.acp), so the mcp_servers given to connect() cannot be "
+                    "offered to it"
+                )
             shared = _SessionShared(
                 calls=calls,
                 task_group=task_group,

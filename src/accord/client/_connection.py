@@ -235,8 +235,8 @@ class ConnectedAgent:
             RequestError: the agent refused otherwise.
         """
         root, extra = self._roots(cwd, additional_directories)
-        self._check_mcp_servers(mcp_servers)
-        request = NewSessionRequest(cwd=root, mcp_servers=list(mcp_servers))
+        mcp_servers = self._with_hosted(mcp_servers)
+        request = NewSessionRequest(cwd=root, mcp_servers=mcp_servers)
         if extra:
             request.additional_directories = list(extra)
         response = await self._calls.new_session(request)
@@ -358,8 +358,8 @@ class ConnectedAgent:
         the answer names it (its earlier updates wait for it in the router).
         """
         root, extra = self._roots(cwd, additional_directories)
-        self._check_mcp_servers(mcp_servers)
-        request = request_type(session_id=session_id, cwd=root, mcp_servers=list(mcp_servers))
+        servers = self._with_hosted(mcp_servers)
+        request = request_type(session_id=session_id, cwd=root, mcp_servers=servers)
         if extra:
             request.additional_directories = list(extra)
         if cursor is not None:
@@ -475,13 +475,19 @@ class ConnectedAgent:
             )
         return root, extra
 
-    def _check_mcp_servers(self, servers: Sequence[McpServer]) -> None:
-        """Refuse to send MCP servers of a transport the agent did not advertise."""
+    def _with_hosted(self, servers: Sequence[McpServer]) -> list[McpServer]:
+        """``servers`` and the MCP servers this connection hosts (``connect(mcp_servers=)``).
+
+        Raises:
+            LocalProtocolError: a server of a transport the agent did not advertise.
+        """
         capabilities = self._calls.agent_capabilities
         refused = unadvertised_mcp_servers(servers, capabilities)
         if refused:
             message, _ = mcp_refusal(refused, capabilities)
             raise LocalProtocolError(message)
+        host = self._router.mcp
+        return [*servers, *host.declarations] if host is not None else list(servers)
 
     def _open(self, session_id: str, cwd: str, extra: Sequence[str]) -> ClientSession:
         if session_id in self._router.sessions:

@@ -36,6 +36,8 @@ from ..schema import (
     Implementation,
     KillTerminalRequest,
     KillTerminalResponse,
+    MessageMcpRequest,
+    MessageMcpResponse,
     ReadTextFileRequest,
     ReadTextFileResponse,
     ReleaseTerminalRequest,
@@ -55,6 +57,7 @@ from ..schema import (
 if TYPE_CHECKING:
     from ._elicitation import ElicitationService
     from ._fs import FileSystemHost
+    from ._mcp_host import McpHost
     from ._session import ClientSession
     from ._terminals import TerminalHost
 
@@ -91,6 +94,8 @@ class SessionRouter:
         self.terminals = terminals
         #: Answers ``elicitation/create`` (set by ``connect`` when a policy is given).
         self.elicitation: ElicitationService | None = None
+        #: Answers ``mcp/message`` (set by ``connect`` when it hosts MCP servers).
+        self.mcp: McpHost | None = None
         self._early: dict[str, list[tuple[SessionUpdate, int]]] = {}
         self._early_count = 0
         self._early_bytes = 0
@@ -293,7 +298,9 @@ class _ElicitationClient(_HostClient):
         await self._router.elicitation.complete(notification)
 
 
-def client_class(*, fs: bool, terminals: bool, elicitation: bool = False) -> type[_HostClient]:
+def client_class(
+    *, fs: bool, terminals: bool, elicitation: bool = False, mcp: bool = False
+) -> type[_HostClient]:
     """The ``Client`` class that advertises (and serves) exactly the requested services."""
     if fs and terminals:
         base: type[_HostClient] = _FsTerminalClient
@@ -303,10 +310,27 @@ def client_class(*, fs: bool, terminals: bool, elicitation: bool = False) -> typ
         base = _TerminalClient
     else:
         base = _HostClient
-    return _with_elicitation(base) if elicitation else base
+    base = _with_elicitation(base) if elicitation else base
+    return _with_mcp(base) if mcp else base
 
 
 @functools.cache
 def _with_elicitation(base: type[_HostClient]) -> type[_HostClient]:
     """``base`` that also answers elicitation (one class per base, built once)."""
     return type(f"{base.__name__.lstrip('_')}WithElicitation", (_ElicitationClient, base), {})
+
+
+class _McpClient(_HostClient):
+    """Also answers ``mcp/message`` with the MCP servers this connection hosts."""
+
+    async def mcp_message(self, request: MessageMcpRequest) -> MessageMcpResponse:
+        """Serve one inner MCP request (see :mod:`accord.client._mcp_host`)."""
+        host = self._router.mcp
+        assert host is not None
+        return await host.handle(request)
+
+
+@functools.cache
+def _with_mcp(base: type[_HostClient]) -> type[_HostClient]:
+    """``base`` that also hosts MCP servers (one class per base, built once)."""
+    return type(f"{base.__name__.lstrip('_')}WithMcp", (_McpClient, base), {})
