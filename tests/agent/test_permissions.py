@@ -8,10 +8,12 @@ from _agent_support import CWD, RecordingClient, scripted, serve
 from accord.agent import DEFAULT_PERMISSION_OPTIONS, permission_key
 from accord.errors import RequestError
 from accord.schema import (
+    DiffToolCallContent,
     ForkSessionRequest,
     LoadSessionRequest,
     PermissionOption,
     ResumeSessionRequest,
+    ToolCallLocation,
 )
 from accord.store import SessionStore
 from accord.testing import Say, UseTool
@@ -50,6 +52,26 @@ async def test_a_confirmation_becomes_a_request_with_the_tool_call_and_four_opti
         assert engine.tool_runs == ["t1"]
         statuses = [u.get("status") for u in client.updates(session_id) if u.get("toolCallId")]
         assert statuses == ["pending", "in_progress", "completed"]
+
+
+async def test_the_request_carries_the_call_s_locations_and_content_the_engine_left_out() -> None:
+    # An editor renders the request before anything else: it gets the whole call, even when
+    # the engine asks with the id alone.
+    where = ToolCallLocation(path="/work/main.py", line=3)
+    diff = DiffToolCallContent(path="/work/main.py", old_text="a\nb\nc\n", new_text="a\nb\nC\n")
+    client = RecordingClient(answers=["allow_once"])
+    engine = scripted([_tool(tool_call_id="t1", locations=(where,), content=(diff,)), Say("ok")])
+    async with serve(engine, client=client) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        [request] = client.permission_requests
+        assert request.tool_call.to_wire() == {
+            "toolCallId": "t1",
+            "title": "Edit main.py",
+            "kind": "edit",
+            "locations": [{"path": "/work/main.py", "line": 3}],
+            "content": [diff.to_wire()],
+        }
 
 
 @pytest.mark.parametrize("answer", ["reject_once", "cancelled"])

@@ -134,8 +134,10 @@ def test_the_diff_is_shown_before_the_edit_is_approved(project: Path, tmp_path: 
             assert process.wait(timeout=TIMEOUT) == ExitCode.OK
     assert (project / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
     before = question.split("Allow edit: ")[0]
-    assert "\n-a - b" in before.replace("\x1b[31m", "")  # the edit, before the question
-    assert "\n+a + b" in before.replace("\x1b[32m", "")
+    # the edit in its file (the whole-file diff the request carries), before the question
+    shown = before.replace("\x1b[31m", "").replace("\x1b[32m", "").replace("\x1b[0m", "")
+    assert "\n def add(a, b):\n-    return a - b\n+    return a + b\n" in shown
+    assert shown.count("-    return a - b") == 1, "shown more than once"
     screen = pyte.Screen(160, 60)
     pyte.ByteStream(screen).feed(out.data)
     lines = [line.rstrip() for line in screen.display if line.strip()]

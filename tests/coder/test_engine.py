@@ -35,7 +35,7 @@ from accord.events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from accord.schema import DiffToolCallContent, TerminalToolCallContent
+from accord.schema import DiffToolCallContent, TerminalToolCallContent, ToolCallLocation
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = pytest.mark.anyio
@@ -115,20 +115,19 @@ async def test_an_edit_in_code_mode_asks_first_and_reports_the_whole_diff(
     [agent_id] = turn.permissions.agent_ids
     assert agent_id == "root"
     assert asked.kind == "edit" and asked.title == "Edit pkg/__init__.py"
-    assert asked.content is not None
-    (diff,) = asked.content
-    assert isinstance(diff, DiffToolCallContent)
-    assert (diff.old_text, diff.new_text) == ("a - b", "a + b")
+    whole = DiffToolCallContent(
+        path=str(project / "pkg" / "__init__.py"),
+        old_text="def add(a, b):\n    return a - b\n",
+        new_text="def add(a, b):\n    return a + b\n",
+    )
+    # asked with the whole file before and after, and the changed line, as it completes
+    assert asked.content == [whole]
+    assert asked.locations == [ToolCallLocation(path=whole.path, line=2)]
     assert (project / "pkg" / "__init__.py").read_text().endswith("return a + b\n")
     (ended,) = root(outputs, ToolCallEnded)
     assert ended.status == "completed"
-    assert ended.content == (
-        DiffToolCallContent(
-            path=str(project / "pkg" / "__init__.py"),
-            old_text="def add(a, b):\n    return a - b\n",
-            new_text="def add(a, b):\n    return a + b\n",
-        ),
-    )
+    assert ended.content == (whole,)
+    assert ended.locations == (ToolCallLocation(path=whole.path, line=2),)
     assert text_of(outputs) == "fixed"
 
 

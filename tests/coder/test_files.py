@@ -158,3 +158,40 @@ async def test_editor_errors_become_tool_errors(project: Path) -> None:
         await read_file(workspace, "README.md")
     with pytest.raises(ToolError, match=r"cannot write new\.py: read-only buffer"):
         await write_file(workspace, "new.py", "x")
+
+
+@pytest.mark.anyio
+@both_backends
+async def test_a_planned_change_reads_the_editor_s_buffer_and_writes_nothing(
+    project: Path,
+) -> None:
+    path = str(project / "pkg" / "__init__.py")
+    editor = EditorFiles(buffers={path: "def add(a, b):\n    return b - a  # unsaved\n"})
+    workspace = Workspace(roots=Roots.of(str(project)), reader=editor, writer=editor)
+    planned = await _files.plan_edit(workspace, "pkg/__init__.py", "b - a", "a + b")
+    assert planned.new_text == "def add(a, b):\n    return a + b  # unsaved\n"
+    assert planned.first_line == 2
+    new = await _files.plan_write(workspace, "pkg/new.py", "x = 1\n")
+    assert (new.old_text, new.first_line) == (None, 1)
+    assert editor.writes == []
+    assert not (project / "pkg" / "new.py").exists()
+    made = await edit_file(workspace, "pkg/__init__.py", "b - a", "a + b")
+    assert (made.old_text, made.new_text) == (planned.old_text, planned.new_text)
+    with pytest.raises(ToolError, match="not found"):
+        await _files.plan_edit(workspace, "pkg/__init__.py", "b - a", "a + b")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line"),
+    [
+        (None, "new\n", 1),
+        ("a\nb\nc\n", "a\nB\nc\n", 2),
+        ("a\nb\n", "a\nb\nc\n", 3),  # appended: the line after the last
+        ("a\nb", "a\nb\n", 2),  # a newline added to the last line
+        ("a\nb\nc\n", "a\n", 2),  # lines removed from the end
+        ("x\n", "x\n", 1),  # nothing changed
+        ("", "text", 1),
+    ],
+)
+def test_the_first_changed_line_is_1_based(old: str | None, new: str, line: int) -> None:
+    assert _files.first_changed_line(old, new) == line

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from _engines_support import ModelCounter, Turn, of_type, opened, run_turn
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ToolReturnPart
 
 from accord.engines.pydantic_ai import (
@@ -15,11 +15,13 @@ from accord.engines.pydantic_ai import (
     TURN_CANCELLED_MESSAGE,
     PydanticAIEngine,
     ToolBehaviour,
+    ToolCallInput,
+    ToolPreview,
     path_title,
     replace_diff,
 )
 from accord.events import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
-from accord.schema import PermissionOption
+from accord.schema import DiffToolCallContent, PermissionOption, ToolCallLocation
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = pytest.mark.anyio
@@ -85,6 +87,74 @@ async def test_allowed_call_runs_after_the_user_agrees() -> None:
     assert statuses == [None, "in_progress"]  # stays pending while the user decides
     [ended] = of_type(events, ToolCallEnded)
     assert ended.status == "completed"
+
+
+async def test_a_preview_is_shown_before_asking_and_carried_by_the_request() -> None:
+    tools = Tools()
+    whole = DiffToolCallContent(path="/p/a.txt", old_text="old\nline\n", new_text="old\nnew\n")
+    where = ToolCallLocation(path="/p/a.txt", line=2)
+    previewed: list[tuple[str, Any]] = []
+
+    async def preview(call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview:
+        previewed.append((call.name, dict(call.args)))
+        assert tools.ran == []  # worked out before the tool runs
+        return ToolPreview(content=(whole,), locations=(where,), title="Write a.txt (2 lines)")
+
+    behaviour = ToolBehaviour(
+        kind="edit",
+        title_from_args=path_title("Write"),
+        diff_from_args=replace_diff("path", None, "text"),
+        preview_before_asking=preview,
+    )
+    script = [ScriptedReply(tool_calls=[WRITE]), ScriptedReply(text=["ok"])]
+    with FakeOpenAIServer(script) as server:
+        engine = PydanticAIEngine(
+            tools.agent,
+            models=[ModelCounter().choice(server, "fake-model")],
+            tool_behaviour={"write_file": behaviour},
+        )
+        async with opened(engine) as session:
+            turn = Turn(answers=["allow_once"])
+            events = await run_turn(session, turn=turn)
+
+    assert previewed == [("write_file", {"path": "/p/a.txt", "text": "new"})]
+    [request] = turn.permissions.requests
+    assert (request.title, request.kind) == ("Write a.txt (2 lines)", "edit")
+    assert request.content == [whole]
+    assert request.locations == [where]
+    shown = [e for e in of_type(events, ToolCallProgress) if e.content]
+    assert shown[-1].content == (whole,) and shown[-1].locations == (where,)
+    [ended] = of_type(events, ToolCallEnded)
+    assert ended.status == "completed" and ended.content == (whole,)  # the diff it asked with
+
+
+async def test_a_preview_that_fails_leaves_the_request_as_the_arguments_show_it() -> None:
+    tools = Tools()
+
+    async def preview(call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview:
+        raise OSError("cannot read")
+
+    behaviour = ToolBehaviour(
+        kind="edit",
+        title_from_args=path_title("Write"),
+        diff_from_args=replace_diff("path", None, "text"),
+        preview_before_asking=preview,
+    )
+    script = [ScriptedReply(tool_calls=[WRITE]), ScriptedReply(text=["ok"])]
+    with FakeOpenAIServer(script) as server:
+        engine = PydanticAIEngine(
+            tools.agent,
+            models=[ModelCounter().choice(server, "fake-model")],
+            tool_behaviour={"write_file": behaviour},
+        )
+        async with opened(engine) as session:
+            turn = Turn(answers=["allow_once"])
+            await run_turn(session, turn=turn)
+
+    assert tools.ran == ["write_file"]
+    [request] = turn.permissions.requests
+    assert request.title == "Write /p/a.txt"
+    assert request.content == [DiffToolCallContent(path="/p/a.txt", old_text=None, new_text="new")]
 
 
 @pytest.mark.parametrize("answer", ["reject_once", "reject_always"])

@@ -16,7 +16,12 @@ later requests for the *same tool* without asking. What "the same tool" means is
   tools with the same title apart. This is deliberately narrow: "always allow" then covers
   exactly what the user saw.
 
-Below: :mod:`accord.schema`, the engine protocol. Above: the runtime's turn.
+The request's ``toolCall`` is what the engine asked with, completed from what the turn knows
+of the call (:func:`shown_tool_call`): an editor renders the request on its own, so it carries
+the call's title, kind, locations and content even when the engine sent only the id.
+
+Below: :mod:`accord.schema`, the engine protocol, the tool-call model. Above: the runtime's
+turn.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias
 
-from ..engines import PermissionAnswer
-from ..schema import PermissionOption
+from ..engines import PermissionAnswer, ToolCallState
+from ..schema import PermissionOption, ToolCallUpdate
 
 __all__ = (
     "DEFAULT_PERMISSION_OPTIONS",
@@ -33,6 +38,7 @@ __all__ = (
     "RememberedRule",
     "decision_for_rule",
     "permission_key",
+    "shown_tool_call",
 )
 
 DEFAULT_PERMISSION_OPTIONS: Final[tuple[PermissionOption, ...]] = (
@@ -52,6 +58,25 @@ def permission_key(*, name: str | None, kind: str | None, title: str | None) -> 
     if name:
         return f"name:{name}"
     return f"kind:{kind or 'other'}\x1ftitle:{title or ''}"
+
+
+def shown_tool_call(tool_call: ToolCallUpdate, known: ToolCallState | None) -> ToolCallUpdate:
+    """The ``toolCall`` a permission request carries: ``tool_call`` with the title, kind,
+    locations and content it leaves out taken from the call as the turn knows it."""
+    if known is None:
+        return tool_call
+    missing: dict[str, Any] = {}
+    if tool_call.title is None and known.title:
+        missing["title"] = known.title
+    if tool_call.kind is None:
+        missing["kind"] = known.kind
+    if tool_call.locations is None and known.locations:
+        missing["locations"] = list(known.locations)
+    if tool_call.content is None and known.content:
+        missing["content"] = list(known.content)
+    if not missing:
+        return tool_call
+    return tool_call.model_copy(update=missing)
 
 
 def decision_for_rule(

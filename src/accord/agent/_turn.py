@@ -90,7 +90,12 @@ from ..store import SessionStore
 from ._elicitation import ClientElicitation
 from ._links import ClientLink, OpenQuestion
 from ._live_session import LiveSession, TurnHandle
-from ._permissions import DEFAULT_PERMISSION_OPTIONS, decision_for_rule, permission_key
+from ._permissions import (
+    DEFAULT_PERMISSION_OPTIONS,
+    decision_for_rule,
+    permission_key,
+    shown_tool_call,
+)
 from ._tracing import observe_event
 
 __all__ = ("CANCEL_GRACE_SECONDS", "CLEANUP_TIMEOUT_SECONDS", "TurnRunner")
@@ -346,11 +351,7 @@ class TurnRunner:
         rule = session.permissions.lookup(key)
         if rule is not None:
             return decision_for_rule(rule, choices)
-        shown = tool_call
-        if tool_call.title is None and title is not None:
-            shown = shown.model_copy(update={"title": title})
-        if tool_call.kind is None and kind is not None:
-            shown = shown.model_copy(update={"kind": kind})
+        shown = shown_tool_call(tool_call, known)
         pending = await self._publish(
             PermissionPending(tool_call_id=tool_call.tool_call_id, options=choices), agent_id
         )

@@ -11,8 +11,12 @@ swapped for a symlink between the check and the use cannot move a read or write 
 The three operations return what the tools need: :func:`read_file` the text for the model
 (bounded by :data:`MAX_READ_CHARS`, with a note on how to read on); :func:`write_file` and
 :func:`edit_file` a :class:`FileChange` holding the whole old and new text, which the tool
-reports as a diff. An edit replaces an exact piece of text that must occur once (or, with
-``replace_all``, at least once): the model says what it replaces, so a stale view of the file
+reports as a diff (and its first changed line as the location). :func:`plan_write` and
+:func:`plan_edit` work the change out without making it: what the user is shown before being
+asked to allow it, the same diff the completed call shows.
+
+An edit replaces an exact piece of text that must occur once (or, with ``replace_all``, at
+least once): the model says what it replaces, so a stale view of the file
 fails loudly instead of editing the wrong place.
 """
 
@@ -36,6 +40,9 @@ __all__ = (
     "FileChange",
     "Workspace",
     "edit_file",
+    "first_changed_line",
+    "plan_edit",
+    "plan_write",
     "read_file",
     "write_file",
 )
@@ -62,6 +69,27 @@ class FileChange:
     old_text: str | None
     new_text: str
     summary: str
+
+    @property
+    def first_line(self) -> int:
+        """The 1-based line of the first change (1 for a new file)."""
+        return first_changed_line(self.old_text, self.new_text)
+
+
+def first_changed_line(old_text: str | None, new_text: str) -> int:
+    """The 1-based line where ``new_text`` first differs from ``old_text`` (1 when new).
+
+    Lines appended after the old text's last line start on the line after it; an unchanged
+    text is "changed" at line 1.
+    """
+    if old_text is None or old_text == new_text:
+        return 1
+    old_lines = old_text.splitlines(keepends=True)
+    new_lines = new_text.splitlines(keepends=True)
+    for index, (before, after) in enumerate(zip(old_lines, new_lines, strict=False)):
+        if before != after:
+            return index + 1
+    return min(len(old_lines), len(new_lines)) + 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,9 +241,19 @@ async def write_file(workspace: Workspace, path: str, content: str) -> FileChang
     Raises:
         ToolError: outside the roots, or the file cannot be read or written.
     """
+    change = await plan_write(workspace, path, content)
+    await workspace.write_text(change.path, content)
+    return change
+
+
+async def plan_write(workspace: Workspace, path: str, content: str) -> FileChange:
+    """What :func:`write_file` would change, without writing.
+
+    Raises:
+        ToolError: outside the roots, or the file exists but cannot be read.
+    """
     absolute = workspace.roots.resolve(path)
     old = await workspace.current_text(absolute)
-    await workspace.write_text(absolute, content)
     shown = workspace.roots.display(absolute)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Created" if old is None else "Overwrote"
@@ -232,6 +270,19 @@ async def edit_file(
     Raises:
         ToolError: outside the roots, missing, ``old_text`` empty, not found, or (without
             ``replace_all``) found more than once.
+    """
+    change = await plan_edit(workspace, path, old_text, new_text, replace_all=replace_all)
+    await workspace.write_text(change.path, change.new_text)
+    return change
+
+
+async def plan_edit(
+    workspace: Workspace, path: str, old_text: str, new_text: str, *, replace_all: bool = False
+) -> FileChange:
+    """What :func:`edit_file` would change, without writing.
+
+    Raises:
+        ToolError: as :func:`edit_file`, but never for writing.
     """
     absolute = workspace.roots.resolve(path)
     shown = workspace.roots.display(absolute)
@@ -257,7 +308,6 @@ async def edit_file(
         if replace_all
         else current.replace(old_text, new_text, 1)
     )
-    await workspace.write_text(absolute, updated)
     what = f"{count} occurrences" if count > 1 else "1 occurrence"
     summary = f"Edited {shown}: replaced {what}"
     return FileChange(path=absolute, old_text=current, new_text=updated, summary=summary)

@@ -9,8 +9,8 @@ events for the tool call that emitted them:
     The command now runs in the client's terminal ``terminal_id``: embedded in the tool call
     at once (the editor shows the output live) and kept when the call ends.
 :class:`ResultContent`
-    What the call shows when it completes (an edit's diff of the whole file), instead of the
-    result text.
+    What the call shows when it completes (an edit's diff of the whole file, and the file's
+    first changed line as its location), instead of the result text.
 :class:`PlanSignal`
     The agent's plan (``plan`` update).
 :class:`SubAgentBegan` / :class:`SubAgentOutput` / :class:`SubAgentEnded`
@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic_ai import CustomEvent
 
 from ..engines import SubAgentEvent
-from ..schema import PlanEntry, ToolCallContent
+from ..schema import PlanEntry, ToolCallContent, ToolCallLocation
 
 __all__ = (
     "PlanSignal",
@@ -49,9 +49,11 @@ class TerminalAttached(CustomEvent, name="accord_terminal_attached", ui=False):
 
 @dataclass(kw_only=True, repr=False)
 class ResultContent(CustomEvent, name="accord_result_content", ui=False):
-    """The content the calling tool call shows when it completes successfully."""
+    """The content (and locations, if any) the calling tool call shows when it completes
+    successfully."""
 
     content: tuple[ToolCallContent, ...] = field(default=())
+    locations: tuple[ToolCallLocation, ...] = field(default=())
 
 
 @dataclass(kw_only=True, repr=False)

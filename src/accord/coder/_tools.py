@@ -4,7 +4,10 @@ Each tool is a thin async function over the plain code of :mod:`._files`, :mod:`
 :mod:`._process`; its docstring is what the model reads. A :class:`~._paths.ToolError`
 becomes pydantic-ai's ``ToolFailed``: the call ends ``failed``, the model reads why and can
 adapt (without spending a retry). :data:`BEHAVIOURS` declares each tool's ACP kind, title,
-locations and diff.
+locations and diff, and for the tools that ask permission what the request shows: an edit or
+write the whole file before and after (``oldText`` null for a new file) and its first changed
+line, worked out before asking and equal to what the completed call shows; a command its
+whole line and the absolute directory it runs in.
 
 =================  ===========  ======================================================
 tool               kind         what it does
@@ -30,9 +33,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -41,10 +45,22 @@ from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..engines.pydantic_ai import ToolBehaviour, ToolCallInput, path_locations, path_title
+from ..engines.pydantic_ai import (
+    ToolBehaviour,
+    ToolCallInput,
+    ToolPreview,
+    path_locations,
+    path_title,
+)
 from ..engines.pydantic_ai import replace_diff as args_diff
 from ..errors import RequestError
-from ..schema import DiffToolCallContent, PlanEntry
+from ..schema import (
+    ContentToolCallContent,
+    DiffToolCallContent,
+    PlanEntry,
+    TextContentBlock,
+    ToolCallLocation,
+)
 from . import _files, _search
 from ._deps import CoderDeps
 from ._modes import (
@@ -130,9 +146,16 @@ async def read_file(
     return await _guarded(_files.read_file(ctx.deps.workspace, path, offset=offset, limit=limit))
 
 
-async def _report(ctx: RunContext[CoderDeps], change: _files.FileChange) -> str:
+def _shown(change: _files.FileChange) -> ToolPreview:
+    """A change as its call shows it: the whole-file diff, and the first changed line."""
     diff = DiffToolCallContent(path=change.path, old_text=change.old_text, new_text=change.new_text)
-    await ctx.emit(ResultContent(content=(diff,)))
+    location = ToolCallLocation(path=change.path, line=change.first_line)
+    return ToolPreview(content=(diff,), locations=(location,))
+
+
+async def _report(ctx: RunContext[CoderDeps], change: _files.FileChange) -> str:
+    shown = _shown(change)
+    await ctx.emit(ResultContent(content=shown.content, locations=shown.locations))
     return change.summary
 
 
@@ -341,6 +364,63 @@ async def update_plan(ctx: RunContext[CoderDeps], steps: list[PlanStep]) -> str:
     return f"Plan updated: {len(steps)} steps, {done} completed."
 
 
+# ------------------------------------------------------------------------------- previews
+
+
+def _deps(ctx: RunContext[Any]) -> CoderDeps | None:
+    deps: object = ctx.deps
+    return deps if isinstance(deps, CoderDeps) else None
+
+
+async def _preview_write(call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview | None:
+    """``write_file``'s change before it is allowed (none if the call cannot work)."""
+    deps, path, content = _deps(ctx), call.args.get("path"), call.args.get("content")
+    if deps is None or not isinstance(path, str) or not isinstance(content, str):
+        return None
+    try:
+        return _shown(await _files.plan_write(deps.workspace, path, content))
+    except ToolError:
+        return None  # the call fails when it runs; the model is told why then
+
+
+async def _preview_edit(call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview | None:
+    """``edit_file``'s change before it is allowed (none if the call cannot work)."""
+    deps, args = _deps(ctx), call.args
+    path, old_text, new_text = args.get("path"), args.get("old_text"), args.get("new_text")
+    replace_all = args.get("replace_all", False)
+    if deps is None or not isinstance(path, str):
+        return None
+    if not isinstance(old_text, str) or not isinstance(new_text, str):
+        return None
+    try:
+        change = await _files.plan_edit(
+            deps.workspace, path, old_text, new_text, replace_all=replace_all is True
+        )
+    except ToolError:
+        return None
+    return _shown(change)
+
+
+async def _preview_command(call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview | None:
+    """``run_command``'s whole line and the absolute directory it would run in."""
+    deps, command, cwd = _deps(ctx), call.args.get("command"), call.args.get("cwd")
+    if deps is None or not isinstance(command, str) or not command:
+        return None
+    try:
+        workdir = deps.workspace.roots.resolve(cwd if isinstance(cwd, str) and cwd else ".")
+    except ToolError:
+        return None
+    return ToolPreview(content=(_command_text(command, workdir),))
+
+
+def _command_text(command: str, workdir: str) -> ContentToolCallContent:
+    """A command line as Markdown a client can render: a fenced block, then the directory."""
+    longest = max((len(run) for run in re.findall(r"`+", command)), default=0)
+    fence = "`" * max(3, longest + 1)
+    text = f"{fence}sh\n{command}\n{fence}\nin {workdir}"
+    return ContentToolCallContent(content=TextContentBlock(text=text))
+
+
 # ------------------------------------------------------------------------------- registry
 
 
@@ -357,6 +437,20 @@ def _titled(prefix: str, key: str) -> Callable[[ToolCallInput], str]:
     return title
 
 
+def _command_title(call: ToolCallInput) -> str:
+    """``Run LINE``, and ``(in DIR)`` when the command runs elsewhere than the working dir."""
+    command, cwd = call.args.get("command"), call.args.get("cwd")
+    if not isinstance(command, str) or not command:
+        return "Run"
+    where = f" (in {cwd})" if isinstance(cwd, str) and cwd not in ("", ".", "./") else ""
+    if len(where) > MAX_TITLE_CHARS // 2:
+        where = ""  # the request's content names the directory in full
+    head, room = "Run " + " ".join(command.split()), MAX_TITLE_CHARS - len(where)
+    if len(head) > room:
+        head = head[: room - 1] + "…"
+    return head + where
+
+
 BEHAVIOURS: Final[dict[str, ToolBehaviour]] = {
     READ_FILE: ToolBehaviour(
         kind="read",
@@ -368,12 +462,14 @@ BEHAVIOURS: Final[dict[str, ToolBehaviour]] = {
         title_from_args=path_title("Write"),
         locations_from_args=path_locations("path"),
         diff_from_args=args_diff("path", None, "content"),
+        preview_before_asking=_preview_write,
     ),
     EDIT_FILE: ToolBehaviour(
         kind="edit",
         title_from_args=path_title("Edit"),
         locations_from_args=path_locations("path"),
         diff_from_args=args_diff("path", "old_text", "new_text"),
+        preview_before_asking=_preview_edit,
     ),
     LIST_DIRECTORY: ToolBehaviour(
         kind="search",
@@ -382,7 +478,9 @@ BEHAVIOURS: Final[dict[str, ToolBehaviour]] = {
     ),
     FIND_FILES: ToolBehaviour(kind="search", title_from_args=_titled("Find", "pattern")),
     GREP: ToolBehaviour(kind="search", title_from_args=_titled("Search for", "pattern")),
-    RUN_COMMAND: ToolBehaviour(kind="execute", title_from_args=_titled("Run", "command")),
+    RUN_COMMAND: ToolBehaviour(
+        kind="execute", title_from_args=_command_title, preview_before_asking=_preview_command
+    ),
     UPDATE_PLAN: ToolBehaviour(kind="think", title_from_args=lambda call: "Update the plan"),
 }
 """How each tool is shown to ACP clients (``delegate``'s is in :mod:`._subagent`)."""

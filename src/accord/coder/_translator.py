@@ -8,7 +8,7 @@ the call was announced, and attributes the event to it:
 * a terminal is embedded in the call as soon as the command starts (``tool_call_update`` with
   terminal content) and stays in the call's content when it ends, before the result text;
 * an edit's whole-file diff becomes the completed call's content (instead of the diff built
-  from the arguments alone);
+  from the arguments alone), its first changed line the call's location;
 * plan changes become ``plan`` updates;
 * a sub-agent's start and end are observe events naming the delegating call, and its own
   events pass through attributed to it (standard clients see only the delegating call).
@@ -34,7 +34,7 @@ from ..engines import (
     ToolCallStarted,
 )
 from ..engines.pydantic_ai import EventTranslator
-from ..schema import TerminalToolCallContent, ToolCallContent
+from ..schema import TerminalToolCallContent, ToolCallContent, ToolCallLocation
 from ._signals import (
     PlanSignal,
     ResultContent,
@@ -58,7 +58,7 @@ class CoderTranslator(EventTranslator):
         super().__init__(**kwargs)
         self._acp_ids: dict[str, str] = {}
         self._terminals: dict[str, TerminalToolCallContent] = {}
-        self._results: dict[str, tuple[ToolCallContent, ...]] = {}
+        self._results: dict[str, ResultContent] = {}
 
     def on_tool_call(self, event: FunctionToolCallEvent) -> Sequence[Event]:
         """Announce the call as usual, remembering its accord id."""
@@ -82,11 +82,13 @@ class CoderTranslator(EventTranslator):
         if not isinstance(ended, ToolCallEnded):  # pragma: lax no cover
             return produced
         content: tuple[ToolCallContent, ...] = tuple(ended.content or ())
+        locations: tuple[ToolCallLocation, ...] | None = ended.locations
         if ended.status == "completed" and result is not None:
-            content = result
+            content = result.content
+            locations = result.locations or locations
         if terminal is not None:
             content = (terminal, *content)
-        return (*produced[:-1], dataclasses.replace(ended, content=content))
+        return (*produced[:-1], dataclasses.replace(ended, content=content, locations=locations))
 
     def on_other(self, event: AgentStreamEvent) -> Sequence[Event]:
         """Map the coder's custom events; anything else as the base class does."""
@@ -95,7 +97,7 @@ class CoderTranslator(EventTranslator):
                 return self._terminal(event)
             case ResultContent():
                 if event.tool_call_id is not None:
-                    self._results[event.tool_call_id] = event.content
+                    self._results[event.tool_call_id] = event
                 return ()
             case PlanSignal():
                 return (PlanChanged(entries=event.entries),)

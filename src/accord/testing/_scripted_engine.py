@@ -253,6 +253,8 @@ class ScriptedSession(EngineSession):
             status="in_progress" if step.start_running else "pending",
             raw_input=step.raw_input,
             name=step.name,
+            locations=step.locations,
+            content=step.content,
         )
         if step.ask and not step.start_running:
             decision = await turn.request_permission(

@@ -19,6 +19,8 @@ from ..schema import (
     PermissionOption,
     PlanEntry,
     StopReason,
+    ToolCallContent,
+    ToolCallLocation,
     ToolKind,
 )
 
@@ -84,6 +86,8 @@ class UseTool:
         name: The programmatic tool name (remembered permissions key on it).
         tool_call_id: Its id (default: a fresh ``call-<n>-<uuid>``).
         raw_input: The tool's input.
+        locations: The files it touches (announced with the call).
+        content: What it shows from the start (e.g. a diff).
         ask: Request permission first (a denial or cancellation fails the call unrun).
         options: The permission options (default: the runtime's four).
         result: The text the tool returns.
@@ -97,6 +101,8 @@ class UseTool:
     name: str | None = None
     tool_call_id: str | None = None
     raw_input: JsonValue = None
+    locations: tuple[ToolCallLocation, ...] = ()
+    content: tuple[ToolCallContent, ...] = ()
     ask: bool = False
     options: tuple[PermissionOption, ...] = ()
     result: str = "done"

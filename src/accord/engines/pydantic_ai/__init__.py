@@ -23,8 +23,10 @@ What a client sees, per turn (details in :mod:`._stream`, :mod:`._run` and :mod:
   edits, a diff from the tool's :class:`ToolBehaviour`; results end them ``completed`` or
   ``failed`` with the result as text (the diff for a completed edit);
 * tools declared ``requires_approval=True``, or for which the ``needs_approval`` hook says so
-  in the current mode, ask ``session/request_permission`` first; rejected (or cancelled) calls
-  never run and the model is told;
+  in the current mode, ask ``session/request_permission`` first, the request's tool call
+  carrying its kind, title, locations and content (a behaviour's preview, e.g. the whole-file
+  diff an edit will complete with); rejected (or cancelled) calls never run and the model is
+  told;
 * ``usage_update`` after each model response when the context window is known: the
   configured :attr:`ModelChoice.context_window`, else what its
   :attr:`~ModelChoice.window_lookup` finds (:class:`ServedWindow` asks an OpenAI-compatible
@@ -78,8 +80,10 @@ from ._tools import ACP_TOOL_KIND_NAMESPACE as ACP_TOOL_KIND_NAMESPACE
 from ._tools import DEFAULT_BEHAVIOUR as DEFAULT_BEHAVIOUR
 from ._tools import KIND_METADATA_KEY as KIND_METADATA_KEY
 from ._tools import BehaviourLookup as BehaviourLookup
+from ._tools import PreviewFunction as PreviewFunction
 from ._tools import ToolBehaviour as ToolBehaviour
 from ._tools import ToolCallInput as ToolCallInput
+from ._tools import ToolPreview as ToolPreview
 from ._tools import path_locations as path_locations
 from ._tools import path_title as path_title
 from ._tools import replace_diff as replace_diff
@@ -104,12 +108,14 @@ __all__ = (
     "EventTranslator",
     "HistoryError",
     "ModelChoice",
+    "PreviewFunction",
     "PydanticAIEngine",
     "PydanticAISession",
     "ServedWindow",
     "ToolBehaviour",
     "ToolCallInput",
     "ToolFilter",
+    "ToolPreview",
     "TranslatorFactory",
     "WindowLookup",
     "bound_tool_results",

@@ -15,7 +15,8 @@ pydantic-ai lets a capability take part in a run through hooks; the session adds
     pydantic-ai's inline resolution of deferred calls (tools declared with
     ``requires_approval=True``, or deferred by the hook above): for each call that waits for
     approval it asks the client (``TurnContext.request_permission``, which becomes
-    ``session/request_permission``) and answers ``ToolApproved`` (the tool runs) or
+    ``session/request_permission``, after the call's preview went out, see
+    :meth:`EventTranslator.preview`) and answers ``ToolApproved`` (the tool runs) or
     ``ToolDenied`` (it never runs; the model is told, and the turn goes on). A hook answer of
     ``False`` approves without asking. Externally executed calls are left unresolved (accord
     has no way to run them).
@@ -180,12 +181,12 @@ class TurnCapability(AbstractCapability[Any]):
             return None
         results = DeferredToolResults()
         for call in requests.approvals:
-            results.approvals[call.tool_call_id] = await self._decide(call)
+            results.approvals[call.tool_call_id] = await self._decide(ctx, call)
         if self.turn.cancelled:
             ctx.cancel()  # lands at the run's next await: no tool runs, no model request starts
         return results
 
-    async def _decide(self, call: ToolCallPart) -> ToolApproved | ToolDenied:
+    async def _decide(self, ctx: RunContext[Any], call: ToolCallPart) -> ToolApproved | ToolDenied:
         hook = self.needs_approval
         mode_id = self.state.mode_id
         if hook is not None and hook(call.tool_name, call.args_as_dict(), mode_id) is False:
@@ -193,6 +194,8 @@ class TurnCapability(AbstractCapability[Any]):
             return ToolApproved()
         if self.turn.cancelled:
             return ToolDenied(TURN_CANCELLED_MESSAGE)
+        for event in await self.translator.preview(call, ctx):
+            await self.pipe.put(event)
         request = self.translator.permission_request(call)
         await self.pipe.wait_handled()  # the client must know the call before it is asked
         self.state.permission_pending = True

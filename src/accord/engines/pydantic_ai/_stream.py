@@ -20,7 +20,10 @@ Mapping decisions:
   handle it (``FunctionToolCallEvent``) a ``ToolCallProgress`` adds the title from the
   arguments, locations, raw input, the diff for edits, and ``in_progress`` unless the call
   will wait for approval (it stays ``pending`` while the user decides; the approval hook then
-  moves it on). The result (``FunctionToolResultEvent``) ends it: ``completed`` for
+  moves it on). Before the user is asked, :meth:`EventTranslator.preview` adds the
+  behaviour's preview (``tool_call_update``), and :meth:`EventTranslator.permission_request`
+  is the call as the request shows it: kind, title, locations and the same content.
+  The result (``FunctionToolResultEvent``) ends it: ``completed`` for
   pydantic-ai's ``success`` outcome, ``failed`` for ``failed``, ``denied``, ``retried`` and
   ``interrupted``. The content is the result as text (capped at :data:`MAX_RESULT_TEXT`), or
   for a completed edit the diff. Output tools (structured output) are not shown.
@@ -56,13 +59,14 @@ from pydantic_ai.messages import (
     ThinkingPartDelta,
     ToolCallPart,
 )
-from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
+from pydantic_ai.tools import DeferredToolRequests, RunContext, ToolDefinition
 
 from ...schema import (
     ContentToolCallContent,
     DiffToolCallContent,
     TextContentBlock,
     ToolCallContent,
+    ToolCallLocation,
     ToolCallUpdate,
 )
 from .. import (
@@ -109,6 +113,9 @@ class _Call:
     title: str = ""
     diff: DiffToolCallContent | None = None
     args: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    locations: tuple[ToolCallLocation, ...] = ()
+    shown: tuple[ToolCallContent, ...] | None = None
+    """The content of its preview, once one was made (else the diff is what it shows)."""
 
 
 def _text(text: str) -> tuple[ToolCallContent, ...]:
@@ -252,7 +259,7 @@ class EventTranslator:
         tool_input = ToolCallInput(name=call.name, args=args, cwd=self.cwd)
         call.title = call.behaviour.title(tool_input)
         call.diff = call.behaviour.diff(tool_input)
-        locations = call.behaviour.locations(tool_input)
+        call.locations = locations = call.behaviour.locations(tool_input)
         content: tuple[ToolCallContent, ...] = () if call.diff is None else (call.diff,)
         runs = event.args_valid is True and not self._waits_for_approval(call.name, args)
         if fresh:
@@ -340,18 +347,53 @@ class EventTranslator:
 
     # -- for the approval bridge and the end of the turn -------------------------------------
 
+    async def preview(self, part: ToolCallPart, ctx: RunContext[Any]) -> Sequence[Event]:
+        """Before the user is asked about ``part``: its behaviour's preview, as an update.
+
+        The preview's content (a diff in it also becomes the call's diff, the content a
+        completed call falls back to), locations and title are kept for
+        :meth:`permission_request`; nothing when the behaviour has no preview.
+        """
+        call = self._calls.get(part.tool_call_id)
+        if call is None:
+            return _NONE
+        args = call.args or part.args_as_dict()
+        preview = await call.behaviour.preview(
+            ToolCallInput(name=call.name, args=args, cwd=self.cwd), ctx
+        )
+        if preview is None:
+            return _NONE
+        call.shown = preview.content
+        call.diff = next(
+            (item for item in preview.content if isinstance(item, DiffToolCallContent)), call.diff
+        )
+        if preview.locations:
+            call.locations = preview.locations
+        if preview.title:
+            call.title = preview.title
+        return (
+            ToolCallProgress(
+                tool_call_id=call.acp_id,
+                title=call.title,
+                content=preview.content or None,
+                locations=preview.locations or None,
+            ),
+        )
+
     def permission_request(self, part: ToolCallPart) -> ToolCallUpdate:
-        """The tool call to show in ``session/request_permission`` for ``part``."""
+        """The tool call to show in ``session/request_permission`` for ``part``: its kind,
+        title, status, locations, content (the preview's, else the diff) and raw input."""
         call = self._calls.get(part.tool_call_id)
         if call is None:
             call = self._calls[part.tool_call_id] = self._new_call(part.tool_name)
-        content: list[ToolCallContent] | None = None if call.diff is None else [call.diff]
+        shown = call.shown if call.shown is not None else () if call.diff is None else (call.diff,)
         return ToolCallUpdate(
             tool_call_id=call.acp_id,
             title=call.title,
             kind=call.behaviour.kind,
             status=call.status,
-            content=content,
+            content=list(shown) or None,
+            locations=list(call.locations) or None,
             raw_input=dict(call.args) or part.args_as_dict(),
         )
 

@@ -1,4 +1,4 @@
-"""Tool behaviours: what a tool does, as ACP shows it (kind, title, locations, diff).
+"""Tool behaviours: what a tool does, as ACP shows it (kind, title, locations, diff, preview).
 
 pydantic-ai knows a tool by its name, description and JSON schema; ACP clients also want to
 know *what kind* of thing it does (``read``, ``edit``, ``execute``, ...), which files it
@@ -19,26 +19,38 @@ having nothing to say (the call still runs), so a tool can never fail because of
 displayed. :func:`path_locations`, :func:`path_title` and :func:`replace_diff` build the common
 cases.
 
-This module sits on :mod:`accord.schema`; the event translator uses it.
+A behaviour may also declare a :data:`PreviewFunction`: asked (asynchronously, with the run's
+context, so it can read the files the call would change) right before the user is asked to
+allow a call, it returns a :class:`ToolPreview`: what the call will do, in the form its
+completion will show it (an edit's whole-file diff and first changed line, a command's line
+and directory). The preview is sent as a ``tool_call_update`` and carried by the
+``session/request_permission`` itself; an editor renders the request before anything else.
+
+This module sits on :mod:`accord.schema` and pydantic-ai's run context; the event translator
+uses it.
 """
 
 from __future__ import annotations
 
 import logging
 import os.path
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias, TypeVar, cast, get_args
 
-from ...schema import DiffToolCallContent, ToolCallLocation, ToolKind
+from pydantic_ai import RunContext
+
+from ...schema import DiffToolCallContent, ToolCallContent, ToolCallLocation, ToolKind
 
 __all__ = (
     "ACP_TOOL_KIND_NAMESPACE",
     "DEFAULT_BEHAVIOUR",
     "KIND_METADATA_KEY",
     "BehaviourLookup",
+    "PreviewFunction",
     "ToolBehaviour",
     "ToolCallInput",
+    "ToolPreview",
     "path_locations",
     "path_title",
     "replace_diff",
@@ -82,9 +94,30 @@ class ToolCallInput:
         return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(value)))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPreview:
+    """What a call will do, shown while the user decides whether to allow it.
+
+    Attributes:
+        content: The call's content while it waits (an edit's whole-file diff, a command's
+            line and directory); replaces what the call showed before.
+        locations: The files (and first changed lines) it will touch; empty keeps the call's.
+        title: A better title, if the preview knows one (``None`` keeps the call's).
+    """
+
+    content: tuple[ToolCallContent, ...] = ()
+    locations: tuple[ToolCallLocation, ...] = ()
+    title: str | None = None
+
+
 TitleFunction: TypeAlias = Callable[[ToolCallInput], str]
 LocationsFunction: TypeAlias = Callable[[ToolCallInput], Sequence[ToolCallLocation]]
 DiffFunction: TypeAlias = Callable[[ToolCallInput], DiffToolCallContent | None]
+PreviewFunction: TypeAlias = Callable[
+    [ToolCallInput, RunContext[Any]], Awaitable[ToolPreview | None]
+]
+"""``preview(call, ctx)``: the call's :class:`ToolPreview` before the user is asked, or ``None``
+(nothing better than what the arguments show, e.g. the call is bound to fail)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,12 +131,15 @@ class ToolBehaviour:
         locations_from_args: The files the call touches, absolute paths (follow-along).
         diff_from_args: For edits, the change as a diff; shown while the call waits for
             permission or runs, and kept as the call's content when it completes.
+        preview_before_asking: What the call will do, worked out (it may read files) right
+            before the user is asked to allow it; see :class:`ToolPreview`.
     """
 
     kind: ToolKind = "other"
     title_from_args: TitleFunction | None = field(default=None, repr=False)
     locations_from_args: LocationsFunction | None = field(default=None, repr=False)
     diff_from_args: DiffFunction | None = field(default=None, repr=False)
+    preview_before_asking: PreviewFunction | None = field(default=None, repr=False)
 
     def title(self, call: ToolCallInput) -> str:
         """The call's title; the tool name if there is no title function or it fails."""
@@ -117,6 +153,17 @@ class ToolBehaviour:
     def diff(self, call: ToolCallInput) -> DiffToolCallContent | None:
         """The call's diff, if the tool declares one and it can be built from the arguments."""
         return _guarded(self.diff_from_args, call, None)
+
+    async def preview(self, call: ToolCallInput, ctx: RunContext[Any]) -> ToolPreview | None:
+        """The call's preview before asking; ``None`` without a function or when it fails."""
+        function = self.preview_before_asking
+        if function is None:
+            return None
+        try:
+            return await function(call, ctx)
+        except Exception:
+            _log.warning("tool preview of %r failed; ignored", call.name, exc_info=True)
+            return None
 
 
 DEFAULT_BEHAVIOUR: Final = ToolBehaviour()
