@@ -6,11 +6,14 @@ answering the upgrade; the client (:mod:`._client`) on a `websockets` ``ClientPr
 after its handshake, because the client is the side that parses the stream of updates and
 websockets' frame parser costs about a third of wsproto's per frame (docs/benchmarks.md).
 Messages are text frames (binary frames are ignored, as the RFD says, with a log line); a
-message over the size limit closes the connection with code 1009 (message too big), and one
-that is not JSON becomes a :class:`~accord.transports.MalformedFrame` the JSON-RPC connection
-answers. Pings are answered as they arrive; :meth:`WebSocketTransport.keepalive` sends the
-heartbeat pings and closes a connection whose peer stopped answering or that has been idle too
-long.
+message over the size limit closes the connection with code 1009 (message too big), as soon
+as a frame's header declares more than the limit or more than it arrives; a protocol error
+wsproto finds (an unmasked or fragmented control frame, RSV bits with no extension, text
+that is not UTF-8) closes it with the code wsproto names (1002, 1007); no extension
+(permessage-deflate) is ever negotiated. A message that is not JSON becomes a
+:class:`~accord.transports.MalformedFrame` the JSON-RPC connection answers. Pings are
+answered as they arrive; :meth:`WebSocketTransport.keepalive` sends the heartbeat pings and
+closes a connection whose peer stopped answering or that has been idle too long.
 
 Above: :mod:`._server`, :mod:`._client`. Below: wsproto (server), websockets (client), anyio,
 :mod:`accord.transports`.
@@ -144,6 +147,25 @@ class WebSocketTransport:
             await self._handle_events()
         return self._ready.popleft()
 
+    def _declared_over_limit(self) -> bool:
+        """Whether the frame being read declares, in its header, more than the message limit.
+
+        wsproto hands a frame's payload over as it arrives, so the limit is also checked on
+        what arrived; this refuses a frame declaring 2**62 bytes at once rather than when
+        the bytes come (or the heartbeat finds the connection stuck waiting for them).
+        wsproto has no public view of the frame header, so this reads its decoder's state;
+        should a wsproto release rename it, the check on what arrived still holds (and the
+        ``declared-oversize`` attack of accord.testing fails, saying so).
+        """
+        if self._websockets:
+            return False
+        proto: Any = getattr(getattr(self._ws, "_proto", None), "_frame_decoder", None)
+        declared = getattr(getattr(proto, "header", None), "payload_len", 0)
+        consumed = getattr(proto, "payload_consumed", 0)
+        if not isinstance(declared, int) or not isinstance(consumed, int):
+            return False
+        return self._size + declared - consumed > self._max
+
     async def receive_batch(self, max_messages: int) -> list[Any]:
         """Every message already read (at least one, waiting for it), at most ``max_messages``.
 
@@ -190,6 +212,7 @@ class WebSocketTransport:
         if self._websockets:
             await self._handle_frames()
             return
+        from wsproto.connection import ConnectionState
         from wsproto.events import (
             BytesMessage,
             CloseConnection,
@@ -219,9 +242,16 @@ class WebSocketTransport:
             elif isinstance(event, Pong):
                 self._awaiting_pong = False
             elif isinstance(event, CloseConnection):
+                if ws.state is ConnectionState.OPEN:
+                    # Not the peer's close: wsproto found a protocol error (a bad frame, text
+                    # that is not UTF-8) and says which code to close with (1002, 1007).
+                    await self._close(event.code, event.reason or "WebSocket protocol error")
+                    return
                 self._peer_closed = True
                 await self._answer_close(event)
                 return
+        if not self._closed and self._declared_over_limit():
+            await self._close(CLOSE_TOO_BIG, f"message over the limit of {self._max} bytes")
 
     async def _handle_frames(self) -> None:
         """Take the frames websockets parsed (client side); write what it answered."""

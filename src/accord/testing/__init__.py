@@ -59,6 +59,10 @@ from ._hostile_model import HostileCall as HostileCall
 from ._hostile_model import HostileModel as HostileModel
 from ._hostile_model import HostileWorkspace as HostileWorkspace
 from ._hostile_model import hostile_calls as hostile_calls
+from ._hostile_websocket import WEBSOCKET_ATTACKS as WEBSOCKET_ATTACKS
+from ._hostile_websocket import WebSocketAttack as WebSocketAttack
+from ._hostile_websocket import WebSocketOutcome as WebSocketOutcome
+from ._hostile_websocket import run_websocket_attack as run_websocket_attack
 from ._scripted_engine import ChangeCommands as ChangeCommands
 from ._scripted_engine import ChangeMode as ChangeMode
 from ._scripted_engine import Emit as Emit
@@ -87,6 +91,7 @@ __all__ = (
     "HTTP_ATTACKS",
     "MAX_DELAY",
     "MAX_HANG",
+    "WEBSOCKET_ATTACKS",
     "ChangeCommands",
     "ChangeMode",
     "Emit",
@@ -127,6 +132,8 @@ __all__ = (
     "UseTool",
     "WaitFor",
     "WaitForCancel",
+    "WebSocketAttack",
+    "WebSocketOutcome",
     "check_transport",
     "dump_script",
     "hold_connections",
@@ -137,5 +144,6 @@ __all__ = (
     "read_responses",
     "run_hostile_agent",
     "run_http_attack",
+    "run_websocket_attack",
     "server_alive",
 )

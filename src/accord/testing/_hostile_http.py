@@ -41,6 +41,7 @@ __all__ = (
     "HttpOutcome",
     "HttpResponse",
     "HttpTarget",
+    "connect_target",
     "hold_connections",
     "read_responses",
     "run_http_attack",
@@ -398,7 +399,7 @@ def _attacks() -> dict[str, HttpAttack]:
 HTTP_ATTACKS = MappingProxyType(_attacks())
 
 
-async def _connect(target: HttpTarget, local_host: str | None = None) -> anyio.abc.ByteStream:
+async def connect_target(target: HttpTarget, local_host: str | None = None) -> anyio.abc.ByteStream:
     stream = await anyio.connect_tcp(target.host, target.port, local_host=local_host)
     if target.ssl_context is None:
         return stream
@@ -461,7 +462,7 @@ async def read_responses(
 
 async def run_http_attack(target: HttpTarget, attack: HttpAttack) -> HttpOutcome:
     """Play ``attack`` on a fresh connection; what came back and whether it passes."""
-    async with await _connect(target) as stream:
+    async with await connect_target(target) as stream:
         try:
             await stream.send(attack.build(target))
         except (anyio.BrokenResourceError, OSError):
@@ -474,7 +475,7 @@ async def run_http_attack(target: HttpTarget, attack: HttpAttack) -> HttpOutcome
 async def server_alive(target: HttpTarget, *, seconds: float = 10.0) -> bool:
     """Whether the server answers an authenticated ``POST initialize`` with 200."""
     with anyio.move_on_after(seconds):
-        async with await _connect(target) as stream:
+        async with await connect_target(target) as stream:
             await stream.send(_request(target, headers=[_JSON], body=_INIT))
             responses, _ = await read_responses(stream, seconds, finals=1)
         final = [r for r in responses if r.status >= 200]
@@ -482,7 +483,7 @@ async def server_alive(target: HttpTarget, *, seconds: float = 10.0) -> bool:
             return False
         connection_id = final[0].headers.get("acp-connection-id")
         if connection_id:
-            async with await _connect(target) as stream:
+            async with await connect_target(target) as stream:
                 delete = _request(target, "DELETE", headers=[("Acp-Connection-Id", connection_id)])
                 await stream.send(delete)
                 await read_responses(stream, seconds, finals=1)
@@ -555,7 +556,7 @@ async def hold_connections(
         for i in range(count):
             local = local_hosts[i % len(local_hosts)] if local_hosts else None
             try:
-                stream = await _connect(target, local)
+                stream = await connect_target(target, local)
             except OSError:
                 flood.refused += 1
                 continue
