@@ -84,6 +84,8 @@ async def test_a_mode_change_by_one_client_reaches_the_other_in_both_forms(
     tmp_path: Path,
 ) -> None:
     cwd = str(tmp_path)
+    by_mode: list[tuple[str, str]] = []
+    by_option: list[tuple[str, str]] = []
     with FakeOpenAIServer([]) as server:
         config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
         runtime = CoderRuntime(config, store=MemorySessionStore(), grace=0)
@@ -116,7 +118,7 @@ async def test_a_mode_change_by_one_client_reaches_the_other_in_both_forms(
                     await a.set_session_mode(
                         SetSessionModeRequest(session_id=session_id, mode_id="ask")
                     )
-                    by_mode = await second.mode_updates(start)
+                    by_mode[:] = await second.mode_updates(start)
 
                     start = len(first.updates)
                     await b.set_session_config_option(
@@ -124,7 +126,7 @@ async def test_a_mode_change_by_one_client_reaches_the_other_in_both_forms(
                             session_id=session_id, config_id="mode", value="auto"
                         )
                     )
-                    by_option = await first.mode_updates(start)
+                    by_option[:] = await first.mode_updates(start)
                 await runtime.aclose()
                 tg.cancel_scope.cancel()
 
