@@ -312,17 +312,8 @@ async def test_a_refused_prompt_is_not_in_the_next_prompt_also_after_a_load(
     ]
 
 
-@pytest.mark.parametrize(
-    "server",
-    [
-        {"type": "sse", "name": "old-sse", "url": "http://127.0.0.1:9/sse", "headers": []},
-        {"type": "acp", "name": "in-client", "serverId": "s-1"},
-    ],
-    ids=["sse", "acp"],
-)
-async def test_an_mcp_server_of_a_transport_not_advertised_is_refused(
-    tmp_path: Path, server: dict[str, Any]
-) -> None:
+async def test_an_mcp_server_of_a_transport_not_advertised_is_refused(tmp_path: Path) -> None:
+    server = {"type": "sse", "name": "old-sse", "url": "http://127.0.0.1:9/sse", "headers": []}
     with FakeOpenAIServer([]) as model:
         async with editor(model, tmp_path / "sessions.sqlite3") as ed:
             advertised = ed.log.received[0]["result"]["agentCapabilities"]["mcpCapabilities"]
@@ -336,17 +327,17 @@ async def test_an_mcp_server_of_a_transport_not_advertised_is_refused(
             with anyio.fail_after(TIMEOUT):
                 listed = await ed.conn.list_sessions(ListSessionsRequest())
 
-    assert advertised == {"http": True, "sse": False}
+    assert advertised == {"http": True, "sse": False, "acp": True}
     # Only the error: no session was made, nothing of one was announced.
     assert [describe(m) for m in answered] == ["error"]
     error = answered[0]["error"]
     assert error["code"] == -32602
     assert f"{server['name']!r} ({server['type']})" in error["message"]
-    assert "stdio, http" in error["message"]
+    assert "stdio, http, acp" in error["message"]
     assert error["data"] == {
         "reason": "mcp_transport_not_supported",
         "mcpServers": [{"name": server["name"], "type": server["type"]}],
-        "supported": ["stdio", "http"],
+        "supported": ["stdio", "http", "acp"],
     }
     assert refused.value.code == -32602
     assert listed.sessions == []

@@ -32,6 +32,7 @@ from anyio.abc import TaskGroup
 
 from ..errors import RequestCancelled, RequestError, TransportError
 from ..schema import ClientCapabilities
+from ._mcp_caller import AcpMcpCaller
 from ._pipeline import Attachment, ClientChannel
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class ClientLink:
         "connection",
         "extended",
         "left",
+        "mcp",
         "number",
     )
 
@@ -96,6 +98,8 @@ class ClientLink:
         self.left = False
         #: The sessions its leaving left with no client attached.
         self.alone: list[LiveSession] = []
+        #: Inner MCP requests to the ``acp`` MCP servers this client hosts.
+        self.mcp = AcpMcpCaller(connection)
 
     def configure(self, capabilities: ClientCapabilities, *, extended: bool) -> None:
         """Record what the client advertised in ``initialize`` (before any session)."""

@@ -92,6 +92,7 @@ from ..schema import (
     LoadSessionResponse,
     McpCapabilities,
     McpServer,
+    MessageMcpNotification,
     NewSessionRequest,
     NewSessionResponse,
     PromptCapabilities,
@@ -387,11 +388,21 @@ class AgentRuntime(Agent):
         return prompt_capabilities(self._capabilities)
 
     def mcp_capabilities(self) -> McpCapabilities | None:
-        """MCP over HTTP / SSE when the engine connects to such servers."""
+        """MCP over HTTP / SSE / ACP when the engine connects to such servers."""
         caps = self._capabilities
-        if not (caps.mcp_http or caps.mcp_sse):
+        if not (caps.mcp_http or caps.mcp_sse or caps.mcp_acp):
             return None
-        return McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse)
+        capabilities = McpCapabilities(http=caps.mcp_http, sse=caps.mcp_sse)
+        if caps.mcp_acp:
+            capabilities.acp = True
+        return capabilities
+
+    async def mcp_notification(self, notification: MessageMcpNotification) -> None:
+        """``mcp/message`` (notification): a hosted MCP server's message for an active
+        request of the engine's, routed to it (:mod:`._mcp_caller`); others are dropped."""
+        link = self._find_link()
+        if link is not None:
+            await link.mcp.deliver(notification)
 
     def agent_capabilities(self) -> AgentCapabilities:
         """The derived capabilities, plus the ``_accord/event`` extension and the cursor

@@ -580,6 +580,7 @@ class SessionTable:
                     terminals=terminals,
                     title=restored.title,
                     elicitation=asking,
+                    mcp_over_acp=link.mcp,
                 )
             )
         finally:

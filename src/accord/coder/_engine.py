@@ -90,6 +90,7 @@ class CoderEngine(Engine):
             image=False,  # until resolve_prompt_support() read the models' profiles
             embedded_context=True,
             mcp_http=True,
+            mcp_acp=True,
             modes=session_modes(),
             default_mode_id=DEFAULT_MODE_ID,
             config_options=(mode_option(),) if option is None else (mode_option(), option),

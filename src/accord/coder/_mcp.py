@@ -6,13 +6,17 @@ concurrently, each within :data:`CONNECT_TIMEOUT_SECONDS`:
 
 * stdio servers (always supported): the command with its arguments and environment, started
   in the session's ``cwd``;
-* HTTP servers (advertised as ``mcpCapabilities.http``): streamable HTTP with the given headers.
+* HTTP servers (advertised as ``mcpCapabilities.http``): streamable HTTP with the given headers;
+* ACP servers (advertised as ``mcpCapabilities.acp``, unstable ACP): hosted by the client that
+  opened the session and reached over its ACP connection (``mcp/message``,
+  :mod:`._acp_mcp`), no process or socket of their own.
 
-SSE and ACP-transport servers are not advertised, so the runtime refuses a session request
-that names one (-32602, :func:`accord.roles.unadvertised_mcp_servers`); given one directly,
-:class:`McpServers` skips it with a warning. A server that fails to start or answer is
-skipped too: the session opens without its tools rather than not at all (the log says why;
-header and environment values are never logged). Each server's tools
+SSE servers are not advertised, so the runtime refuses a session request that names one
+(-32602, :func:`accord.roles.unadvertised_mcp_servers`); given one directly (or an ``acp``
+server with no connection to reach it), :class:`McpServers` skips it with a warning. A server
+that fails to start or answer is skipped too: the session opens without its tools rather than
+not at all (the log says why; header and environment values are never logged). Each server's
+tools
 are offered under the server's name as a prefix (``github_create_issue``), sanitised to what
 model APIs accept. They count as *external* tools for the modes: hidden in ``ask``, asking
 permission in ``code``.
@@ -31,7 +35,8 @@ from typing import Any, Final
 import anyio
 from pydantic_ai.toolsets import AbstractToolset
 
-from ..schema import HttpMcpServer, McpServer, McpServerStdio
+from ..engines import McpOverAcp
+from ..schema import AcpMcpServer, HttpMcpServer, McpServer, McpServerStdio
 
 __all__ = ("CLOSE_TIMEOUT_SECONDS", "CONNECT_TIMEOUT_SECONDS", "McpServers", "tool_prefix")
 
@@ -57,7 +62,7 @@ def tool_prefix(name: str, taken: set[str]) -> str:
     return prefix
 
 
-def _toolset(server: McpServer, cwd: str) -> Any | None:
+def _toolset(server: McpServer, cwd: str, channel: McpOverAcp | None) -> Any | None:
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
     from pydantic_ai.mcp import MCPToolset
 
@@ -71,6 +76,10 @@ def _toolset(server: McpServer, cwd: str) -> Any | None:
     elif isinstance(server, HttpMcpServer):
         headers = {header.name: header.value for header in server.headers}
         transport = StreamableHttpTransport(server.url, headers=headers or None)
+    elif isinstance(server, AcpMcpServer) and channel is not None:
+        from ._acp_mcp import AcpMcpTransport
+
+        transport = AcpMcpTransport(channel, server.server_id, server.name)
     else:
         _log.warning(
             "MCP server %r: transport %r is not supported; skipped",
@@ -87,12 +96,16 @@ class McpServers:
     Args:
         servers: The servers the client named.
         cwd: The session's working directory (stdio servers start there).
+        channel: Reaches the ``acp`` servers (their client's connection); ``None`` skips them.
     """
 
-    def __init__(self, servers: Sequence[McpServer], cwd: str) -> None:
+    def __init__(
+        self, servers: Sequence[McpServer], cwd: str, channel: McpOverAcp | None = None
+    ) -> None:
         """Remember the servers; :meth:`open` connects them."""
         self._servers = tuple(servers)
         self._cwd = cwd
+        self._channel = channel
         self._open: list[tuple[str, Any]] = []
         self.toolsets: list[AbstractToolset[Any]] = []
         """The connected servers' toolsets, prefixed, for the agent."""
@@ -106,7 +119,7 @@ class McpServers:
         taken: set[str] = set()
         pending: list[tuple[str, str, Any]] = []
         for server in self._servers:
-            toolset = _toolset(server, self._cwd)
+            toolset = _toolset(server, self._cwd, self._channel)
             if toolset is None:
                 self.failed[server.name] = "unsupported transport"
                 continue

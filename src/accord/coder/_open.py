@@ -94,7 +94,7 @@ async def open_coder_session(config: CoderConfig, context: SessionContext) -> Co
         terminals=context.terminals,
         mode_id=context.mode_id,
     )
-    servers = McpServers(context.mcp_servers, context.cwd)
+    servers = McpServers(context.mcp_servers, context.cwd, context.mcp_over_acp)
     await servers.open()
     try:
         engine = build_engine(

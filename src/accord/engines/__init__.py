@@ -7,7 +7,8 @@ is everything the two agree on, and nothing of the runtime's machinery:
 * the protocol: :class:`Engine`, :class:`EngineSession`, :class:`EngineCapabilities`,
   :class:`SessionContext`, :class:`TurnContext` (permissions: :class:`PermissionAnswer`;
   questions: :class:`ElicitationAnswer`; the client's files and terminals:
-  :class:`TextFileReader`, :class:`TextFileWriter`, :class:`TerminalService`);
+  :class:`TextFileReader`, :class:`TextFileWriter`, :class:`TerminalService`; the client's own
+  MCP servers: :class:`McpOverAcp`);
 * the events a turn yields (:data:`Event`: :class:`TextChunk`, :class:`ToolCallStarted`,
   :class:`PlanChanged`, :class:`TurnCompleted`, ...; :class:`SubAgentEvent`);
 * prompt content with bytes inside (:class:`TextPart`, :class:`ImagePart`, ...,
@@ -86,6 +87,8 @@ from ._protocol import ConfigValue as ConfigValue
 from ._protocol import Engine as Engine
 from ._protocol import EngineCapabilities as EngineCapabilities
 from ._protocol import EngineSession as EngineSession
+from ._protocol import McpNotificationHandler as McpNotificationHandler
+from ._protocol import McpOverAcp as McpOverAcp
 from ._protocol import PermissionAnswer as PermissionAnswer
 from ._protocol import PermissionOutcome as PermissionOutcome
 from ._protocol import PermissionRequester as PermissionRequester
@@ -133,6 +136,8 @@ __all__ = (
     "EventKind",
     "ImagePart",
     "Layer",
+    "McpNotificationHandler",
+    "McpOverAcp",
     "MessagesCompacted",
     "ModeChanged",
     "ModelCallEnded",

@@ -57,7 +57,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal, Protocol, TypeAlias, final
+from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
 import anyio
 from pydantic import JsonValue
@@ -69,6 +69,7 @@ from ..schema import (
     ContentBlock,
     ElicitationSchema,
     McpServer,
+    MessageMcpResponse,
     PermissionOption,
     SessionConfigOption,
     SessionMode,
@@ -85,6 +86,8 @@ __all__ = (
     "Engine",
     "EngineCapabilities",
     "EngineSession",
+    "McpNotificationHandler",
+    "McpOverAcp",
     "PermissionAnswer",
     "PermissionOutcome",
     "PermissionRequester",
@@ -129,6 +132,8 @@ class EngineCapabilities:
             Text and resource links are always accepted.
         mcp_http: The engine connects to MCP servers over HTTP (stdio is mandatory).
         mcp_sse: The engine connects to MCP servers over SSE (deprecated by MCP).
+        mcp_acp: The engine uses MCP servers the client hosts over the ACP connection
+            (``acp`` servers, unstable ACP), through :attr:`SessionContext.mcp_over_acp`.
         modes: The session modes offered; empty means no modes.
         default_mode_id: The mode a new session starts in (default: the first mode).
         config_options: The config options offered, each with its default as current value.
@@ -143,6 +148,7 @@ class EngineCapabilities:
     embedded_context: bool = False
     mcp_http: bool = False
     mcp_sse: bool = False
+    mcp_acp: bool = False
     modes: tuple[SessionMode, ...] = ()
     default_mode_id: str | None = None
     config_options: tuple[SessionConfigOption, ...] = ()
@@ -260,6 +266,40 @@ class TerminalService(Protocol):
         ...
 
 
+McpNotificationHandler: TypeAlias = Callable[[str, dict[str, Any] | None], Awaitable[None]]
+"""Receives an inner MCP notification (``method``, ``params``) for an active request."""
+
+
+class McpOverAcp(Protocol):
+    """The ``acp`` MCP servers of the client that opened the session (``mcp/message``).
+
+    The binding of the pinned schema: one inner MCP request (of the stateless MCP revision
+    2026-07-28: its ``params._meta`` carries the protocol version and client capabilities)
+    per ``mcp/message`` request; the answer is the inner outcome.
+    """
+
+    async def request(
+        self,
+        server_id: str,
+        request_id: str,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        on_notification: McpNotificationHandler | None = None,
+    ) -> MessageMcpResponse:
+        """Send one inner request to server ``server_id`` and return its outcome.
+
+        ``on_notification`` gets the server's notifications for this request while it is
+        active. Cancelling the caller cancels the request (``$/cancel_request``).
+
+        Raises:
+            RequestError: the client failed the binding (-33001: it hosts no such server).
+            ConnectionClosed: the client is gone (before or during the call).
+            LocalProtocolError: ``(server_id, request_id)`` is already active.
+        """
+        ...
+
+
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionContext:
@@ -287,6 +327,10 @@ class SessionContext:
             client may not know the session yet); usable only until ``open_session``
             returns (then it raises :class:`~accord.errors.LocalProtocolError`). ``None``
             when the client advertised no elicitation mode or nothing is being served.
+        mcp_over_acp: Reaches the ``acp`` MCP servers in :attr:`mcp_servers`: they are hosted
+            by the client whose request opened the session, over its connection. ``None``
+            when nothing is being served. (The runtime refuses ``acp`` servers unless the
+            engine declared ``mcp_acp``.)
     """
 
     session_id: str
@@ -301,6 +345,7 @@ class SessionContext:
     terminals: TerminalService | None = None
     title: str | None = None
     elicitation: Elicitation | None = None
+    mcp_over_acp: McpOverAcp | None = None
 
 
 @final

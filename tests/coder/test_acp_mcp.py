@@ -1,0 +1,122 @@
+"""MCP over ACP end to end: the coder uses the MCP servers its client hosts (``acp`` servers).
+
+accord's client hosts an MCP server of the ``mcp`` package (``connect(mcp_servers=...)``), the
+coder (served in process, its model the fake OpenAI server) connects it at ``session/new``
+over the same ACP connection and offers its tools to the model; the model's tool call travels
+as ``mcp/message``. Every message is schema-checked by the suite's wire fixture.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _coder_support import tool_names, wait_for_requests
+from helpers.timeouts import TIMEOUT
+from mcp.server.mcpserver import Context, MCPServer
+
+from accord.client import AllowAll, connect
+from accord.coder import CoderConfig, CoderRuntime
+from accord.errors import ConnectionClosed
+from accord.store import MemorySessionStore
+from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
+from accord.transports import memory_transport_pair
+
+pytestmark = pytest.mark.anyio
+
+
+def editor_tools(started: anyio.Event | None = None) -> MCPServer:
+    """The client's own tools: ``shout`` (reports progress) and ``hang`` (never returns)."""
+    server = MCPServer("editor tools")
+
+    @server.tool()
+    async def shout(text: str, ctx: Context) -> str:
+        """Upper-case the text."""
+        await ctx.report_progress(1, 1)
+        return text.upper()
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answer."""
+        if started is not None:
+            started.set()
+        await anyio.sleep_forever()
+        return ""
+
+    return server
+
+
+def tool_call(name: str, arguments: dict[str, Any]) -> list[ScriptedReply]:
+    return [
+        ScriptedReply(tool_calls=[ScriptedToolCall(name=name, arguments=arguments)]),
+        ScriptedReply(text=["done"]),
+    ]
+
+
+def last_message(request: Any) -> str:
+    return str(request.messages[-1]["content"])
+
+
+async def test_the_coder_calls_a_tool_its_client_hosts(project: Path) -> None:
+    with FakeOpenAIServer(tool_call("editor_tools_shout", {"text": "hi"})) as model:
+        config = CoderConfig(models=("openai:fake-model",), base_url=model.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            with anyio.fail_after(TIMEOUT), warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                async with connect(
+                    runtime,
+                    cwd=project,
+                    mcp_servers=[editor_tools()],
+                    permission_policy=AllowAll(),
+                ) as connection:
+                    assert connection.supports("mcpCapabilities", "acp")
+                    session = await connection.new_session(project)
+                    result = await session.prompt("shout hi")
+        finally:
+            await runtime.aclose()
+        first, second = model.requests
+    assert result.stop_reason == "end_turn"
+    assert {"editor_tools_shout", "editor_tools_hang"} <= set(tool_names(first))
+    assert last_message(second) == "HI"
+
+
+async def test_a_client_that_dies_mid_call_fails_the_call_not_the_agent(project: Path) -> None:
+    started = anyio.Event()
+    script = [*tool_call("editor_tools_hang", {})[:1], ScriptedReply(text=["gone"])]
+    with FakeOpenAIServer(script) as model:
+        config = CoderConfig(models=("openai:fake-model",), base_url=model.base_url)
+        # Served with a grace period, as over the network: the turn outlives its client.
+        runtime = CoderRuntime(config, store=MemorySessionStore(), grace=TIMEOUT)
+        client_end, agent_end = memory_transport_pair()
+        try:
+            with anyio.fail_after(TIMEOUT):
+                async with anyio.create_task_group() as serving:
+                    serving.start_soon(runtime.serve, agent_end)
+                    async with connect(
+                        client_end,
+                        cwd=project,
+                        mcp_servers=[editor_tools(started)],
+                        permission_policy=AllowAll(),
+                    ) as connection:
+                        session = await connection.new_session(project)
+
+                        async def prompt() -> None:
+                            with pytest.raises(ConnectionClosed):
+                                await session.prompt("hang")
+
+                        async with anyio.create_task_group() as group:
+                            group.start_soon(prompt)
+                            await started.wait()
+                            await client_end.aclose()  # the client is gone, the call in flight
+                    # The turn goes on without it, and the model is told why the tool failed.
+                    _, after = await wait_for_requests(model, 2)
+                    serving.cancel_scope.cancel()
+        finally:
+            await runtime.aclose()
+    told = str(after.messages[-1]["content"])
+    assert "MCP server 'editor tools'" in told
+    assert "disconnected during tools/call" in told
