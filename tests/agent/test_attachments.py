@@ -27,6 +27,7 @@ from accord.errors import (
 from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import (
     CancelNotification,
+    Implementation,
     InitializeRequest,
     LoadSessionRequest,
     NewSessionRequest,
@@ -98,7 +99,12 @@ async def connected(
 
 
 async def _connect(
-    stack: AsyncExitStack, runtime: AgentRuntime, client: RecordingClient, *, extended: bool = False
+    stack: AsyncExitStack,
+    runtime: AgentRuntime,
+    client: RecordingClient,
+    *,
+    extended: bool = False,
+    name: tuple[str, str | None] | None = None,
 ) -> Peer:
     agent_end, client_end = memory_transport_pair()
     await stack.enter_async_context(AgentSideConnection(runtime, agent_end))
@@ -109,6 +115,9 @@ async def _connect(
                 protocol_version=1,
                 client_capabilities=client.client_capabilities(),
                 meta={"accord": {"events": True}} if extended else None,
+                client_info=None
+                if name is None
+                else Implementation(name=name[0], title=name[1], version="1"),
             )
         )
     return Peer(client, conn)
@@ -166,6 +175,31 @@ async def test_a_second_prompt_from_another_client_is_busy_and_the_turn_goes_on(
         with anyio.fail_after(TIMEOUT):
             await done.wait()
     assert results == ["cancelled"]
+
+
+async def test_a_client_joining_is_told_whose_turn_is_running() -> None:
+    release = anyio.Event()
+    engine = scripted([Say("working"), WaitFor(release)])
+    runtime = runtime_for(engine)
+    async with AsyncExitStack() as stack:
+        a = await _connect(stack, runtime, RecordingClient(), name=("zed", "Zed\x1b[2J"))
+        b = await _connect(stack, runtime, RecordingClient())
+        c = await _connect(stack, runtime, RecordingClient())
+        session_id = await a.new_session()
+        resume = ResumeSessionRequest(session_id=session_id, cwd=CWD)
+        with anyio.fail_after(TIMEOUT):
+            idle = await b.conn.resume_session(resume)
+        assert idle.meta is not None and "turn" not in idle.meta["accord"]
+        async with anyio.create_task_group() as group:
+            group.start_soon(a.prompt, session_id)
+            await b.client.wait_until(lambda: "agent_message_chunk" in b.client.kinds(session_id))
+            with anyio.fail_after(TIMEOUT):
+                joined = await c.conn.resume_session(resume)
+            assert joined.meta is not None
+            # the prompting client's title (else name), printable and on one line
+            assert joined.meta["accord"]["turn"] == {"client": "Zed [2J"}
+            assert joined.meta["accord"]["clients"] == 3
+            release.set()
 
 
 async def test_a_client_must_attach_before_it_prompts() -> None:

@@ -24,8 +24,9 @@ from accord.client import (
     TurnFinished,
     connect,
 )
+from accord.schema import Implementation, SessionNotification
 from accord.store import MemorySessionStore
-from accord.testing import Say, ScriptedEngine, UseTool
+from accord.testing import Say, ScriptedEngine, UseTool, WaitFor
 
 pytestmark = pytest.mark.anyio
 
@@ -65,3 +66,50 @@ async def test_a_question_another_client_answered_ends_cancelled_in_the_prompter
     assert events.index(resolved[0]) > events.index(requested[0])
     assert events[-1] == TurnFinished(stop_reason="end_turn")
     assert asked.is_set()
+
+
+@pytest.mark.parametrize(
+    ("title", "name", "shown"),
+    [
+        ("Zed", "zed", "Zed"),  # the title first
+        (None, "nvim-acp", "nvim-acp"),  # else the name
+        ("\x1b[31mRed\nEditor\x07", "x", "[31mRed Editor"),  # printable, one line
+        (None, "", "another client"),  # no name at all
+    ],
+)
+async def test_a_client_joining_a_running_turn_is_told_whose_turn_it_is(
+    title: str | None, name: str, shown: str
+) -> None:
+    release = anyio.Event()
+    engine = ScriptedEngine([[Say("working"), WaitFor(release)], [Say("mine")]])
+    runtime = AgentRuntime(engine, store=MemorySessionStore())
+    prompter_info = Implementation(name=name, title=title, version="1")
+    working = anyio.Event()
+
+    def listen(notification: SessionNotification) -> None:
+        if notification.update.to_wire()["sessionUpdate"] == "agent_message_chunk":
+            working.set()
+
+    async with (
+        connect(runtime, client_info=prompter_info) as prompter,
+        connect(runtime, update_listener=listen) as other,
+        anyio.create_task_group() as group,
+    ):
+        session = await prompter.new_session()
+        idle = await other.resume_session(session.session_id)
+        assert idle.observer is True and idle.turn_client is None  # no turn runs yet
+        group.start_soon(session.prompt, "long job")
+        with anyio.fail_after(TIMEOUT):
+            await working.wait()
+        async with connect(runtime) as third:
+            joined = await third.resume_session(session.session_id)
+            assert joined.observer is True
+            assert joined.turn_client == shown
+            assert joined.view.joined_turn is True
+            release.set()
+            with anyio.fail_after(TIMEOUT):
+                await session.wait_idle()
+            result = await joined.prompt("and mine")
+            assert result.text == "mine"
+            assert joined.turn_client is None and joined.observer is False
+            assert joined.view.joined_turn is False

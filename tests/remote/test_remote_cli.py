@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
-from helpers.accord_serve import accord_env, accord_serve, run_accord
+from helpers.accord_serve import ACCORD, accord_env, accord_serve, run_accord
+from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
+from accord.client import connect
+from accord.schema import Implementation
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.timeout(240)]
@@ -83,3 +90,74 @@ def test_an_allow_host_with_a_port_is_exit_2() -> None:
     assert done.stderr.strip() == (
         "accord serve: --allow-host wants a name without port, not 'agent.example:443'"
     )
+
+
+def _start(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*ACCORD, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_run_resume_shows_the_turn_in_progress_then_runs_its_own_prompt(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = accord_env(ACCORD_TOKEN=TOKEN)
+    long_turn = ScriptedReply(text=[f"part{n} " for n in range(400)], delay=0.05)
+    shown = out = err = ""
+    code: int | None = None
+    with FakeOpenAIServer([long_turn, ScriptedReply(text=["Mine."])]) as model:
+        serve_args = ("--model", "openai:fake", "--base-url", model.base_url)
+        serve_args += ("--store", str(tmp_path / "s.db"))
+        with accord_serve(*serve_args, env=env) as (url, _):
+            info = Implementation(name="zed", title="Zed", version="1")
+            async with (
+                connect(url, token=TOKEN, client_info=info, reconnect=False) as editor,
+                anyio.create_task_group() as group,
+            ):
+                session = await editor.new_session(project)
+                stream = session.stream("a long job")
+                with anyio.fail_after(TIMEOUT):
+                    await anext(aiter(stream))  # the turn runs
+
+                async def drain() -> None:
+                    async for _ in stream:
+                        pass
+
+                group.start_soon(drain)
+                args = ("run", "--agent", url, "--session", session.session_id, "--resume")
+                start = functools.partial(_start, *args, "and now mine", env=env, cwd=project)
+                process = await anyio.to_thread.run_sync(start)
+                assert process.stdout is not None and process.stderr is not None
+                notice = await anyio.to_thread.run_sync(process.stderr.readline)
+                # Whose turn it is, then that turn as it goes on.
+                assert notice == (
+                    "accord: Zed is running a turn in this session: shown until it ends,"
+                    " then this prompt\n"
+                )
+                shown = await anyio.to_thread.run_sync(process.stdout.read, 40)
+                assert "part" in shown
+                await session.cancel()  # the editor's turn ends; the joined prompt runs
+                with anyio.fail_after(TIMEOUT):
+                    await stream.wait_finished()
+                out, err = await anyio.to_thread.run_sync(process.communicate, None, TIMEOUT)
+                code = process.returncode
+    assert code == ExitCode.OK, err
+    whole = shown + out
+    assert "Mine." in whole
+    assert whole.index("part") < whole.index("Mine.")
+
+
+def test_run_resume_without_a_session_is_refused(tmp_path: Path) -> None:
+    done = run_accord("run", "--resume", "hello", env=accord_env(), cwd=tmp_path)
+    assert done.returncode == ExitCode.ERROR
+    assert done.stderr == "accord: --resume needs --session ID (the session to join)\n"

@@ -17,8 +17,10 @@ import pytest
 from _tui_support import SIZE, chat_app, text_of, until
 from helpers.accord_serve import accord_env, accord_serve
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
+from textual.widgets import TextArea
 
 from accord.client import connect
+from accord.schema import Implementation
 from accord.testing import FakeOpenAIServer, ScriptedReply
 from accord.tui._conversation import AgentMessage
 
@@ -150,3 +152,44 @@ async def test_attached_to_a_live_session_it_is_an_observer_until_it_prompts(
                 await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
                 assert not pane.session.observer
                 await until(pilot, lambda: "observer" not in text_of(footer))
+
+
+async def test_joined_while_another_client_s_turn_runs_it_says_whose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``accord chat --session ID --resume`` while another client (Zed) runs a turn: the footer
+    and the prompt say ``Zed is running a turn``, until this client prompts."""
+    monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
+    script = [
+        ScriptedReply(text=[f"step{n} " for n in range(400)], delay=0.05),
+        ScriptedReply(text=["From the TUI."]),
+    ]
+    info = Implementation(name="zed", title="Zed", version="1")
+    with (
+        FakeOpenAIServer(script) as model,
+        serve_on(model.base_url, tmp_path / "store.sqlite3") as (url, _),
+    ):
+        async with connect(url, cwd=tmp_path, client_info=info) as first:
+            session = await first.new_session(tmp_path)
+            stream = session.stream("a long job")
+            async with stream:
+                await anext(aiter(stream))  # the turn runs
+                app = chat_app(url, tmp_path, session_id=session.session_id, resume=True)
+                async with app.run_test(size=SIZE) as pilot:
+                    await until(
+                        pilot, lambda: app.active_pane is not None or app.failed, SCENARIO_TIMEOUT
+                    )
+                    assert not app.failed, text_of(app.query_one("#failure"))
+                    footer = app.query_one("#footer")
+                    prompt = app.query_one("#prompt", TextArea)
+                    await until(pilot, lambda: "Zed is running a turn" in text_of(footer))
+                    assert "observer" in text_of(footer)
+                    assert prompt.placeholder == "Zed is running a turn"
+
+                    await session.cancel()
+                    async for _ in stream:
+                        pass
+                    await pilot.press(*"my turn", "enter")
+                    await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
+                    await until(pilot, lambda: "running a turn" not in text_of(footer))
+                    assert prompt.placeholder == ""

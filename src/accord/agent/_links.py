@@ -80,6 +80,7 @@ class ClientLink:
         "extended",
         "left",
         "mcp",
+        "name",
         "number",
     )
 
@@ -89,6 +90,8 @@ class ClientLink:
         self.number = number
         self.capabilities = ClientCapabilities()
         self.extended = False
+        #: The client's name as it gave it in ``initialize`` (``clientInfo`` title, else name).
+        self.name: str | None = None
         self.channel = ClientChannel(
             connection.connection.notify, extended=False, boolean_options=False
         )
@@ -101,10 +104,13 @@ class ClientLink:
         #: Inner MCP requests to the ``acp`` MCP servers this client hosts.
         self.mcp = AcpMcpCaller(connection)
 
-    def configure(self, capabilities: ClientCapabilities, *, extended: bool) -> None:
+    def configure(
+        self, capabilities: ClientCapabilities, *, extended: bool, name: str | None = None
+    ) -> None:
         """Record what the client advertised in ``initialize`` (before any session)."""
         self.capabilities = capabilities
         self.extended = extended
+        self.name = name
         self.channel = ClientChannel(
             self.connection.connection.notify,
             extended=extended,

@@ -166,6 +166,15 @@ class RuntimeStatistics:
     attachments: int = 0
 
 
+_MAX_CLIENT_NAME: Final = 80
+
+
+def _shown_name(name: str) -> str | None:
+    """A client's name as other clients are told it: printable, one line, bounded."""
+    cleaned = " ".join("".join(c if c.isprintable() else " " for c in name).split())
+    return cleaned[:_MAX_CLIENT_NAME] or None
+
+
 def _default_agent_info() -> Implementation:
     """``agentInfo`` when none is given: accord's own name and version."""
     try:
@@ -420,10 +429,12 @@ class AgentRuntime(Agent):
         capabilities = request.client_capabilities
         link = self._find_link()
         if link is not None:  # (called directly, outside a connection, it only answers)
+            info = request.client_info
             link.configure(
                 capabilities,
                 extended=wants_extended_events(request.meta)
                 or wants_extended_events(capabilities.meta),
+                name=None if info is None else _shown_name(info.title or info.name),
             )
             link.connection.connection.start_soon(self._watch, link, name="accord client watch")
         return await super().initialize(request)
@@ -440,10 +451,14 @@ class AgentRuntime(Agent):
             fields["config_options"] = options
         # The announcements that follow the response (see ._sessions), for clients that wait;
         # after load/resume, how many clients are attached (the caller included: more than
-        # one, it joined a session others have open).
+        # one, it joined a session others have open) and, while a turn runs, which client's
+        # prompt runs it (``turn.client``: its clientInfo title or name, null if it gave none).
         accord: dict[str, Any] = {"announcements": session.announcements}
         if reopened:
             accord["clients"] = len(session.links)
+            driver = session.driver
+            if driver is not None and session.turn is not None:
+                accord["turn"] = {"client": driver.name}
         fields["meta"] = {"accord": accord}
         return fields
 

@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the most recent session of the working directory",
     )
     run.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --session: join the session where it is open (session/resume, no replay); "
+        "a turn another client is running is shown first, and the prompt runs once it ends",
+    )
+    run.add_argument(
         "--mode", help="the session mode, e.g. ask, code or auto for the built-in agent"
     )
     shown = run.add_mutually_exclusive_group()

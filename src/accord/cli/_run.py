@@ -14,6 +14,12 @@ questions (elicitation, :mod:`._elicit`: advertised only with a terminal) and, w
 Ctrl-C sends
 ``session/cancel`` and waits for the agent to stop; a second Ctrl-C quits at once. The exit
 code says how it ended (see :class:`~accord.cli._main.ExitCode`).
+
+``--session ID --resume`` joins a session where it is open (``session/resume``: a served agent
+other clients use). If the agent says another client's turn is running (an accord agent does),
+that turn is shown as it goes on, under a line saying whose it is, and the prompt is sent
+once the agent takes it: ACP tells a joined client nothing when another client's turn ends, so
+a prompt refused as busy is sent again every :data:`BUSY_RETRY_SECONDS`.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import orjson
@@ -38,6 +44,7 @@ from ..client import (
     PermissionPolicy,
     PermissionRequested,
     PermissionResolved,
+    SessionView,
     TurnResult,
     UpdateListener,
     connect,
@@ -68,6 +75,9 @@ __all__ = ("exit_code_for", "read_prompt", "result_record", "run_command")
 INITIALIZE_NOTICE = 3.0
 #: Seconds between spinner frames.
 SPINNER_INTERVAL = 0.1
+
+BUSY_RETRY_SECONDS = 0.25
+"""How often ``--resume`` sends its prompt again while another client's turn runs."""
 
 
 class _Failed(Exception):
@@ -136,6 +146,9 @@ def run_command(args: argparse.Namespace) -> int:
         prompt = read_prompt(args)
     except ValueError as error:
         report(str(error))
+        return ExitCode.ERROR
+    if args.resume and args.session is None:
+        report("--resume needs --session ID (the session to join)")
         return ExitCode.ERROR
     args.cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(args.cwd):
@@ -328,7 +341,9 @@ async def _connected(
     ask = terminal_asker(display)
     policy = _policy(args, display)
     question = policy if isinstance(policy, TerminalQuestion) else None
-    listener = _json_printer(sys.stdout) if output == "json" else None
+    watch = _Watch(display if output != "json" else None)
+    json_out = _json_printer(sys.stdout) if output == "json" else None
+    listener = watch.listener(json_out)
     try:
         async with connect(
             spec,
@@ -353,7 +368,14 @@ async def _connected(
                 raise SignedIn from None
             outcome.session_id = session.session_id
             await _set_mode(session, args.mode)
-            await _turn(conn, session, prompt, display, question, output, outcome)
+            who = session.turn_client
+            if who is not None:
+                display.notice(
+                    f"accord: {neutralise(who)} is running a turn in this session: shown until"
+                    " it ends, then this prompt"
+                )
+                watch.start(session.session_id)
+            await _turn(conn, session, prompt, display, question, output, outcome, watch)
     except SignedIn:
         outcome.signed_in = True
     except _Failed as failure:
@@ -400,6 +422,13 @@ async def _open_session(
         )
     if session_id is None:
         return await conn.new_session(cwd, additional_directories=extra)
+    if args.resume:
+        try:
+            return await conn.resume_session(session_id, cwd, additional_directories=extra)
+        except LocalProtocolError as error:  # the agent does not offer session/resume
+            raise _Failed(
+                f"{choice.name} cannot join session {session_id!r}: {error}", ExitCode.ERROR
+            ) from None
     try:
         return await conn.load_session(session_id, cwd, additional_directories=extra)
     except LocalProtocolError as error:  # the agent does not offer session/load
@@ -429,23 +458,80 @@ async def _turn(
     question: TerminalQuestion | None,
     output: str,
     outcome: _Outcome,
+    watch: _Watch,
 ) -> None:
     refused = False
     async with anyio.create_task_group() as task_group:
         task_group.start_soon(_cancel_on_interrupt, conn, session, display)
-        async with session.stream(prompt) as stream:
-            async for event in stream:
-                if isinstance(event, PermissionResolved) and _is_refusal(event):
-                    refused = True
-                if output != "json":
-                    display.show(event)
-                if question is not None and isinstance(event, PermissionRequested):
-                    question.shown(event)
-            outcome.result = stream.result
+        while True:
+            # While a prompt is out, its stream shows what arrives (the other client's turn
+            # too, if the prompt is then refused as busy); in between, the watch does.
+            watching = watch.stop()
+            try:
+                async with session.stream(prompt) as stream:
+                    async for event in stream:
+                        if isinstance(event, PermissionResolved) and _is_refusal(event):
+                            refused = True
+                        if output != "json":
+                            display.show(event)
+                        if question is not None and isinstance(event, PermissionRequested):
+                            question.shown(event)
+                    outcome.result = stream.result
+            except RequestError as error:
+                if watching is None or not _busy(error):
+                    raise
+                watch.start(watching)
+                await anyio.sleep(BUSY_RETRY_SECONDS)
+                continue
+            break
         task_group.cancel_scope.cancel()
     result = outcome.result
     assert result is not None
     outcome.code = exit_code_for(result.stop_reason, permission_refused=refused)
+
+
+def _busy(error: RequestError) -> bool:
+    """Whether the agent refused a prompt because a turn runs (-32602, ``reason: busy``)."""
+    data: object = error.data
+    if error.code != -32602 or not isinstance(data, dict):
+        return False
+    return cast(dict[str, Any], data).get("reason") == "busy"
+
+
+class _Watch:
+    """Shows the updates of a turn this client did not prompt (``--resume``), while on.
+
+    Its own view folds them (the session's own view has no turn to give them to), so a tool
+    call's later updates show with what it was; off, it shows nothing.
+    """
+
+    def __init__(self, display: Display | None) -> None:
+        self._display = display
+        self._view: SessionView | None = None
+
+    def listener(self, then: UpdateListener | None) -> UpdateListener:
+        """The connection's update listener: this watch first, then ``then`` (if any)."""
+
+        def on_update(notification: SessionNotification) -> None:
+            view = self._view
+            if view is not None and notification.session_id == view.session_id:
+                event = view.apply(notification.update)
+                if self._display is not None:
+                    self._display.show(event)
+            if then is not None:
+                then(notification)
+
+        return on_update
+
+    def start(self, session_id: str) -> None:
+        """Show the updates of ``session_id`` from now on."""
+        if self._view is None or self._view.session_id != session_id:
+            self._view = SessionView(session_id)
+
+    def stop(self) -> str | None:
+        """Show nothing more (this client's own prompt goes out); the session it showed."""
+        view, self._view = self._view, None
+        return None if view is None else view.session_id
 
 
 def _is_refusal(event: PermissionResolved) -> bool:

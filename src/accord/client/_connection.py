@@ -388,6 +388,7 @@ class ConnectedAgent:
                 self._router.forget(session_id)
                 raise
             session.view.observer = _joined(response.meta)
+            session.view.joined_turn, session.view.turn_client = _running_turn(response.meta)
         session._apply_setup(response.modes, response.config_options)
         await session._await_announcements(response.meta)
         return session
@@ -515,6 +516,22 @@ def _joined(meta: dict[str, Any] | None) -> bool:
         return False
     clients = cast(dict[str, Any], accord).get("clients")
     return isinstance(clients, int) and clients > 1
+
+
+def _running_turn(meta: dict[str, Any] | None) -> tuple[bool, str | None]:
+    """Whether an accord agent said a turn runs as this client joined, and whose (the name
+    of the client that prompted it; printable, one line, at most 80 characters)."""
+    accord: object = (meta or {}).get("accord")
+    if not isinstance(accord, dict):
+        return False, None
+    turn = cast(dict[str, Any], accord).get("turn")
+    if not isinstance(turn, dict):
+        return False, None
+    client = cast(dict[str, Any], turn).get("client")
+    if not isinstance(client, str):
+        return True, None
+    shown = " ".join("".join(c if c.isprintable() else " " for c in client).split())[:80]
+    return True, shown or None
 
 
 def absolute_path(path: str | os.PathLike[str]) -> str:

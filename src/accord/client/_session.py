@@ -156,6 +156,16 @@ class ClientSession:
         in it yet (the view's :attr:`SessionView.observer`)."""
         return self._view.observer
 
+    @property
+    def turn_client(self) -> str | None:
+        """Who runs the turn in progress this client joined: the name the prompting client
+        gave (``"another client"`` if it gave none); ``None`` when no other client's turn was
+        running as this client joined, or once this client has prompted (the view's
+        :attr:`SessionView.joined_turn` and :attr:`SessionView.turn_client`)."""
+        if not self._view.joined_turn:
+            return None
+        return self._view.turn_client or "another client"
+
     def _note_cursor(self, meta: dict[str, Any]) -> None:
         cursor = meta.get(CURSOR_META_KEY)
         if isinstance(cursor, str):
@@ -241,6 +251,8 @@ class ClientSession:
         blocks = self._blocks(content)
         self._state = transition(self.session_id, self._state, "prompt")
         self._view.observer = False
+        self._view.joined_turn = False
+        self._view.turn_client = None
         self._idle = anyio.Event()
         self._view._add_prompt(blocks)
         return PromptRequest(session_id=self.session_id, prompt=blocks)

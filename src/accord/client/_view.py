@@ -111,12 +111,14 @@ class SessionView:
         "config_options",
         "current_mode_id",
         "cursor",
+        "joined_turn",
         "last_stop_reason",
         "last_turn_usage",
         "observer",
         "plan",
         "session_id",
         "title",
+        "turn_client",
         "updated_at",
         "updates_applied",
         "usage_cost",
@@ -164,6 +166,12 @@ class SessionView:
         #: Whether this client joined a session other clients have open and has not
         #: prompted in it yet (it watches; prompting makes it a participant).
         self.observer = False
+        #: Whether another client's turn was running when this client joined, as the agent
+        #: said in its answer (an accord agent, ``_meta.accord.turn``); cleared when this
+        #: client prompts. ACP does not tell other clients when that turn ends.
+        self.joined_turn = False
+        #: The name of the client running that turn, as it told the agent (``None``: unknown).
+        self.turn_client: str | None = None
 
     def __repr__(self) -> str:
         return (

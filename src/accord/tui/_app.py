@@ -62,7 +62,7 @@ from ..errors import (
 from ..schema import AvailableCommand, TerminalOutputRequest
 from ..transports import SubprocessTransport
 from ._elicitation import ElicitationScreen
-from ._footer import StatusFooter
+from ._footer import StatusFooter, turn_runner
 from ._mentions import AttachmentRefused, FileIndex, prompt_blocks
 from ._pane import SessionPane
 from ._permission import PermissionScreen
@@ -663,8 +663,17 @@ class ChatApp(App[int]):
                 state = "starting"
             else:
                 state = pane.session.state
+        view = pane.session.view if pane else None
         footer = self.query_one(StatusFooter)
-        footer.show_status(pane.session.view if pane else None, state, self.agent_name)
+        footer.show_status(view, state, self.agent_name)
+        # The prompt says who runs the turn this client joined (its own prompt waits for it).
+        runner = turn_runner(view)
+        area = self.query_one(PromptBar).area
+        placeholder = "" if runner is None else " ".join(clean(runner).split())
+        if placeholder:
+            placeholder += " is running a turn"
+        if area.placeholder != placeholder:
+            area.placeholder = placeholder
 
     async def on_unmount(self) -> None:
         self._quit_event.set()

@@ -1,7 +1,8 @@
 """The footer line: the session's state, mode, model, context use and cost.
 
 ``observer`` follows the state while this client watches a session other clients have open
-(it attached to it) and has not prompted in it yet.
+(it attached to it) and has not prompted in it yet; joined while another client's turn ran, it
+also says whose (``Zed is running a turn``, the name that client gave the agent).
 
 Mode and model come from the session's view: the mode from its modes (or a config option of
 category ``mode``), the model from the config option of category ``model``; context use from
@@ -19,7 +20,13 @@ from ..client import SessionView
 from ..schema import SelectSessionConfigOption, SessionConfigSelectOption
 from ._safe import plain_line
 
-__all__ = ("StatusFooter", "config_value_name", "footer_content", "short_count")
+__all__ = (
+    "StatusFooter",
+    "config_value_name",
+    "footer_content",
+    "short_count",
+    "turn_runner",
+)
 
 
 def short_count(tokens: int) -> str:
@@ -62,12 +69,22 @@ def _mode_name(view: SessionView) -> str | None:
     return view.current_mode_id or config_value_name(view, "mode")
 
 
+def turn_runner(view: SessionView | None) -> str | None:
+    """Who runs the turn this client joined (``None``: none, or this client prompted since)."""
+    if view is None or not view.joined_turn:
+        return None
+    return view.turn_client or "another client"
+
+
 def footer_content(view: SessionView | None, state: str, agent: str) -> Content:
     """The footer's text for a session (None: no session yet) in ``state``."""
     parts: list[Content] = [Content.styled(f" {state} ", "reverse"), plain_line(f" {agent}")]
     if view is not None and view.observer:
         # Attached to a session other clients have open, and not prompted in it yet.
         parts.insert(1, Content.styled(" observer ", "bold $text-warning"))
+    runner = turn_runner(view)
+    if runner is not None:
+        parts.insert(2, plain_line(f" {runner} is running a turn "))
     if view is not None:
         mode = _mode_name(view)
         if mode:
