@@ -625,10 +625,18 @@ class AgentRuntime(Agent):
         return stop
 
     async def cancel(self, notification: CancelNotification) -> None:
-        """``session/cancel``: ask the running turn to stop (nothing to do when idle)."""
+        """``session/cancel``: ask the running turn to stop (nothing to do when idle).
+
+        Any client attached to the session may cancel its turn (also one that did not
+        prompt); a connection that did not load or resume the session cannot, even with the
+        same token (a notification has no answer: it is ignored, with a log line).
+        """
         session = self._sessions.live.get(notification.session_id)
-        if session is None:
-            logger.debug("session/cancel for inactive session %r", notification.session_id)
+        if session is None or self._find_link() not in session.links:
+            logger.debug(
+                "session/cancel for a session not active on this connection: %r",
+                notification.session_id,
+            )
             return
         session.request_cancel()
 

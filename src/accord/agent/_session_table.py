@@ -684,13 +684,17 @@ class SessionTable:
     async def close(self, session_id: str) -> None:
         """``session/close``: stop and forget a live session; stored data stays.
 
+        Only the caller's own attachment is closed: a session live for other connections
+        only (also one in its grace period, with none attached) is left running, as a
+        session that is not live here would be.
+
         Raises:
             SessionNotActive: the session is neither live nor stored (-32002).
         """
         link = self._link()
         async with self._locks.hold(session_id):
             live = self.live.get(session_id)
-            if live is None:
+            if live is None or link not in live.links:
                 await self._stored(session_id)
                 return
             if any(each is not link for each in live.links):

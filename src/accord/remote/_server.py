@@ -42,7 +42,7 @@ from ._auth import AccessPolicy, Refusal
 from ._http11 import BodyTooLarge, HttpChannel, header_map
 from ._limits import ServerLimits
 from ._request_head import HeadProblem, read_head
-from ._streamable import HttpAcpConnection, session_of
+from ._streamable import HttpAcpConnection, OutboundStream, session_of
 from ._websocket import WebSocketTransport
 
 __all__ = ("ACP_PATH", "CONNECTION_HEADER", "SESSION_HEADER", "serve_remote")
@@ -413,7 +413,11 @@ class _Server:
         if connection is None or connection.closed:
             await channel.respond(404, b"Unknown Acp-Connection-Id\n")
             return
-        stream = connection.stream_for(_header(headers, SESSION_HEADER))
+        session_id = _header(headers, SESSION_HEADER)
+        stream = connection.open_stream(session_id, self._limits.max_streams_per_connection)
+        if stream is None:
+            await channel.respond(429, b"too many event streams on this connection\n")
+            return
         if stream.attached:
             await channel.respond(409, b"this stream already has a reader\n")
             return
@@ -428,20 +432,37 @@ class _Server:
                     ],
                 )
             )
-            while True:
-                batch = await stream.next_batch(self._limits.heartbeat_interval)
-                if batch is None:
-                    await channel.send(h11.EndOfMessage())
-                    return
-                data = b"".join(b"data: " + encode_message(m)[:-1] + b"\n\n" for m in batch)
-                try:
-                    await channel.send(h11.Data(data=data or b": ping\n\n"))
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    stream.requeue(batch)
-                    return
-                connection.last_activity = anyio.current_time()
+            async with anyio.create_task_group() as tg:
+                gone = anyio.Event()
+                tg.start_soon(_watch_reader, channel, stream, gone)
+                await self._pump(channel, connection, stream, gone)
+                tg.cancel_scope.cancel()
         finally:
-            stream.detach()
+            connection.release(session_id, stream)
+
+    async def _pump(
+        self,
+        channel: HttpChannel,
+        connection: HttpAcpConnection,
+        stream: OutboundStream,
+        gone: anyio.Event,
+    ) -> None:
+        """Write ``stream``'s messages (or a heartbeat) until it ends or its reader is gone."""
+        while True:
+            batch = await stream.next_batch(self._limits.heartbeat_interval)
+            if gone.is_set():
+                stream.requeue(batch or [])
+                return
+            if batch is None:
+                await channel.send(h11.EndOfMessage())
+                return
+            data = b"".join(b"data: " + encode_message(m)[:-1] + b"\n\n" for m in batch)
+            try:
+                await channel.send(h11.Data(data=data or b": ping\n\n"))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                stream.requeue(batch)
+                return
+            connection.last_activity = anyio.current_time()
 
     async def _delete(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
         connection_id = _header(headers, CONNECTION_HEADER)
@@ -460,6 +481,21 @@ class _Server:
             return False
         self._live += 1
         return True
+
+
+async def _watch_reader(channel: HttpChannel, stream: OutboundStream, gone: anyio.Event) -> None:
+    """Wait until the client of a GET stream hangs up (or sends anything: a client has
+    nothing to send behind a stream that never ends), then wake the stream's writer.
+
+    Without it a stream's reader would be found gone only at the next heartbeat write, and
+    held (409 to the client's next GET, counted against the connection's streams) till then.
+    """
+    try:
+        await channel.stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    gone.set()
+    stream.wake()
 
 
 async def _refuse(channel: HttpChannel, refusal: Refusal) -> None:

@@ -9,7 +9,10 @@ posted for a session) on that session's stream, everything else (answers to
 ``session/new`` and ``session/load`` among them) on the connection's stream. A stream with no
 GET attached holds its messages (bounded: over the bound the connection is closed, its client
 does not read) until one attaches; while one is attached a burst over the bound makes the
-agent wait for the reader to take it, nothing is dropped. DELETE ends the connection.
+agent wait for the reader to take it, nothing is dropped. A connection holds at most
+``max_streams_per_connection`` session streams (GETs past it are refused 429), and a stream
+for a session id that nothing read or sent to is dropped when its GET ends. DELETE ends the
+connection.
 
 Above: :mod:`._server`. Below: anyio, :mod:`accord.transports`.
 """
@@ -77,11 +80,20 @@ class OutboundStream:
         self._wakeup.set()
         return True
 
+    @property
+    def empty(self) -> bool:
+        """Whether no message waits for a receiver."""
+        return not self._queue
+
     def close(self) -> None:
         """End the stream: its receiver finishes after what is queued."""
         self.closed = True
         self._wakeup.set()
         self._drain()
+
+    def wake(self) -> None:
+        """Wake the receiver waiting in :meth:`next_batch` (its reader is gone)."""
+        self._wakeup.set()
 
     def detach(self) -> None:
         """The receiver is gone: a sender waiting for it re-checks the bound."""
@@ -182,6 +194,26 @@ class HttpAcpConnection:
             self._initialize[1].set()
 
     # ------------------------------------------------------------------ the client's side
+
+    def open_stream(self, session_id: str | None, limit: int) -> OutboundStream | None:
+        """The stream a GET for ``session_id`` reads; None if that would pass ``limit``.
+
+        A session's stream is made on the client's first GET for it (the client opens it
+        before ``session/load`` or ``session/resume``, when no message has named it yet); at
+        most ``limit`` session streams are held at once, and one nothing reads or fills is
+        dropped when its reader goes (:meth:`release`), so ids a client makes up cost
+        nothing once their GET ends. It carries only this connection's messages.
+        """
+        new = session_id is not None and session_id not in self.streams
+        if new and len(self.streams) - 1 >= limit:
+            return None
+        return self.stream_for(session_id)
+
+    def release(self, session_id: str | None, stream: OutboundStream) -> None:
+        """A GET's reader of ``stream`` is gone: detach it, drop it if it holds nothing."""
+        stream.detach()
+        if session_id is not None and stream.empty and self.streams.get(session_id) is stream:
+            del self.streams[session_id]
 
     def stream_for(self, session_id: str | None) -> OutboundStream:
         """The stream for ``session_id`` (None: the connection's), created on first use."""
