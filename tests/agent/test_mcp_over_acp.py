@@ -28,6 +28,7 @@ from accord.schema import (
     MessageMcpRequest,
     MessageMcpResponse,
     NewSessionRequest,
+    ResumeSessionRequest,
 )
 from accord.store import MemorySessionStore
 from accord.testing import ScriptedEngine
@@ -51,8 +52,6 @@ class HostingClient(RecordingClient):
         self.requests.append(request)
         self._touch()
         assert self.conn is not None
-        if request.server_id != "srv-1":
-            raise RequestError("no such server", code=-33001)
         if request.method == "hold":
             await self.release.wait()
         for request_id in ("elsewhere", request.request_id):
@@ -93,7 +92,7 @@ async def test_the_engine_reaches_the_declaring_clients_servers() -> None:
                 "srv-1", "r1", "tools/list", {"cursor": "c"}, on_notification=note
             )
             failed = await channel.request("srv-1", "r2", "fail")
-            with pytest.raises(RequestError) as unknown:
+            with pytest.raises(LocalProtocolError) as unnamed:
                 await channel.request("srv-2", "r3", "tools/list")
     assert advertised is not None
     assert advertised["mcpCapabilities"] == {"http": False, "sse": False, "acp": True}
@@ -107,7 +106,9 @@ async def test_the_engine_reaches_the_declaring_clients_servers() -> None:
     assert seen == [("notifications/progress", {"progressToken": "r1", "progress": 1})]
     assert failed.error is not None
     assert failed.error.code == -32601
-    assert unknown.value.code == -33001
+    # A server the session does not name is refused before anything is sent.
+    assert "the session names no acp MCP server 'srv-2' (it has 'srv-1')" in str(unnamed.value)
+    assert len(client.requests) == 2
 
 
 async def test_an_active_request_id_cannot_be_reused() -> None:
@@ -161,6 +162,42 @@ async def test_a_gone_client_fails_the_request_with_the_server_named() -> None:
     (during,) = outcome
     assert "MCP server 'srv-1' disconnected during hold" in str(during)
     assert "MCP server 'srv-1' has disconnected" in str(after.value)
+
+
+async def test_a_client_back_on_a_new_connection_serves_its_servers_again() -> None:
+    scripted = engine()
+    # Served with a grace period, as over the network: the session outlives the first link.
+    runtime = AgentRuntime(scripted, store=MemorySessionStore(), grace=TIMEOUT)
+    first, second = HostingClient(), HostingClient()
+    with anyio.fail_after(TIMEOUT):
+        agent_end, client_end = memory_transport_pair()
+        async with AgentSideConnection(runtime, agent_end):
+            async with ClientSideConnection(first, client_end) as conn:
+                first.conn = conn
+                await conn.initialize()
+                opened = await conn.new_session(
+                    NewSessionRequest.model_validate({"cwd": CWD, "mcpServers": [DECLARED]})
+                )
+            await client_end.aclose()
+        channel = scripted.sessions[0].context.mcp_over_acp
+        assert channel is not None
+        with pytest.raises(ConnectionClosed):
+            await channel.request("srv-1", "while-away", "tools/list")
+        agent_end, client_end = memory_transport_pair()
+        async with (
+            AgentSideConnection(runtime, agent_end),
+            ClientSideConnection(second, client_end) as conn,
+        ):
+            second.conn = conn
+            await conn.initialize()
+            # Resumed without naming servers: the stored ones, the same serverId.
+            await conn.resume_session(ResumeSessionRequest(session_id=opened.session_id, cwd=CWD))
+            answer = await channel.request("srv-1", "back", "tools/list")
+    await runtime.aclose()
+    assert len(scripted.sessions) == 1  # the live session was joined, not reopened
+    assert [r.request_id for r in second.requests] == ["back"]
+    assert first.requests == []
+    assert answer.error is None
 
 
 async def test_an_engine_without_it_refuses_acp_servers() -> None:

@@ -10,11 +10,16 @@ inner MCP errors.
 from __future__ import annotations
 
 import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from helpers.timeouts import TIMEOUT
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 
 from accord.client import connect
@@ -222,3 +227,48 @@ async def test_only_mcp_servers_can_be_hosted() -> None:
         async with connect(McpAgent(), mcp_servers=[object()]):
             pass
     assert "not object" in str(caught.value)
+
+
+async def test_a_low_level_server_runs_in_its_lifespan_for_the_connection() -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: Server[dict[str, str]]) -> AsyncIterator[dict[str, str]]:
+        events.append("up")
+        yield {"greeting": "hello"}
+        events.append("down")
+
+    async def call_tool(
+        ctx: ServerRequestContext[dict[str, str]], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        text = f"{ctx.lifespan_context['greeting']}, {params.arguments or {}}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    server = Server("low-level", lifespan=lifespan, on_call_tool=call_tool)
+    agent = McpAgent()
+    with anyio.fail_after(TIMEOUT):
+        async with connect(agent, mcp_servers=[server]) as conn:
+            assert events == ["up"]
+            await conn.new_session("/")
+            (declared,) = agent.servers
+            called = await agent.call(
+                declared.server_id, "1", "tools/call", {"name": "greet", "arguments": {"to": 1}}
+            )
+    assert events == ["up", "down"]
+    assert declared.name == "low-level"
+    assert called.result["content"] == [{"type": "text", "text": "hello, {'to': 1}"}]
+
+
+@pytest.mark.wire_unchecked("an mcp/message that breaks the schema on purpose")
+async def test_a_malformed_mcp_message_is_refused_by_the_client() -> None:
+    agent = McpAgent()
+    with anyio.fail_after(TIMEOUT):
+        async with connect(agent, mcp_servers=[tools_server()]) as conn:
+            await conn.new_session("/")
+            with pytest.raises(InvalidParams) as caught:
+                # No requestId, and a serverId that is not a string.
+                await agent.client.connection.request(
+                    "mcp/message", {"serverId": 7, "method": "tools/list"}
+                )
+    assert caught.value.code == -32602
+    assert "requestId" in str(caught.value.data)

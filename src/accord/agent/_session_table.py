@@ -97,6 +97,7 @@ from ._elsewhere import ElsewhereFeed
 from ._errors import session_not_found
 from ._links import ClientLink
 from ._live_session import LiveSession
+from ._mcp_caller import AcpMcpCaller, AcpMcpRouter
 from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment, DeliveryPipeline, Tap
 from ._restore import RestoredState, replay
 from ._turn import CLEANUP_TIMEOUT_SECONDS
@@ -324,9 +325,12 @@ class SessionTable:
             await check_working_directory(cwd, stored=True)
             live = self.live.get(session_id)
             if live is not None and live.lifecycle.live and link not in live.links:
+                # The client's acp MCP servers (a client back after a reconnect) are its own.
+                link.mcp.declare(mcp_servers if mcp_servers is not None else live.mcp_servers)
                 return await self._join(live, link, replay_history=replay_history, cursor=cursor)
             if live is not None and link in live.links and len(live.links) > 1:
                 # Reloading a session others share: re-attach instead of restarting it.
+                link.mcp.declare(mcp_servers if mcp_servers is not None else live.mcp_servers)
                 self._detach(live, link)
                 return await self._join(live, link, replay_history=replay_history, cursor=cursor)
             after: int | None = None
@@ -561,6 +565,15 @@ class SessionTable:
             order.extend(session.links)
             return [each.connection for each in order if not each.gone]
 
+        def callers() -> list[AcpMcpCaller]:
+            if not holder:
+                return [link.mcp]
+            session = holder[0]
+            order = [session.driver] if session.driver is not None else []
+            order.extend(session.links)
+            return [each.mcp for each in order if not each.gone]
+
+        link.mcp.declare(mcp_servers)
         reader, writer, terminals = client_services(
             link.connection, session_id, ConnectionPicker(candidates)
         )
@@ -580,7 +593,7 @@ class SessionTable:
                     terminals=terminals,
                     title=restored.title,
                     elicitation=asking,
-                    mcp_over_acp=link.mcp,
+                    mcp_over_acp=AcpMcpRouter(mcp_servers, callers),
                 )
             )
         finally:

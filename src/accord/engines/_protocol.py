@@ -295,7 +295,8 @@ class McpOverAcp(Protocol):
         Raises:
             RequestError: the client failed the binding (-33001: it hosts no such server).
             ConnectionClosed: the client is gone (before or during the call).
-            LocalProtocolError: ``(server_id, request_id)`` is already active.
+            LocalProtocolError: the session names no such ``acp`` server, or
+                ``(server_id, request_id)`` is already active.
         """
         ...
 
@@ -328,8 +329,9 @@ class SessionContext:
             returns (then it raises :class:`~accord.errors.LocalProtocolError`). ``None``
             when the client advertised no elicitation mode or nothing is being served.
         mcp_over_acp: Reaches the ``acp`` MCP servers in :attr:`mcp_servers`: they are hosted
-            by the client whose request opened the session, over its connection. ``None``
-            when nothing is being served. (The runtime refuses ``acp`` servers unless the
+            by the client that named them, and each request goes on the connection of that
+            client while it is attached (again after it reconnects). ``None`` when nothing
+            is being served. (The runtime refuses ``acp`` servers unless the
             engine declared ``mcp_acp``.)
     """
 
