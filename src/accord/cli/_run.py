@@ -47,6 +47,7 @@ from ..client import (
     SessionView,
     TurnResult,
     UpdateListener,
+    accord_client_info,
     connect,
 )
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
@@ -354,6 +355,7 @@ async def _connected(
             elicitation_policy=TerminalElicitation(ask) if sys.stdin.isatty() else None,
             terminal_auth=can_sign_in(spec),
             update_listener=listener,
+            client_info=accord_client_info("accord run"),
             initialize_timeout=args.timeout or None,
             on_status=_say_connection_status,
         ) as conn:

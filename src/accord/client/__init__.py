@@ -16,6 +16,7 @@ Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 
 from ._connect import INITIALIZE_TIMEOUT as INITIALIZE_TIMEOUT
 from ._connect import AgentSpec as AgentSpec
+from ._connect import accord_client_info as accord_client_info
 from ._connect import connect as connect
 from ._connection import ConnectedAgent as ConnectedAgent
 from ._connection import ConnectedAgentStatistics as ConnectedAgentStatistics
@@ -138,6 +139,7 @@ __all__ = (
     "UpdateListener",
     "UsageUpdated",
     "UserMessageDelta",
+    "accord_client_info",
     "connect",
     "render_event",
     "run_terminal_auth",

@@ -52,7 +52,7 @@ from ._session import _SessionShared
 from ._terminals import TerminalHost
 from ._turn import TURN_EVENT_BUFFER
 
-__all__ = ("INITIALIZE_TIMEOUT", "AgentSpec", "connect")
+__all__ = ("INITIALIZE_TIMEOUT", "AgentSpec", "accord_client_info", "connect")
 
 #: How long ``initialize`` may take. Agents launched through package runners (``npx``,
 #: ``uvx``) may download and compile first, so this is generous; pass None to wait forever.
@@ -62,14 +62,16 @@ AgentSpec: TypeAlias = Sequence[str] | Transport | Agent
 """What :func:`connect` accepts: a command line, a transport, or an in-process agent."""
 
 
-def _default_client_info() -> Implementation:
+def accord_client_info(title: str = "accord") -> Implementation:
+    """accord's ``clientInfo``: name ``accord``, its version, and ``title`` (what other
+    clients of a shared session are told runs a turn, e.g. ``accord chat``)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         accord_version = version("accord")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         accord_version = "0"
-    return Implementation(name="accord", title="accord", version=accord_version)
+    return Implementation(name="accord", title=title, version=accord_version)
 
 
 @asynccontextmanager
@@ -209,7 +211,7 @@ async def connect(
                 terminals=terminal_host is not None,
                 elicitation=router.elicitation is not None,
                 mcp=mcp_host is not None,
-            )(router, client_info or _default_client_info())
+            )(router, client_info or accord_client_info())
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if mcp_host is not None:
                 mcp_host.attach(calls.mcp_notification)

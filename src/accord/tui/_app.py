@@ -49,6 +49,7 @@ from ..client import (
     PermissionDecision,
     TerminalHost,
     TurnStream,
+    accord_client_info,
     connect,
 )
 from ..errors import (
@@ -245,6 +246,7 @@ class ChatApp(App[int]):
                     permission_policy=AskCallback(self._ask_permission),
                     elicitation_policy=ElicitationCallback(self._ask_elicitation),
                     update_listener=self._session_updated,
+                    client_info=accord_client_info("accord chat"),
                     on_status=self._connection_status,
                 ) as connection,
             ):
