@@ -115,7 +115,9 @@ async def test_run_resume_shows_the_turn_in_progress_then_runs_its_own_prompt(
     long_turn = ScriptedReply(text=[f"part{n} " for n in range(400)], delay=0.05)
     shown = out = err = ""
     code: int | None = None
-    with FakeOpenAIServer([long_turn, ScriptedReply(text=["Mine."])]) as model:
+    again: subprocess.CompletedProcess[str] | None = None
+    script = [long_turn, ScriptedReply(text=["Mine."]), ScriptedReply(text=["Again."])]
+    with FakeOpenAIServer(script) as model:
         serve_args = ("--model", "openai:fake", "--base-url", model.base_url)
         serve_args += ("--store", str(tmp_path / "s.db"))
         with accord_serve(*serve_args, env=env) as (url, _):
@@ -151,6 +153,15 @@ async def test_run_resume_shows_the_turn_in_progress_then_runs_its_own_prompt(
                     await stream.wait_finished()
                 out, err = await anyio.to_thread.run_sync(process.communicate, None, TIMEOUT)
                 code = process.returncode
+                # With no turn running, --resume just joins and prompts.
+                again = await anyio.to_thread.run_sync(
+                    functools.partial(
+                        run_accord, *args, "again", "--approve-all", env=env, cwd=project
+                    )
+                )
+    assert again is not None
+    assert again.returncode == ExitCode.OK, again.stderr
+    assert "Again." in again.stdout and "running a turn" not in again.stderr
     assert code == ExitCode.OK, err
     whole = shown + out
     assert "Mine." in whole
