@@ -28,8 +28,9 @@ from accord.transports import memory_transport_pair
 pytestmark = pytest.mark.anyio
 
 
-def editor_tools(started: anyio.Event | None = None) -> MCPServer:
-    """The client's own tools: ``shout`` (reports progress) and ``hang`` (never returns)."""
+def editor_tools(started: anyio.Event | None = None, ended: anyio.Event | None = None) -> MCPServer:
+    """The client's own tools: ``shout`` (reports progress) and ``hang`` (never returns; sets
+    ``started`` when called, ``ended`` when it unwinds)."""
     server = MCPServer("editor tools")
 
     @server.tool()
@@ -43,7 +44,11 @@ def editor_tools(started: anyio.Event | None = None) -> MCPServer:
         """Never answer."""
         if started is not None:
             started.set()
-        await anyio.sleep_forever()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if ended is not None:
+                ended.set()
         return ""
 
     return server
@@ -120,3 +125,33 @@ async def test_a_client_that_dies_mid_call_fails_the_call_not_the_agent(project:
     told = str(after.messages[-1]["content"])
     assert "MCP server 'editor tools'" in told
     assert "disconnected during tools/call" in told
+
+
+async def test_cancelling_the_turn_cancels_the_clients_tool(project: Path) -> None:
+    started, ended = anyio.Event(), anyio.Event()
+    with FakeOpenAIServer(tool_call("editor_tools_hang", {})[:1]) as model:
+        config = CoderConfig(models=("openai:fake-model",), base_url=model.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            with anyio.fail_after(TIMEOUT):
+                async with connect(
+                    runtime,
+                    cwd=project,
+                    mcp_servers=[editor_tools(started, ended)],
+                    permission_policy=AllowAll(),
+                ) as connection:
+                    session = await connection.new_session(project)
+                    async with anyio.create_task_group() as group:
+
+                        async def prompt() -> None:
+                            stopped.append((await session.prompt("hang")).stop_reason)
+
+                        stopped: list[str] = []
+                        group.start_soon(prompt)
+                        await started.wait()
+                        await session.cancel()
+                        # The cancel reaches the tool in the client's process: it unwinds.
+                        await ended.wait()
+        finally:
+            await runtime.aclose()
+    assert stopped == ["cancelled"]
