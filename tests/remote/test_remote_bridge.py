@@ -4,13 +4,14 @@ real ``accord serve --listen`` process; the server is killed and restarted mid-s
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 from helpers.accord_serve import ACCORD, accord_env, accord_serve, run_accord
-from helpers.timeouts import SCENARIO_TIMEOUT
+from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.client import connect
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -102,3 +103,56 @@ def test_bridge_to_nothing_is_exit_3() -> None:
     )
     assert done.returncode == 3
     assert "cannot reach" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("scheme", "answer", "said"),
+    [
+        (
+            "ws",
+            b"HTTP/1.1 302 Found\r\nLocation: ws://attacker.example/acp\r\n\r\n",
+            "not followed",
+        ),
+        (
+            "http",
+            b"HTTP/1.1 307 Moved\r\nLocation: http://attacker.example/acp\r\n\r\n",
+            "not followed",
+        ),
+        ("ws", b"SSH-2.0-OpenSSH_9.6\r\n\x00\xff\r\n\r\n", "not answer"),
+        ("http", b"SSH-2.0-OpenSSH_9.6\r\n\x00\xff\r\n\r\n", "not answer"),
+    ],
+)
+def test_bridge_to_a_hostile_server_is_exit_3_with_one_clear_line(
+    scheme: str, answer: bytes, said: str
+) -> None:
+    import threading
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            while True:
+                try:
+                    peer, _ = listener.accept()
+                except OSError:
+                    return
+                with peer:
+                    peer.recv(65536)
+                    peer.sendall(answer)
+
+        threading.Thread(target=serve, daemon=True).start()
+        # The editor's first line: over HTTP nothing is sent before it.
+        done = subprocess.run(
+            [*ACCORD, "bridge", f"{scheme}://127.0.0.1:{port}/acp"],
+            input='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n',
+            capture_output=True,
+            text=True,
+            env=accord_env(ACCORD_TOKEN=TOKEN),
+            timeout=TIMEOUT,
+            check=False,
+        )
+    assert done.returncode == 3, done.stderr
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr and TOKEN not in done.stderr

@@ -38,7 +38,7 @@ def bridge_command(args: argparse.Namespace) -> int:
     """Forward stdio to the remote agent until the editor closes stdin; returns the exit code."""
     import anyio
 
-    from ..errors import ConnectionRefused, LocalProtocolError
+    from ..errors import ConnectionRefused, LocalProtocolError, TransportError
     from ..remote import RemoteEndpoint, read_token, run_bridge
     from ..transports import stdio_transport
 
@@ -59,7 +59,7 @@ def bridge_command(args: argparse.Namespace) -> int:
     except LocalProtocolError as exc:
         _status(str(exc))
         return ExitCode.USAGE
-    except ConnectionRefused as exc:
+    except (ConnectionRefused, TransportError) as exc:
         _status(str(exc))
         return ExitCode.AGENT_FAILED
     except OSError as exc:

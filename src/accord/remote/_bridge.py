@@ -37,27 +37,41 @@ async def run_bridge(
     """Forward between ``local`` and the agent at ``url`` until either side ends.
 
     Raises:
-        ConnectionRefused: the server refused the first connection (401: the token).
+        ConnectionRefused: the server refused the first connection (401: the token), or
+            (over HTTP, where nothing is sent before the editor's first message) refused
+            or redirected that message.
+        TransportError: the remote agent could not take a message and will not again
+            (the server answered garbage, or reconnecting gave up).
         OSError: the server cannot be reached at first.
     """
+    failed: list[TransportError] = []
     async with (
         open_remote(
             url, token=token, ssl_context=ssl_context, reconnect=True, on_status=on_status
         ) as remote,
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(_editor_to_agent, local, remote, tg.cancel_scope)
+        tg.start_soon(_editor_to_agent, local, remote, tg.cancel_scope, failed)
         tg.start_soon(_agent_to_editor, remote, local, tg.cancel_scope)
+    if failed:
+        raise failed[0]
 
 
-async def _editor_to_agent(local: Transport, remote: Transport, scope: anyio.CancelScope) -> None:
+async def _editor_to_agent(
+    local: Transport, remote: Transport, scope: anyio.CancelScope, failed: list[TransportError]
+) -> None:
     try:
         while True:
             message = await local.receive()
             if isinstance(message, MalformedFrame):
                 await local.send(_parse_error(message))
                 continue
-            await remote.send(message)
+            try:
+                await remote.send(message)
+            except TransportError as exc:
+                # The reconnecting transport raises only once it has given up: say why.
+                failed.append(exc)
+                return
     except (anyio.EndOfStream, TransportError, anyio.BrokenResourceError):
         pass
     finally:

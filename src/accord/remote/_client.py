@@ -115,14 +115,20 @@ async def _open(
         async with open_http_transport(endpoint, secret, ssl_context) as transport:
             yield transport
         return
-    with anyio.fail_after(CONNECT_TIMEOUT):
-        stream = await endpoint.connect_tcp(ssl_context)
-        try:
-            ws = await _handshake(stream, endpoint, secret)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-            raise
+    try:
+        with anyio.fail_after(CONNECT_TIMEOUT):
+            stream = await endpoint.connect_tcp(ssl_context)
+            try:
+                ws = await _handshake(stream, endpoint, secret)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+                raise
+    except TimeoutError:
+        raise TimeoutError(
+            f"the agent's server at {endpoint.host_header} did not complete the WebSocket "
+            f"upgrade within {CONNECT_TIMEOUT:g} s"
+        ) from None
     transport = WebSocketTransport(stream, ws, max_message_bytes=CLIENT_MAX_MESSAGE_BYTES)
     async with anyio.create_task_group() as tg:
         # The server closes idle connections; the client's own heartbeat never does.
@@ -142,8 +148,10 @@ async def _handshake(stream: anyio.abc.ByteStream, endpoint: RemoteEndpoint, tok
 
     scheme = "wss" if endpoint.secure else "ws"
     uri = parse_uri(f"{scheme}://{endpoint.host_header}{endpoint.target}")
-    # max_size=None: the transport enforces the message limit (close 1009) itself.
-    ws = ClientProtocol(uri, max_size=None)
+    # max_size: a frame whose header declares more is refused (close 1009) before its bytes
+    # arrive (websockets keeps a frame whole until it ends); the transport bounds messages
+    # of many frames itself.
+    ws = ClientProtocol(uri, max_size=CLIENT_MAX_MESSAGE_BYTES)
     request = ws.connect()
     request.headers["Authorization"] = f"Bearer {token}"
     ws.send_request(request)
@@ -164,6 +172,15 @@ async def _handshake(stream: anyio.abc.ByteStream, endpoint: RemoteEndpoint, tok
                     raise ConnectionRefused(
                         101, f"the agent's server sent a broken upgrade: {ws.handshake_exc}"
                     )
-                raise refusal(event.status_code, bytes(event.body))
-        if ws.handshake_exc is not None or not data:
+                location = event.headers.get("Location")
+                raise refusal(
+                    event.status_code,
+                    bytes(event.body),
+                    location.encode("latin-1", "replace") if location else None,
+                )
+        if ws.handshake_exc is not None:
+            raise ConnectionRefused(
+                0, f"the agent's server did not answer the upgrade in HTTP: {ws.handshake_exc}"
+            )
+        if not data:
             raise ConnectionRefused(0, "the server closed the connection during the upgrade")

@@ -97,8 +97,19 @@ class RemoteEndpoint:
         )
 
 
-def refusal(status: int, body: bytes) -> ConnectionRefused:
-    """The :class:`~accord.errors.ConnectionRefused` for an HTTP error ``status`` and body."""
+def refusal(status: int, body: bytes, location: bytes | None = None) -> ConnectionRefused:
+    """The :class:`~accord.errors.ConnectionRefused` for an HTTP error ``status`` and body.
+
+    A redirect (3xx, ``location`` its ``Location``) is never followed: the bearer token
+    would go with the request to wherever the server points; the error names the place.
+    """
+    if 300 <= status < 400:
+        where = location.decode("latin-1", "replace").strip()[:200] if location else "nowhere"
+        return ConnectionRefused(
+            status,
+            f"the agent's server redirects ({status}) to {where}; not followed, since the "
+            "token would go with it: connect to that URL if you trust it",
+        )
     known = _REFUSALS.get(status)
     if known is not None:
         return ConnectionRefused(status, known)

@@ -43,6 +43,11 @@ _log = logging.getLogger("accord.remote")
 INBOUND_BUFFER = 1024
 _MAX_MESSAGE = 16 * 1024 * 1024
 
+#: Seconds to reach the server and get a request's whole answer (or an event stream's
+#: head): past the server's own wait for the agent's ``initialize`` answer (120 s), so only
+#: a server that stopped answering trips it.
+RESPONSE_TIMEOUT = 150.0
+
 
 @asynccontextmanager
 async def open_http_transport(
@@ -105,7 +110,7 @@ class HttpClientTransport:
         headers = [("Acp-Connection-Id", self._connection_id)]
         if session is not None:
             headers.append(("Acp-Session-Id", session))
-        status, body, _ = await self._post(message, headers)
+        status, body, answer_headers = await self._post(message, headers)
         if status in (200, 202):
             return
         if "method" in message and "id" in message and status not in (401, 403, 404, 410):
@@ -113,7 +118,7 @@ class HttpClientTransport:
             return
         await self._fail()
 
-        raise refusal(status, body)
+        raise refusal(status, body, answer_headers.get(b"location"))
 
     async def receive(self) -> Any:
         """The next message from any event stream.
@@ -152,7 +157,7 @@ class HttpClientTransport:
         connection_id = headers.get(b"acp-connection-id")
         if status != 200 or connection_id is None:
             await self._fail()
-            raise refusal(status, body)
+            raise refusal(status, body, headers.get(b"location"))
         self._connection_id = connection_id.decode("ascii")
         await self._tg.start(self._read_stream, None)
         await self._inbound_send.send(orjson.loads(body))
@@ -174,12 +179,29 @@ class HttpClientTransport:
                 if channel is None:
                     channel = self._channel = await self._open_channel()
                 try:
-                    return await self._exchange(channel, method, body, headers)
-                except (anyio.BrokenResourceError, anyio.EndOfStream, h11.ProtocolError, OSError):
+                    with anyio.fail_after(RESPONSE_TIMEOUT):
+                        return await self._exchange(channel, method, body, headers)
+                except TimeoutError:
+                    self._channel = None
+                    with anyio.CancelScope(shield=True):
+                        await channel.stream.aclose()
+                    raise ConnectionClosed(
+                        f"the agent's server did not answer within {RESPONSE_TIMEOUT:g} s"
+                    ) from None
+                except (
+                    anyio.BrokenResourceError,
+                    anyio.EndOfStream,
+                    h11.ProtocolError,
+                    OSError,
+                ) as exc:
                     self._channel = None
                     with anyio.CancelScope(shield=True):
                         await channel.stream.aclose()
                     if fresh or attempt == 2:
+                        if isinstance(exc, h11.ProtocolError):
+                            raise ConnectionClosed(
+                                f"the agent's server did not answer in HTTP: {exc}"
+                            ) from None
                         raise ConnectionClosed("the agent's server closed the connection") from None
             raise AssertionError("unreachable")
 
@@ -214,7 +236,12 @@ class HttpClientTransport:
 
     async def _open_channel(self) -> HttpChannel:
         try:
-            stream = await self._endpoint.connect_tcp(self._ssl)
+            with anyio.fail_after(RESPONSE_TIMEOUT):
+                stream = await self._endpoint.connect_tcp(self._ssl)
+        except TimeoutError:
+            raise ConnectionClosed(
+                f"cannot reach the agent's server within {RESPONSE_TIMEOUT:g} s"
+            ) from None
         except OSError as exc:
             raise ConnectionClosed(f"cannot reach the agent's server: {exc}") from exc
         return HttpChannel(stream, h11.CLIENT)
@@ -239,7 +266,9 @@ class HttpClientTransport:
                 h11.Request(method="GET", target=self._endpoint.target, headers=headers)
             )
             await channel.send(h11.EndOfMessage())
-            response = await channel.next_event()
+            response: Any = None
+            with anyio.move_on_after(RESPONSE_TIMEOUT):
+                response = await channel.next_event()
             if not isinstance(response, h11.Response) or response.status_code != 200:
                 status = getattr(response, "status_code", 0)
                 _log.warning("event stream refused (%s) for session %s", status, session)

@@ -4,8 +4,9 @@
 :func:`~accord.remote.open_remote` opens. It watches what goes by: the ``initialize`` request,
 the sessions the client opened, loaded or resumed (and their ``cwd``), the requests still
 waiting for an answer, and the last ``_meta["acp/cursor"]`` of each session's updates. When
-the connection drops it tells the user (``on_status``), opens a new one (backing off, up to
-:data:`RECONNECT_DEADLINE`; a refused token ends it at once), replays ``initialize`` and
+the connection drops it tells the user (``on_status``), opens a new one (backing off with
+jitter, up to :data:`RECONNECT_DEADLINE`; the backoff starts again only after a connection
+held for :data:`STABLE_AFTER`; a refused token ends it at once), replays ``initialize`` and
 resumes every session with :func:`resume_request`, then carries on. Requests that were in
 flight on the lost connection are answered with an error saying so (their answers went with
 it); the agent keeps running a turn whose connection dropped, and its updates after the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ __all__ = (
     "ReconnectingTransport",
     "open_reconnecting",
     "resume_request",
+    "retry_pause",
 )
 
 _log = logging.getLogger("accord.remote")
@@ -49,7 +52,23 @@ CURSOR_META = "acp/cursor"
 RECONNECT_DEADLINE = 120.0
 
 #: Pauses between attempts, the last repeated: quick at first, then gentle on the server.
+#: Each is jittered (:func:`retry_pause`).
 BACKOFF = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0)
+
+#: Seconds a connection must stay up before the next drop starts the backoff again: a
+#: server that accepts and drops at once is retried ever more slowly, not every 0.1 s.
+STABLE_AFTER = 10.0
+
+
+def retry_pause(attempt: int, draw: Callable[[], float] = random.random) -> float:
+    """Seconds to wait before attempt ``attempt`` (0 first): its backoff step, jittered.
+
+    A random point in the upper half of the step (``draw`` gives a number in [0, 1)), so
+    many clients dropped by one restart come back spread out, not in lockstep.
+    """
+    base = BACKOFF[min(attempt, len(BACKOFF) - 1)]
+    return base * (0.5 + draw() / 2)
+
 
 #: Seconds the replayed ``initialize`` and each resume may take.
 RESTORE_TIMEOUT = 60.0
@@ -182,6 +201,7 @@ class ReconnectingTransport:
                     tg.start_soon(self._pump, inner, tg.cancel_scope)
                     if first or await self._restored(inner):
                         self._inner = inner
+                        self._up_since = anyio.current_time()
                         self._ready.set()
                     else:
                         tg.cancel_scope.cancel()
@@ -208,18 +228,22 @@ class ReconnectingTransport:
                 return
 
     async def _wait_to_retry(self) -> bool:
-        if not hasattr(self, "_down_since") or self._down_since is None:
-            self._down_since = anyio.current_time()
-            self._attempt = 0
+        now = anyio.current_time()
+        if self._down_since is None:
+            self._down_since = now
+            if self._up_since is not None and now - self._up_since >= STABLE_AFTER:
+                self._attempt = 0  # it held a while: start the backoff again
+            self._up_since = None
             self._on_status("connection to the agent lost; reconnecting")
-        if anyio.current_time() - self._down_since > self._deadline:
+        if now - self._down_since > self._deadline:
             self._give_up(f"could not reconnect to the agent within {self._deadline:.0f} s")
             return False
-        await anyio.sleep(BACKOFF[min(self._attempt, len(BACKOFF) - 1)])
+        await anyio.sleep(retry_pause(self._attempt))
         self._attempt += 1
         return True
 
     _down_since: float | None = None
+    _up_since: float | None = None
     _attempt: int = 0
 
     def _give_up(self, why: str) -> None:
