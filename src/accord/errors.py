@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Final
 __all__ = (
     "CURSOR_META_KEY",
     "CURSOR_REJECTION_REASONS",
+    "TURN_NOTICE_METHOD",
     "AcpError",
     "AgentProcessExited",
     "AuthRequired",
@@ -69,6 +70,13 @@ __all__ = (
 #: The ``_meta`` key of a delivery cursor: on every ``session/update`` an agent sends, and on
 #: ``session/resume`` / ``session/load`` to resume after it (an opaque string).
 CURSOR_META_KEY: Final = "acp/cursor"
+
+#: The extension notification an accord agent sends every attached client but the prompting
+#: one when a turn starts and when it ends: ``{"sessionId", "running": bool, "client": name or
+#: null}`` (``client``: the prompting client's ``clientInfo`` title or name); the end once
+#: that client has the turn's updates. Clients that do not know it ignore it (ACP: unknown
+#: ``_`` notifications are ignored).
+TURN_NOTICE_METHOD: Final = "_accord/turn"
 
 #: ``data.reason`` of a :class:`CursorRejected` error: the cursor is not a cursor
 #: (``cursor_malformed``), belongs to another session (``cursor_foreign``), names a position the

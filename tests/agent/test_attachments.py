@@ -202,6 +202,51 @@ async def test_a_client_joining_is_told_whose_turn_is_running() -> None:
             release.set()
 
 
+class NoticeClient(RecordingClient):
+    """Also notes how many updates it had when each extension notification came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updates_at_notice: list[int] = []
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        self.updates_at_notice.append(len(self.notifications))
+        await super().ext_notification(method, params)
+
+
+async def test_the_other_clients_are_told_when_a_turn_starts_and_ends() -> None:
+    engine = scripted([Stream(count=30, prefix="w")], [Say("second")])
+    runtime = runtime_for(engine)
+    clients = [NoticeClient(), NoticeClient(), NoticeClient()]
+    async with AsyncExitStack() as stack:
+        a = await _connect(stack, runtime, clients[0], name=("zed", "Zed"))
+        b = await _connect(stack, runtime, clients[1])
+        c = await _connect(stack, runtime, clients[2], name=("nvim", None))
+        session_id = await a.new_session()
+        await b.resume(session_id)
+        await c.resume(session_id)
+        await a.prompt(session_id)
+        for peer in (b, c):
+            await peer.client.wait_until(lambda p=peer: len(p.client.ext) == 2)
+        notice = "_accord/turn"
+        started = {"sessionId": session_id, "running": True, "client": "Zed"}
+        ended = {"sessionId": session_id, "running": False, "client": "Zed"}
+        assert clients[0].ext == []  # the prompting client is not told
+        for client in clients[1:]:
+            assert client.ext == [(notice, started), (notice, ended)]
+            # the end only once the turn's updates are there
+            assert client.updates_at_notice[-1] == len(client.notifications)
+            assert "w29" in "".join(
+                str(n.update.to_wire().get("content", {}).get("text", ""))
+                for n in client.notifications
+            )
+        # another client's turn: the others, the first one included, are told its name
+        await c.prompt(session_id)
+        await a.client.wait_until(lambda: len(a.client.ext) == 2)
+        assert [params["client"] for _, params in a.client.ext] == ["nvim", "nvim"]
+        assert [params["running"] for _, params in a.client.ext] == [True, False]
+
+
 async def test_a_client_must_attach_before_it_prompts() -> None:
     runtime = runtime_for(scripted([Say("x")]))
     async with connected(runtime, 2) as (a, b):

@@ -101,6 +101,9 @@ async def test_a_client_joining_a_running_turn_is_told_whose_turn_it_is(
         group.start_soon(session.prompt, "long job")
         with anyio.fail_after(TIMEOUT):
             await working.wait()
+            # the client attached before the turn is told too, when it starts
+            while idle.turn_client != shown:  # noqa: ASYNC110 - an extension notification
+                await anyio.sleep(0.01)
         async with connect(runtime) as third:
             joined = await third.resume_session(session.session_id)
             assert joined.observer is True
@@ -109,6 +112,10 @@ async def test_a_client_joining_a_running_turn_is_told_whose_turn_it_is(
             release.set()
             with anyio.fail_after(TIMEOUT):
                 await session.wait_idle()
+                # ... and when it ends
+                while idle.turn_client is not None or joined.turn_client is not None:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            assert idle.observer is True  # still: it has not prompted
             result = await joined.prompt("and mine")
             assert result.text == "mine"
             assert joined.turn_client is None and joined.observer is False

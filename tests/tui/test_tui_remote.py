@@ -158,7 +158,7 @@ async def test_joined_while_another_client_s_turn_runs_it_says_whose(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``accord chat --session ID --resume`` while another client (Zed) runs a turn: the footer
-    and the prompt say ``Zed is running a turn``, until this client prompts."""
+    and the prompt say ``Zed is running a turn`` until the agent says it ended."""
     monkeypatch.setenv("ACCORD_TOKEN", TOKEN)
     script = [
         ScriptedReply(text=[f"step{n} " for n in range(400)], delay=0.05),
@@ -189,7 +189,11 @@ async def test_joined_while_another_client_s_turn_runs_it_says_whose(
                     await session.cancel()
                     async for _ in stream:
                         pass
-                    await pilot.press(*"my turn", "enter")
-                    await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
+                    # The agent says the turn ended: the mark goes, the observer one stays.
                     await until(pilot, lambda: "running a turn" not in text_of(footer))
                     assert prompt.placeholder == ""
+                    assert "observer" in text_of(footer)
+
+                    await pilot.press(*"my turn", "enter")
+                    await until(pilot, lambda: app.last_stop_reason, within=SCENARIO_TIMEOUT)
+                    await until(pilot, lambda: "observer" not in text_of(footer))

@@ -58,7 +58,15 @@ from typing import TYPE_CHECKING, Any, Final, final
 import anyio
 
 from ..engines import Engine, check_prompt, prompt_capabilities
-from ..errors import CURSOR_META_KEY, InvalidParams, LocalProtocolError, MethodNotFound
+from ..errors import (
+    CURSOR_META_KEY,
+    TURN_NOTICE_METHOD,
+    ConnectionClosed,
+    InvalidParams,
+    LocalProtocolError,
+    MethodNotFound,
+    TransportError,
+)
 from ..events import (
     ConfigChanged,
     ModeChanged,
@@ -119,7 +127,7 @@ from ._activity_log import ActivityLog
 from ._links import ClientLink, link_context
 from ._live_session import LiveSession, TurnHandle
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
-from ._pipeline import DEFAULT_ATTACHMENT_QUEUE
+from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._session_table import SessionTable
 from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
@@ -167,6 +175,35 @@ class RuntimeStatistics:
 
 
 _MAX_CLIENT_NAME: Final = 80
+
+
+def _tell_others(session: LiveSession, driver: ClientLink, *, running: bool) -> None:
+    """Tell the session's other attached clients that ``driver``'s turn started or ended
+    (``_accord/turn``); the end once each has the turn's updates. Never waits."""
+    params = {"sessionId": session.session_id, "running": running, "client": driver.name}
+    seq = session.pipeline.committed_seq
+    for other, attachment in list(session.links.items()):
+        if other is driver or other.gone:
+            continue
+        try:
+            other.connection.connection.start_soon(
+                _tell, other, attachment, None if running else seq, params, name="turn notice"
+            )
+        except RuntimeError:  # its connection is closing
+            continue
+
+
+async def _tell(
+    link: ClientLink, attachment: Attachment, after_seq: int | None, params: dict[str, Any]
+) -> None:
+    if after_seq is not None:
+        await attachment.wait_sent(after_seq)
+    if link.gone:
+        return
+    try:
+        await link.connection.ext_notification(TURN_NOTICE_METHOD, params)
+    except (ConnectionClosed, TransportError):
+        pass  # it left meanwhile
 
 
 def _shown_name(name: str) -> str | None:
@@ -557,6 +594,7 @@ class AgentRuntime(Agent):
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         session.turn = turn
         session.driver = link
+        told = False
         try:
             async with self._ownership.turn(
                 session.session_id,
@@ -564,6 +602,8 @@ class AgentRuntime(Agent):
                 start_soon=link.connection.connection.start_soon,
                 catch_up=functools.partial(self._sessions.catch_up, session, owned=True),
             ):
+                _tell_others(session, link, running=True)
+                told = True
                 if self._tracing is None:
                     stop = await self._run_turn(session, turn, request.prompt, link)
                 else:
@@ -581,6 +621,8 @@ class AgentRuntime(Agent):
             if session.lifecycle.state != "closed":
                 session.lifecycle.apply("turn_end")
             turn.finish()
+            if told:
+                _tell_others(session, link, running=False)
         if turn.tokens is None:
             return PromptResponse(stop_reason=stop)
         # The turn's tokens (unstable ``usage``; see docs/architecture.md on unstable fields).

@@ -18,8 +18,9 @@ code says how it ended (see :class:`~accord.cli._main.ExitCode`).
 ``--session ID --resume`` joins a session where it is open (``session/resume``: a served agent
 other clients use). If the agent says another client's turn is running (an accord agent does),
 that turn is shown as it goes on, under a line saying whose it is, and the prompt is sent
-once the agent takes it: ACP tells a joined client nothing when another client's turn ends, so
-a prompt refused as busy is sent again every :data:`BUSY_RETRY_SECONDS`.
+once the agent takes it: a prompt refused as busy is sent again every
+:data:`BUSY_RETRY_SECONDS` (ACP tells a client nothing of turns it did not prompt, so this
+works with any agent).
 """
 
 from __future__ import annotations

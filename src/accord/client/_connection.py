@@ -54,6 +54,7 @@ from ..schema import (
 from ..transports import Transport
 from ._handlers import SessionRouter
 from ._session import ClientSession, _SessionShared
+from ._view import clean_name
 
 __all__ = ("ConnectedAgent", "ConnectedAgentStatistics", "absolute_path")
 
@@ -520,7 +521,7 @@ def _joined(meta: dict[str, Any] | None) -> bool:
 
 def _running_turn(meta: dict[str, Any] | None) -> tuple[bool, str | None]:
     """Whether an accord agent said a turn runs as this client joined, and whose (the name
-    of the client that prompted it; printable, one line, at most 80 characters)."""
+    of the client that prompted it, :func:`clean_name`)."""
     accord: object = (meta or {}).get("accord")
     if not isinstance(accord, dict):
         return False, None
@@ -528,10 +529,7 @@ def _running_turn(meta: dict[str, Any] | None) -> tuple[bool, str | None]:
     if not isinstance(turn, dict):
         return False, None
     client = cast(dict[str, Any], turn).get("client")
-    if not isinstance(client, str):
-        return True, None
-    shown = " ".join("".join(c if c.isprintable() else " " for c in client).split())[:80]
-    return True, shown or None
+    return True, clean_name(client) if isinstance(client, str) else None
 
 
 def absolute_path(path: str | os.PathLike[str]) -> str:

@@ -2,7 +2,8 @@
 
 :class:`SessionRouter` keeps the connection's open sessions and routes each message from the agent:
 ``session/update`` to the session's view and running turn, ``session/request_permission`` to the
-session (which asks the policy), ``fs/*`` and ``terminal/*`` to the host services with the
+session (which asks the policy), an accord agent's ``_accord/turn`` (another client's turn
+started or ended) to the session, ``fs/*`` and ``terminal/*`` to the host services with the
 session's roots. Updates for a session id not known yet (``session/new`` and ``session/fork``
 answer after the agent may already have sent updates for the new session) wait in a bounded
 buffer and are folded in when the session appears.
@@ -23,7 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ResourceNotFound
+from ..errors import TURN_NOTICE_METHOD, ResourceNotFound
 from ..roles import Client
 from ..schema import (
     ClientCapabilities,
@@ -219,7 +220,14 @@ class _HostClient(Client):
         return await self._router.session(request.session_id)._on_permission(request)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        """Extension notifications are ignored (logged at debug level)."""
+        """``_accord/turn`` goes to its session (another client's turn started or ended);
+        other extension notifications are ignored (logged at debug level)."""
+        if method == TURN_NOTICE_METHOD:
+            session_id = params.get("sessionId")
+            session = self._router.sessions.get(session_id) if isinstance(session_id, str) else None
+            if session is not None:
+                session._note_turn(params)
+            return
         logger.debug("extension notification %r ignored", method)
 
 

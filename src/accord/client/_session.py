@@ -53,7 +53,7 @@ from ._events import (
 )
 from ._permissions import Cancel, PermissionContext, PermissionDecision, PermissionPolicy, Select
 from ._turn import TURN_EVENT_BUFFER, SessionState, TurnResult, TurnStream, _Turn, transition
-from ._view import SessionView
+from ._view import SessionView, clean_name
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -165,6 +165,15 @@ class ClientSession:
         if not self._view.joined_turn:
             return None
         return self._view.turn_client or "another client"
+
+    def _note_turn(self, params: dict[str, Any]) -> None:
+        """An accord agent says another client's turn started or ended (``_accord/turn``)."""
+        running = params.get("running")
+        if not isinstance(running, bool):
+            return
+        client = params.get("client")
+        self._view.joined_turn = running
+        self._view.turn_client = clean_name(client) if running and isinstance(client, str) else None
 
     def _note_cursor(self, meta: dict[str, Any]) -> None:
         cursor = meta.get(CURSOR_META_KEY)

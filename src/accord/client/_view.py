@@ -89,7 +89,14 @@ from ._events import (
 )
 from ._state import Message, MessageRole
 
-__all__ = ("SessionView",)
+__all__ = ("SessionView", "clean_name")
+
+
+def clean_name(text: str) -> str | None:
+    """A name another party gave (a client's ``clientInfo``), fit to show: printable, one
+    line, at most 80 characters; ``None`` if nothing is left."""
+    shown = " ".join("".join(c if c.isprintable() else " " for c in text).split())[:80]
+    return shown or None
 
 
 class SessionView:
@@ -166,9 +173,10 @@ class SessionView:
         #: Whether this client joined a session other clients have open and has not
         #: prompted in it yet (it watches; prompting makes it a participant).
         self.observer = False
-        #: Whether another client's turn was running when this client joined, as the agent
-        #: said in its answer (an accord agent, ``_meta.accord.turn``); cleared when this
-        #: client prompts. ACP does not tell other clients when that turn ends.
+        #: Whether another client's turn is running, as an accord agent last said: in its
+        #: answer when this client joined (``_meta.accord.turn``), then at every start and
+        #: end of another client's turn (``_accord/turn``); cleared when this client prompts.
+        #: Other agents say nothing (ACP does not tell a client about others' turns).
         self.joined_turn = False
         #: The name of the client running that turn, as it told the agent (``None``: unknown).
         self.turn_client: str | None = None

@@ -84,6 +84,8 @@ _Answer = TypeVar("_Answer")
 CHAT_TITLE = "accord chat"
 #: Seconds between two checks that a spawned agent is still there while nothing happens.
 LIVENESS_INTERVAL = 0.5
+#: Seconds between two redraws of the footer while nothing else redraws it.
+FOOTER_INTERVAL = 0.5
 
 
 def describe_failure(error: BaseException, stderr: str = "") -> str:
@@ -198,6 +200,9 @@ class ChatApp(App[int]):
         bar.accepts_images = self._accepts_images
         bar.area.focus()
         self._update_footer()
+        # Another client's turn starting or ending (an accord agent's ``_accord/turn``) is no
+        # session/update, so nothing else redraws the footer for it.
+        self.set_interval(FOOTER_INTERVAL, self._update_footer, name="footer")
         self.call_after_refresh(self._connect)
 
     @property
