@@ -278,11 +278,19 @@ class CommandsChanged:
 @final
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TitleChanged:
-    """The session title changed (``session_info_update``); ``None`` clears it."""
+    """The session title changed (``session_info_update``); ``None`` clears it.
+
+    A title is display text: a NUL in it (JSON can carry one, PostgreSQL's ``text`` cannot)
+    becomes U+FFFD, so every store keeps and lists the title the client was shown.
+    """
 
     kind: Literal["title_changed"] = "title_changed"
     layer: ClassVar[Layer] = "render"
     title: str | None
+
+    def __post_init__(self) -> None:
+        if self.title is not None and "\x00" in self.title:
+            object.__setattr__(self, "title", self.title.replace("\x00", "\ufffd"))
 
 
 @final

@@ -288,6 +288,8 @@ class PostgresSessionStore:
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """See :meth:`SessionStore.get_session`."""
+        if _unstorable(session_id):
+            return None
 
         def get(conn: psycopg.Connection[Any]) -> SessionRecord | None:
             row = conn.execute(
@@ -408,6 +410,8 @@ class PostgresSessionStore:
         """See :meth:`SessionStore.read_events`."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
+        if _unstorable(session_id):
+            return []
 
         def read(conn: psycopg.Connection[Any]) -> list[StoredEvent]:
             rows = conn.execute(
@@ -434,6 +438,8 @@ class PostgresSessionStore:
 
     async def fork_session(self, source_id: str, new_record: SessionRecord) -> SessionRecord:
         """See :meth:`SessionStore.fork_session`."""
+        if _unstorable(source_id):
+            raise UnknownSession(f"no stored session {source_id!r}")
 
         def fork(conn: psycopg.Connection[Any]) -> SessionRecord:
             with conn.transaction():
@@ -485,6 +491,8 @@ class PostgresSessionStore:
             raise ValueError(f"limit must be at least 1, got {limit}")
         after = None if cursor is None else decode_cursor(cursor)
         page_size = min(limit, MAX_PAGE_SIZE)
+        if cwd is not None and _unstorable(cwd):
+            return SessionPage(sessions=(), next_cursor=None)
         clauses: list[str] = []
         params: list[object] = []
         if cwd is not None:
@@ -513,6 +521,8 @@ class PostgresSessionStore:
 
     async def delete_session(self, session_id: str) -> None:
         """See :meth:`SessionStore.delete_session`."""
+        if _unstorable(session_id):
+            return
 
         def delete(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
@@ -691,3 +701,9 @@ class PostgresSessionStore:
     ) -> None:
         """Close the store."""
         await self.aclose()
+
+
+def _unstorable(text: str) -> bool:
+    """Whether ``text`` holds a NUL, which PostgreSQL's ``text`` cannot: no stored session
+    has such an id or directory, so a lookup by one finds nothing (rather than failing)."""
+    return "\x00" in text
