@@ -42,6 +42,7 @@ __all__ = (
     "CURSOR_META_KEY",
     "CURSOR_REJECTION_REASONS",
     "TURN_NOTICE_METHOD",
+    "USER_MESSAGE_ID_META_KEY",
     "AcpError",
     "AgentProcessExited",
     "AuthRequired",
@@ -77,6 +78,11 @@ CURSOR_META_KEY: Final = "acp/cursor"
 #: that client has the turn's updates. Clients that do not know it ignore it (ACP: unknown
 #: ``_`` notifications are ignored).
 TURN_NOTICE_METHOD: Final = "_accord/turn"
+
+#: The ``_meta`` key of a ``session/prompt`` response naming the ``messageId`` the agent gave
+#: the prompt. The prompting client is not sent its own prompt back live (an editor already
+#: shows it); this is how it learns the id that ``session/load`` will replay the prompt with.
+USER_MESSAGE_ID_META_KEY: Final = "accord/userMessageId"
 
 #: ``data.reason`` of a :class:`CursorRejected` error: the cursor is not a cursor
 #: (``cursor_malformed``), belongs to another session (``cursor_foreign``), names a position the

@@ -198,10 +198,10 @@ async def test_the_question_follows_what_the_turn_published_before_it() -> None:
         if d == "sent" and m.get("method") in ("session/update", "elicitation/create")
     ]
     asked = order.index("elicitation/create:")
-    assert order[asked - 2 : asked] == [
-        "session/update:user_message_chunk",
-        "session/update:tool_call",
-    ]
+    # the tool call the question is about reached the client before the question (its own
+    # prompt is not echoed back to it)
+    assert order[asked - 1] == "session/update:tool_call"
+    assert "session/update:user_message_chunk" not in order
     # the client's policy sees the tool call it is about
     [context] = seen
     assert context.tool_call is not None and context.tool_call.title == "Deploy"

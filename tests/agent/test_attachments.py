@@ -80,6 +80,21 @@ class Peer:
             return await self.conn.prompt(PromptRequest(session_id=session_id, prompt=text(prompt)))
 
 
+Updates = list[tuple[dict[str, Any], str | None]]
+
+
+def without_prompts(stream: Updates) -> Updates:
+    """The stream without its ``user_message_chunk`` updates (a prompter gets none of its own)."""
+    return [(u, c) for u, c in stream if u["sessionUpdate"] != "user_message_chunk"]
+
+
+def prompts(stream: Updates) -> list[tuple[str, str | None]]:
+    """The prompts a stream carries: their text and cursor."""
+    return [
+        (u["content"]["text"], c) for u, c in stream if u["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
 def _announcement(notification: SessionNotification) -> bool:
     meta = notification.update.meta or {}
     return (meta.get("accord") or {}).get("announcement") is True
@@ -148,7 +163,12 @@ async def test_every_attached_client_sees_the_same_sequence(count: int) -> None:
         assert len(expected) > 40
         assert all(cursor is not None for _, cursor in expected)
         for peer in peers[1:]:
-            assert peer.stream(session_id) == expected
+            assert without_prompts(peer.stream(session_id)) == without_prompts(expected)
+        # Each prompt reached every client but the one that sent it.
+        first, second = prompts(peers[-1].stream(session_id)) + prompts(expected)
+        for peer in peers[1:-1]:
+            assert prompts(peer.stream(session_id)) == [first, second]
+        assert prompts(expected) == [second] and prompts(peers[-1].stream(session_id)) == [first]
         assert runtime.statistics().attachments == count
 
 
@@ -361,7 +381,9 @@ async def test_a_dropped_client_resumes_from_its_cursor_with_nothing_lost_or_rep
         assert engine.session(session_id).cancelled_turns == 0
         back = await _connect(stack, runtime, RecordingClient())
         await back.resume(session_id, cursor)
-        assert before + back.stream(session_id) == watcher.stream(session_id)
+        # the watcher saw the leaver's prompt, the leaver did not; the rest is the same
+        assert [text for text, _ in prompts(watcher.stream(session_id))] == ["go"]
+        assert before + back.stream(session_id) == without_prompts(watcher.stream(session_id))
         assert len(watcher.stream(session_id)) > len(before)
         serving.cancel_scope.cancel()  # the leaver's serve() would wait out the grace period
 
@@ -404,8 +426,10 @@ async def test_a_cursor_that_cannot_be_honoured_is_refused_with_its_reason() -> 
             await b.prompt(session_id)
         # The good one works.
         await b.resume(session_id, f"{version}.{tag}.{epoch}.0")
+        # everything after the cursor, the prompt included (b did not send it)
         assert [u["sessionUpdate"] for u, _ in b.stream(session_id)] == [
-            u["sessionUpdate"] for u, _ in a.stream(session_id)
+            "user_message_chunk",
+            *(u["sessionUpdate"] for u, _ in a.stream(session_id)),
         ]
 
 
@@ -423,7 +447,11 @@ async def test_load_with_a_cursor_sends_only_what_came_after() -> None:
                     session_id=session_id, cwd=CWD, mcp_servers=[], meta={CURSOR_META_KEY: middle}
                 )
             )
-        assert b.stream(session_id) == a.stream(session_id)[mark:]
+        # what came after the cursor: the second prompt (which a sent, so was not echoed to a)
+        # and the turn a saw
+        [(prompt, _)] = prompts(b.stream(session_id))
+        assert prompt == "second"
+        assert without_prompts(b.stream(session_id)) == a.stream(session_id)[mark:]
 
 
 async def test_a_second_client_loading_gets_the_history_then_live_updates() -> None:
@@ -442,12 +470,14 @@ async def test_a_second_client_loading_gets_the_history_then_live_updates() -> N
         await b.client.wait_until(
             lambda: len(b.stream(session_id)) - replayed >= len(a.stream(session_id)) - mark
         )
-        assert b.stream(session_id)[replayed:] == a.stream(session_id)[mark:]
+        live = b.stream(session_id)[replayed:]
+        assert [text for text, _ in prompts(live)] == ["again"]  # a's prompt, live to b
+        assert without_prompts(live) == a.stream(session_id)[mark:]
         # The replay's last cursor resumes exactly where the live stream went on.
         back = RecordingClient()
         async with connected(runtime, 1, clients=[back]) as (c,):
             await c.resume(session_id, b.stream(session_id)[replayed - 1][1])
-            assert c.stream(session_id) == a.stream(session_id)[mark:]
+            assert c.stream(session_id) == live
 
 
 # ---------------------------------------------------------------------- slow clients
@@ -479,8 +509,9 @@ async def test_a_slow_client_does_not_hold_the_turn_back_and_catches_up() -> Non
         assert lagging.stream(session_id) == []
         slow.gate.set()
         expected = fast.stream(session_id)
-        await slow.wait_until(lambda: len(lagging.stream(session_id)) >= len(expected))
-        assert lagging.stream(session_id) == expected
+        await slow.wait_until(lambda: len(lagging.stream(session_id)) > len(expected))
+        assert [text for text, _ in prompts(lagging.stream(session_id))] == ["go"]
+        assert without_prompts(lagging.stream(session_id)) == expected
         fell = [
             a.statistics().fell_behind for a in runtime._sessions.live[session_id].links.values()
         ]

@@ -65,7 +65,11 @@ async def test_a_turn_running_in_another_process_reaches_this_client_live_in_ord
             gate.set()
         await b.client.wait_until(lambda: "done" in _texts(b.client.updates(session_id)))
         # Everything a's own client saw of the turn, b's client saw too, in the same order.
-        assert _turn(b.client.updates(session_id)) == _turn(a.client.updates(session_id))
+        # (b's client also saw the prompt, which a's client sent and was not sent back)
+        seen_by_b = _turn(b.client.updates(session_id))
+        assert [u["sessionUpdate"] for u in seen_by_b[:1]] == ["user_message_chunk"]
+        assert seen_by_b[0]["content"]["text"] == "go"
+        assert seen_by_b[1:] == _turn(a.client.updates(session_id))
         assert _texts(b.client.updates(session_id))[0] == "started"
         # b's copy follows: the client's next prompt through b continues from a's turn,
         # without loading the session again, and b's client has nothing twice.

@@ -9,7 +9,7 @@ from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import EngineCapabilities
-from accord.errors import AuthRequired, RequestError
+from accord.errors import USER_MESSAGE_ID_META_KEY, AuthRequired, RequestError
 from accord.events import (
     StateSnapshot,
     SubAgentEvent,
@@ -52,8 +52,8 @@ async def test_a_turn_streams_the_engine_output_and_answers_end_turn() -> None:
         response = await h.prompt(session_id, "hi there")
         assert response.stop_reason == "end_turn"
         updates = h.client.updates(session_id)
+        # the prompting client is not sent its own prompt back
         assert message_texts(updates) == [
-            ("user_message_chunk", "hi there"),
             ("agent_thought_chunk", "hmm"),
             ("agent_message_chunk", "Hello"),
         ]
@@ -65,16 +65,15 @@ async def test_the_prompt_is_recorded_as_one_user_message() -> None:
     async with serve(scripted([Say("ok")]), store=store) as h:
         session_id = await h.new_session()
         link = ResourceLinkContentBlock(uri="file:///work/project/a.py", name="a.py")
-        await h.prompt(session_id, [TextContentBlock(text="look at"), link])
-        user = [
-            u for u in h.client.updates(session_id) if u["sessionUpdate"] == "user_message_chunk"
-        ]
-        assert [u["content"]["type"] for u in user] == ["text", "resource_link"]
-        assert len({u["messageId"] for u in user}) == 1
+        response = await h.prompt(session_id, [TextContentBlock(text="look at"), link])
+        kinds = h.client.kinds(session_id)
+        assert "user_message_chunk" not in kinds  # not echoed to the client that sent it
         stored = await store.read_events(session_id)
         chunks = [event_from_json(e.payload) for e in stored if e.kind == "user_message_chunk"]
-        contents = [c.content for c in chunks if isinstance(c, UserMessageChunk)]
-        assert contents == [TextContentBlock(text="look at"), link]
+        users = [c for c in chunks if isinstance(c, UserMessageChunk)]
+        assert [c.content for c in users] == [TextContentBlock(text="look at"), link]
+        # one message, and the prompter is told its id in the response
+        assert {c.message_id for c in users} == {response.meta[USER_MESSAGE_ID_META_KEY]}
 
 
 async def test_chunks_of_one_message_share_an_id_and_messages_differ() -> None:
@@ -233,8 +232,7 @@ async def test_a_second_concurrent_prompt_is_refused_and_nothing_is_lost() -> No
             gate.set()
         assert answers == ["end_turn"]
         texts = message_texts(h.client.updates(session_id))
-        assert texts[0] == ("user_message_chunk", "one")
-        assert texts[1:] == [
+        assert texts == [
             ("agent_message_chunk", "first"),
             ("agent_message_chunk", "".join(f"{i} " for i in range(20))),
         ]
@@ -294,7 +292,7 @@ async def test_sub_agent_events_are_stored_but_not_shown_to_standard_clients() -
     async with serve(engine, store=store) as h:
         session_id = await h.new_session()
         await h.prompt(session_id)
-        assert message_texts(h.client.updates(session_id))[1:] == [("agent_message_chunk", "main")]
+        assert message_texts(h.client.updates(session_id)) == [("agent_message_chunk", "main")]
         stored = await store.read_events(session_id)
         assert [e.agent_id for e in stored if e.kind == "text_chunk"] == ["helper", "root"]
 

@@ -30,7 +30,7 @@ from accord.schema import (
     WriteTextFileResponse,
 )
 from accord.store import MemorySessionStore
-from accord.testing import ScriptedEngine, WaitForCancel
+from accord.testing import Say, ScriptedEngine, WaitForCancel
 from accord.transports import memory_transport_pair
 
 pytestmark = pytest.mark.anyio
@@ -121,7 +121,7 @@ async def test_clients_without_services_give_engines_none() -> None:
 
 async def test_serve_closes_every_session_when_the_client_leaves() -> None:
     store = MemorySessionStore()
-    engine = ScriptedEngine([[WaitForCancel()]])
+    engine = ScriptedEngine([[Say("working"), WaitForCancel()]])
     runtime = AgentRuntime(engine, store=store)
     client = RecordingClient()
     agent_end, client_end = memory_transport_pair()
@@ -142,7 +142,7 @@ async def test_serve_closes_every_session_when_the_client_leaves() -> None:
                         )
 
                 tg.start_soon(prompt)
-                await client.wait_until(lambda: "user_message_chunk" in client.kinds())
+                await client.wait_until(lambda: "agent_message_chunk" in client.kinds())
         # serve() returned: the turn was cancelled and both sessions closed
     assert runtime.statistics().live_sessions == 0
     idle, busy = ids

@@ -256,9 +256,14 @@ async def test_load_replays_the_whole_conversation_before_answering(store: Sessi
     async with serve(engine, store=store) as h:
         response = await _load(h, session_id)
         replayed = _transcript(h.client.updates(session_id))
-        # Everything arrived before the response (the client saw it all by now).
-        assert fold(replayed) == fold(live)
-        assert message_texts(replayed) == message_texts(live)
+        # Everything arrived before the response (the client saw it all by now): what the
+        # client saw live, and the prompts it sent (not echoed to it live), in their place.
+        prompts = [u for u in replayed if u["sessionUpdate"] == "user_message_chunk"]
+        assert [u["content"]["text"] for u in prompts] == ["first", "second"]
+        assert replayed.index(prompts[0]) == 0
+        shown = [u for u in replayed if u["sessionUpdate"] != "user_message_chunk"]
+        assert fold(shown) == fold(live)
+        assert message_texts(shown) == message_texts(live)
 
         def order(updates: list[dict[str, Any]]) -> list[str]:
             tags: list[str] = []
@@ -267,9 +272,16 @@ async def test_load_replays_the_whole_conversation_before_answering(store: Sessi
                     tags.append(update["sessionUpdate"])
             return tags
 
-        assert order(replayed) == order(live)
-        assert order(live) == [
+        assert order(shown) == order(live)
+        # the prompts in their place: before each turn
+        turn_two = order(live).index("config_option_update") + 1
+        assert order(replayed) == [
             "user_message_chunk",
+            *order(live)[:turn_two],
+            "user_message_chunk",
+            *order(live)[turn_two:],
+        ]
+        assert order(live) == [
             "agent_thought_chunk",
             "agent_message_chunk",
             "tool_call",
@@ -279,14 +291,13 @@ async def test_load_replays_the_whole_conversation_before_answering(store: Sessi
             "agent_message_chunk",
             "current_mode_update",
             "config_option_update",
-            "user_message_chunk",
             "agent_message_chunk",
         ]
         # Compact: the 53 live message chunks of turn one come back as a few.
         assert len(replayed) < len(live) - 40
         # Chunks keep their message ids.
         live_ids = [u.get("messageId") for u in live if "messageId" in u]
-        replay_ids = [u.get("messageId") for u in replayed if "messageId" in u]
+        replay_ids = [u.get("messageId") for u in shown if "messageId" in u]
         assert list(dict.fromkeys(replay_ids)) == list(dict.fromkeys(live_ids))
         # The restored controls come back in the response.
         assert response.modes is not None and response.modes.current_mode_id == "code"
@@ -500,7 +511,7 @@ async def test_delete_removes_the_session_and_unknown_ids_succeed(store: Session
 
 
 async def test_delete_of_a_running_session_cancels_its_turn(store: SessionStore) -> None:
-    engine = scripted([WaitForCancel()])
+    engine = scripted([Say("working"), WaitForCancel()])
     async with serve(engine, store=store) as h:
         session_id = await h.new_session()
         stops: list[str] = []
@@ -510,7 +521,7 @@ async def test_delete_of_a_running_session_cancels_its_turn(store: SessionStore)
                 stops.append((await h.prompt(session_id)).stop_reason)
 
             tg.start_soon(prompt)
-            await h.client.wait_until(lambda: "user_message_chunk" in h.client.kinds())
+            await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds())
             await h.conn.delete_session(DeleteSessionRequest(session_id=session_id))
         assert stops == ["cancelled"]
         assert await store.get_session(session_id) is None

@@ -172,12 +172,44 @@ async def test_accord_s_client_shows_the_prompt_once_with_the_agent_s_message_id
     assert messages == [("user", "Hi there", True), ("agent", "Hello", True)]
 
 
+async def test_the_editor_is_not_sent_its_prompt_back_and_a_load_replays_it(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "sessions.sqlite3"
+    cwd = str(tmp_path)
+    with FakeOpenAIServer([ScriptedReply(text=["Hello"])]) as server:
+        async with editor(server, store) as ed:
+            with anyio.fail_after(TIMEOUT):
+                created = await ed.conn.new_session(NewSessionRequest(cwd=cwd, mcp_servers=[]))
+                start = len(ed.log.received)
+                answered = await ed.conn.prompt(
+                    PromptRequest(
+                        session_id=created.session_id, prompt=[TextContentBlock(text="Hi there")]
+                    )
+                )
+            turn = ed.log.since(start)
+        async with editor(server, store) as ed:
+            start = len(ed.log.received)
+            with anyio.fail_after(TIMEOUT):
+                await ed.conn.load_session(
+                    LoadSessionRequest(session_id=created.session_id, cwd=cwd, mcp_servers=[])
+                )
+            loaded = ed.log.since(start)
+    # Live, the editor that sent the prompt gets the answer only (it shows what it sent) ...
+    assert "user_message_chunk" not in [describe(m) for m in turn]
+    message_id = (answered.meta or {})["accord/userMessageId"]
+    # ... and the reopened thread has the prompt, with the id the editor was told.
+    [prompt] = [m["params"]["update"] for m in loaded if describe(m) == "user_message_chunk"]
+    assert prompt["content"] == {"type": "text", "text": "Hi there"}
+    assert prompt["messageId"] == message_id
+
+
 def _without_title(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """The turn's messages apart from its ``session_info_update``s, and the titles they set.
 
     The title is written beside the turn (the model's answer may come first): the other
-    messages keep their order, the title comes once, after the prompt's echo and before the
-    answer.
+    messages keep their order, the title comes once, before the answer (the prompt is not
+    echoed back to the editor that sent it).
     """
     kinds = [describe(m) for m in messages]
     titles = [
@@ -185,7 +217,7 @@ def _without_title(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]
     ]
     if titles:
         position = kinds.index("session_info_update")
-        assert kinds.index("user_message_chunk") < position < kinds.index("result")
+        assert position < kinds.index("result")
     return [k for k in kinds if k != "session_info_update"], titles
 
 
@@ -235,11 +267,10 @@ async def test_the_first_prompt_titles_the_session_and_only_prompted_sessions_ar
             loaded = ed.log.since(start)
 
     first, titles = _without_title(prompts[0])
-    assert first == ["user_message_chunk", "agent_message_chunk", "result"]
+    assert first == ["agent_message_chunk", "result"]
     assert titles == [title]
     # The second prompt does not title the session again.
     assert [describe(m) for m in prompts[1]] == [
-        "user_message_chunk",
         "agent_message_chunk",
         "result",
     ]
@@ -295,7 +326,6 @@ async def test_a_refused_prompt_is_not_in_the_next_prompt_also_after_a_load(
             await prompt(ed, session_id, "after the load")
 
     assert [describe(m) for m in refused] == [
-        "user_message_chunk",
         "agent_message_chunk",
         "result",
     ]
@@ -406,10 +436,12 @@ async def test_the_tool_name_and_the_turn_s_token_usage_are_sent(project: Path) 
             turn = ed.log.since(start)
 
     kinds, _ = _without_title(turn)
-    assert kinds[0] == "user_message_chunk" and kinds[-1] == "result"
+    assert "user_message_chunk" not in kinds and kinds[-1] == "result"
     (started,) = [m["params"]["update"] for m in turn if describe(m) == "tool_call"]
     assert started["name"] == "read_file"
-    assert turn[-1]["result"] == {
+    result = dict(turn[-1]["result"])
+    assert isinstance(result.pop("_meta")["accord/userMessageId"], str)
+    assert result == {
         "stopReason": "end_turn",
         "usage": {"totalTokens": 241, "inputTokens": 230, "outputTokens": 11},
     }

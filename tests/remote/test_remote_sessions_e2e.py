@@ -182,6 +182,18 @@ class Seen:
             if u["sessionUpdate"] == "agent_message_chunk"
         ]
 
+    def shown(self) -> list[tuple[dict[str, Any], str | None]]:
+        """The updates without the prompts (a prompter is not sent its own back)."""
+        return [(u, c) for u, c in self.updates if u["sessionUpdate"] != "user_message_chunk"]
+
+    def prompts(self) -> list[str]:
+        """The text of the prompts received (other clients' prompts)."""
+        return [
+            u["content"]["text"]
+            for u, _ in self.updates
+            if u["sessionUpdate"] == "user_message_chunk"
+        ]
+
     async def until(self, done: Callable[[Seen], bool]) -> None:
         """Wait (bounded) until ``done(self)`` holds."""
         with anyio.fail_after(TIMEOUT):
@@ -211,8 +223,14 @@ async def test_ten_clients_on_one_session_see_identical_sequences() -> None:
         assert result.stop_reason == "end_turn"
         expected = seen[0].updates
         for s in seen[1:]:
-            await s.until(lambda s: len(s.updates) >= len(expected))
-        assert [s.updates for s in seen] == [expected] * 10
+            await s.until(lambda s: len(s.updates) > len(expected))
+        # The nine others saw the prompt first (not sent back to the client that sent it),
+        # then exactly what the prompter saw.
+        for s in seen[1:]:
+            first, _ = s.updates[0]
+            assert first["sessionUpdate"] == "user_message_chunk"
+            assert first["content"]["text"] == "go"
+        assert [s.updates[1:] for s in seen[1:]] == [expected] * 9
         # Every update carries a cursor, and the cursors are all different.
         cursors = [c for _, c in expected]
         assert None not in cursors and len(set(cursors)) == len(cursors)
@@ -287,8 +305,9 @@ async def test_a_connection_cut_mid_turn_resumes_from_its_cursor_losing_nothing(
         relay.admit()
         with anyio.fail_after(TIMEOUT):
             await back.wait()
-        await cut.until(lambda s: len(s.updates) >= len(watched.updates))
-        assert cut.updates == watched.updates
+        await cut.until(lambda s: len(s.shown()) >= len(watched.updates))
+        assert cut.prompts() == ["go"] and watched.prompts() == []
+        assert cut.shown() == watched.updates
         assert cut.chunks() == [f"a{i} " for i in range(20)] + [f"b{i} " for i in range(20)]
     assert status == [
         "connection to the agent lost; reconnecting",
@@ -375,7 +394,7 @@ async def test_two_answers_at_once_exactly_one_decision_takes_effect() -> None:
                 s.updates.clear()
             with anyio.fail_after(TIMEOUT):
                 assert (await session.prompt("deploy")).stop_reason == "end_turn"
-            await seen["reject"].until(lambda s: len(s.updates) >= len(seen["allow"].updates))
+            await seen["reject"].until(lambda s: len(s.shown()) >= len(seen["allow"].updates))
             # Each was asked once; exactly one of them was told its question is withdrawn.
             asks = {k: w.requests("session/request_permission") for k, w in wires.items()}
             assert [len(a) for a in asks.values()] == [1, 1]
@@ -385,8 +404,10 @@ async def test_two_answers_at_once_exactly_one_decision_takes_effect() -> None:
                 for c in w.requests("$/cancel_request")
                 if c["params"]["requestId"] == asks[k][0]["id"]
             }
-    # Both saw the same turn, and exactly one decision reached the tool call.
-    assert seen["allow"].updates == seen["reject"].updates
+    # Both saw the same turn (the prompt went to the other client only), and exactly one
+    # decision reached the tool call.
+    assert seen["reject"].prompts() == ["deploy"] and seen["allow"].prompts() == []
+    assert seen["allow"].updates == seen["reject"].shown()
     statuses = [
         u.get("status")
         for u, _ in seen["allow"].updates
@@ -495,16 +516,17 @@ async def test_a_client_that_stops_reading_does_not_hold_the_others_and_catches_
         await lagging.resume_session(session.session_id)
         with anyio.fail_after(TIMEOUT):
             await session.prompt("warm up")
-        await slow.until(lambda s: len(s.updates) >= len(fast.updates))
-        assert slow.updates == fast.updates
+        await slow.until(lambda s: len(s.shown()) >= len(fast.updates))
+        assert slow.shown() == fast.updates
         relay.pause()
         # A turn of ~6 MB goes out while the lagging client reads nothing.
         with anyio.fail_after(TIMEOUT):
             assert (await session.prompt("stream")).stop_reason == "end_turn"
         assert len([c for c in fast.chunks() if c.startswith("x")]) == 1500
-        behind = len(slow.updates)
+        behind = len(slow.shown())
         assert behind < len(fast.updates)
         relay.resume()
         # It catches up (from its queue, or by reconnecting from its cursor), in order.
-        await slow.until(lambda s: len(s.updates) >= len(fast.updates))
-        assert slow.updates == fast.updates
+        await slow.until(lambda s: len(s.shown()) >= len(fast.updates))
+        assert slow.shown() == fast.updates
+        assert slow.prompts() == ["warm up", "stream"]

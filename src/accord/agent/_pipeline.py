@@ -110,6 +110,11 @@ class Recipient(Protocol):
     """Where an :class:`Attachment` sends: one client (:class:`ClientChannel` over ACP)."""
 
     @property
+    def extended(self) -> bool:
+        """Whether the client takes the whole chain (``_accord/event``), its prompts too."""
+        ...
+
+    @property
     def gone(self) -> bool:
         """Whether the client is gone (the attachment then stops)."""
         ...
@@ -241,6 +246,10 @@ class AttachmentStatistics:
     caught_up: int
 
 
+_PROMPTED_TURNS_KEPT: Final = 4
+"""How many of its own recent turns an attachment remembers (to leave their prompt out)."""
+
+
 class Attachment:
     """One client attached to one session's pipeline (see the module docstring).
 
@@ -259,6 +268,7 @@ class Attachment:
         "_max_queue",
         "_pipeline",
         "_progress",
+        "_prompted_turns",
         "_queue",
         "_sent",
         "_wake",
@@ -293,6 +303,32 @@ class Attachment:
         self._sent = 0
         self._fell_behind = 0
         self._caught_up = 0
+        # The last turns this client prompted (a few: its queue may still hold the previous
+        # turn's prompt when the next begins). Their prompt is not sent back to it live.
+        self._prompted_turns: deque[str] = deque(maxlen=_PROMPTED_TURNS_KEPT)
+
+    def prompted(self, turn_id: str) -> None:
+        """Record that this attachment's client prompted turn ``turn_id``.
+
+        The turn's prompt (its ``user_message_chunk`` events) is then not sent back to this
+        client live: an editor already shows what it sent (Zed would show it twice). The
+        other attached clients get it, with its ``messageId``; ``session/load`` replays it
+        and a resume from a cursor (a new attachment) sends it if it came after the cursor.
+        A client that opted in to ``_accord/event`` gets every envelope of the chain, its own
+        prompt included (it matches the echo itself, as accord's client does).
+        """
+        self._prompted_turns.append(turn_id)
+
+    def _wanted(self, envelope: Envelope) -> bool:
+        channel = self.channel
+        if (
+            envelope.kind == "user_message_chunk"
+            and not channel.extended  # the extension's chain has no gaps
+            and envelope.turn_id is not None
+            and envelope.turn_id in self._prompted_turns
+        ):
+            return False
+        return channel.wants(envelope)
 
     def statistics(self) -> AttachmentStatistics:
         """Return the attachment's counts."""
@@ -377,7 +413,7 @@ class Attachment:
         the last envelope alive)."""
         envelope = self._queue.popleft()
         if envelope.seq > self.cursor:
-            if self.channel.wants(envelope):
+            if self._wanted(envelope):
                 await self.channel.deliver(envelope)
                 self._sent += 1
             self._advance(envelope.seq)
@@ -392,7 +428,7 @@ class Attachment:
                 if stored.seq <= self.cursor:
                     continue
                 envelope = envelope_from_stored(stored)
-                if channel.wants(envelope):
+                if self._wanted(envelope):
                     await channel.deliver(envelope)
                     self._sent += 1
                     self._caught_up += 1

@@ -61,6 +61,7 @@ from ..engines import Engine, check_prompt, prompt_capabilities
 from ..errors import (
     CURSOR_META_KEY,
     TURN_NOTICE_METHOD,
+    USER_MESSAGE_ID_META_KEY,
     ConnectionClosed,
     InvalidParams,
     LocalProtocolError,
@@ -592,6 +593,7 @@ class AgentRuntime(Agent):
         await session.announced.wait()
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
+        message_id = new_id()  # the prompt's, told to the prompter in the response
         session.turn = turn
         session.driver = link
         told = False
@@ -605,14 +607,14 @@ class AgentRuntime(Agent):
                 _tell_others(session, link, running=True)
                 told = True
                 if self._tracing is None:
-                    stop = await self._run_turn(session, turn, request.prompt, link)
+                    stop = await self._run_turn(session, turn, request.prompt, link, message_id)
                 else:
                     with self._tracing.turn(
                         session_id=session.session_id,
                         turn_id=turn.turn_id,
                         parent=TraceContext.from_meta(request.meta),
                     ):
-                        stop = await self._run_turn(session, turn, request.prompt, link)
+                        stop = await self._run_turn(session, turn, request.prompt, link, message_id)
         finally:
             if session.driver is link:
                 session.driver = None
@@ -623,19 +625,32 @@ class AgentRuntime(Agent):
             turn.finish()
             if told:
                 _tell_others(session, link, running=False)
+        meta: dict[str, Any] = {USER_MESSAGE_ID_META_KEY: message_id}
         if turn.tokens is None:
-            return PromptResponse(stop_reason=stop)
+            return PromptResponse(stop_reason=stop, meta=meta)
         # The turn's tokens (unstable ``usage``; see docs/architecture.md on unstable fields).
         spent_in, spent_out = turn.tokens
         usage = Usage(
             total_tokens=spent_in + spent_out, input_tokens=spent_in, output_tokens=spent_out
         )
-        return PromptResponse(stop_reason=stop, usage=usage)
+        return PromptResponse(stop_reason=stop, usage=usage, meta=meta)
 
     async def _run_turn(
-        self, session: LiveSession, turn: TurnHandle, prompt: list[ContentBlock], link: ClientLink
+        self,
+        session: LiveSession,
+        turn: TurnHandle,
+        prompt: list[ContentBlock],
+        link: ClientLink,
+        message_id: str,
     ) -> StopReason:
-        runner = TurnRunner(session, turn, link=link, store=self._store, grace=self._cancel_grace)
+        runner = TurnRunner(
+            session,
+            turn,
+            link=link,
+            store=self._store,
+            grace=self._cancel_grace,
+            user_message_id=message_id,
+        )
         stop: StopReason = "end_turn"
         try:
             async with GroupCommitWriter(

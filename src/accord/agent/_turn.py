@@ -3,7 +3,9 @@
 :class:`TurnRunner` runs one ``session/prompt``:
 
 1. The prompt is recorded as :class:`~accord.events.UserMessageChunk` events, one per block,
-   all with one new message id, so ``session/load`` replays it.
+   all with one new message id, so ``session/load`` replays it. Live, they go to the other
+   attached clients only (with their ``messageId``): the prompting client shows what it sent
+   (an editor that appended the echo would show the prompt twice).
 2. The engine's ``run_turn`` is iterated one step at a time, each step inside its own cancel
    scope. Every output is checked against the rules of the engine protocol (runtime-only
    event kinds, message ids, the tool-call lifecycle through the session's
@@ -124,6 +126,8 @@ class TurnRunner:
         link: The client that sent the prompt.
         store: The session store (remembered permission answers are saved at once).
         grace: Seconds between a cancel request and cancelling the engine's step.
+        user_message_id: The ``messageId`` of the prompt's ``user_message_chunk`` events (a
+            new one when not given).
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class TurnRunner:
         link: ClientLink,
         store: SessionStore,
         grace: float,
+        user_message_id: str | None = None,
     ) -> None:
         """Prepare the runner; see the class docstring for the arguments."""
         self._session = session
@@ -146,7 +151,7 @@ class TurnRunner:
         #: The agent each tool call of the turn belongs to (its snapshot is the tracker's).
         self._tool_agents: dict[str, str] = {}
         self._message_kinds: dict[str, str] = {}
-        self._user_message_id = new_id()
+        self._user_message_id = new_id() if user_message_id is None else user_message_id
         self._stop: StopReason | None = None
 
     # ------------------------------------------------------------------ the turn
@@ -158,6 +163,9 @@ class TurnRunner:
             RequestError: the engine failed (and the turn was not cancelled).
         """
         session, turn = self._session, self._turn
+        attachment = session.links.get(self._link)
+        if attachment is not None:  # the prompt goes to the other attached clients only
+            attachment.prompted(turn.turn_id)
         for block in prompt:
             await self._publish(UserMessageChunk(message_id=self._user_message_id, content=block))
         context = TurnContext(

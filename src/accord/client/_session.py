@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 import anyio
 
-from ..errors import CURSOR_META_KEY, ConnectionClosed, InvalidParams, LocalProtocolError
+from ..errors import (
+    CURSOR_META_KEY,
+    USER_MESSAGE_ID_META_KEY,
+    ConnectionClosed,
+    InvalidParams,
+    LocalProtocolError,
+)
 from ..schema import (
     CancelledRequestPermissionOutcome,
     CancelNotification,
@@ -279,6 +285,9 @@ class ClientSession:
         result: TurnResult | None = None
         if response is not None:
             view = self._view
+            message_id = (response.meta or {}).get(USER_MESSAGE_ID_META_KEY)
+            if isinstance(message_id, str) and message_id:
+                view._name_prompt(message_id)
             view.last_stop_reason = response.stop_reason
             view.last_turn_usage = response.usage
             result = TurnResult(

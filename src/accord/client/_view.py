@@ -111,6 +111,7 @@ class SessionView:
         "_echo",
         "_echo_message",
         "_messages",
+        "_prompt_message",
         "_timeline",
         "_tool_calls",
         "available_commands",
@@ -145,6 +146,7 @@ class SessionView:
         # The prompt this client sent, and its blocks the agent has not echoed yet.
         self._echo_message: Message | None = None
         self._echo: list[ContentBlock] = []
+        self._prompt_message: Message | None = None
         #: The agent's plan (replaced whole by each ``plan`` update).
         self.plan: tuple[PlanEntry, ...] = ()
         #: The slash commands the agent offers.
@@ -338,6 +340,14 @@ class SessionView:
         self._timeline.append(message)
         self._echo_message = message
         self._echo = list(blocks)
+        self._prompt_message = message
+
+    def _name_prompt(self, message_id: str) -> None:
+        """Give the last prompt this client sent the ``messageId`` the agent reported for it."""
+        message = self._prompt_message
+        if message is not None and message.message_id is None:
+            message.message_id = message_id
+            self._by_id["user", message_id] = message
 
     def _forget_echo(self) -> None:
         """Stop expecting the agent to echo the last prompt (the turn is over)."""
