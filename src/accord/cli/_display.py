@@ -52,6 +52,7 @@ from ..client import (
     TurnFinished,
     UsageUpdated,
     UserMessageDelta,
+    neutralise,
 )
 from ..schema import (
     BooleanSessionConfigOption,
@@ -61,7 +62,6 @@ from ..schema import (
     StopReason,
     Usage,
 )
-from ._neutralise import neutralise
 
 __all__ = (
     "OPTION_WORDS",
@@ -271,11 +271,15 @@ class Display:
         self._printed_status: dict[str, str] = {}
         self._calls: dict[str, ToolCallState] = {}  # the latest state of each tool call
         self._diff_shown: set[str] = set()
-        self.final_text = ""
-        """The text of the agent's last message run (what ``--quiet`` prints)."""
+        self._final_parts: list[str] = []
         self.usage: Usage | None = None
         self.context: UsageUpdated | None = None
         """The last context window report (``usage_update``): tokens used, window, cost."""
+
+    @property
+    def final_text(self) -> str:
+        """The text of the agent's last message run (what ``--quiet`` prints)."""
+        return "".join(self._final_parts)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -371,10 +375,10 @@ class Display:
             case TextDelta() | ThoughtDelta() | UserMessageDelta():
                 self._text(event)
             case ToolCallAdded(tool_call=call) | ToolCallUpdated(tool_call=call):
-                self.final_text = ""
+                self._final_parts.clear()
                 self._tool(call)
             case PermissionRequested(tool_call=call):
-                self.final_text = ""
+                self._final_parts.clear()
                 self._permission(call)
             case PermissionResolved(option=option):
                 words = OPTION_WORDS[option.kind] if option is not None else "cancelled"
@@ -434,7 +438,7 @@ class Display:
                 self._line_open = True
             self._inline = event.kind
         if isinstance(event, TextDelta):
-            self.final_text += event.text
+            self._final_parts.append(event.text)  # joined once, at the end: linear
         if not text:
             return
         self._emit(self.style.dim(text) if isinstance(event, ThoughtDelta) else text)
