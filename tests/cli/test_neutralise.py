@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accord.cli._neutralise import neutralise
+from accord.client import neutralise
 
 #: Characters a terminal may act on: C0 (except newline and tab in prose), DEL, C1, the
 #: bidirectional controls, and lone surrogates (which cannot even be encoded).

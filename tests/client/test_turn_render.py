@@ -181,3 +181,42 @@ def test_the_public_surface() -> None:
         if not name.startswith("_") and getattr(value, "__module__", "").startswith("accord.client")
     }
     assert public <= set(names)
+
+
+def test_what_an_agent_wrote_is_rendered_harmless_for_a_terminal() -> None:
+    attack = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x1b\\\x1b[2J\x1b[H\x9b31m\x07\u202e\r"
+    hostile_call = ToolCallState(
+        tool_call_id=f"t{attack}", title=f"Read{attack}\nfake line", kind="read"
+    )
+    option = PermissionOption(option_id="y", name=f"Allow{attack}", kind="allow_once")
+    events: list[TurnEvent] = [
+        text(f"reply{attack}\nsecond line"),
+        ThoughtDelta(text=f"think{attack}", content=TextContentBlock(text=f"think{attack}")),
+        UserMessageDelta(text=f"me{attack}", content=TextContentBlock(text=f"me{attack}")),
+        ToolCallAdded(tool_call=hostile_call),
+        ToolCallUpdated(tool_call=hostile_call, changed=frozenset({"title"})),
+        PlanUpdated(
+            entries=(PlanEntry(content=f"fix{attack}", priority="high", status="in_progress"),)
+        ),
+        ModeUpdated(mode_id=f"code{attack}"),
+        TitleUpdated(title=f"title{attack}", updated_at=None),
+        PermissionRequested(request_id=1, tool_call=hostile_call, options=(option,)),
+        PermissionResolved(request_id=1, decision=Select("y"), option=option),
+    ]
+    for event in events:
+        rendered = render_event(event)
+        prose = isinstance(event, TextDelta | ThoughtDelta | UserMessageDelta)
+        unsafe = [
+            c
+            for c in rendered
+            if (ord(c) < 0x20 and not (prose and c == "\n"))
+            or 0x7F <= ord(c) <= 0x9F
+            or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+        ]
+        assert unsafe == [], (type(event).__name__, rendered)
+        assert "^[" in rendered  # shown, not obeyed
+    # Prose keeps its lines; one-line fields cannot pose as several lines.
+    assert render_event(events[0]).splitlines()[1] == "second line"
+    assert "\n" not in render_event(events[3])
+    # The raw text stays on the event.
+    assert events[3].tool_call.title == f"Read{attack}\nfake line"  # type: ignore[union-attr]

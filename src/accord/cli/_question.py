@@ -34,9 +34,9 @@ from ..client import (
     PermissionDecision,
     PermissionRequested,
     Select,
+    neutralise,
 )
 from ._display import Display, option_keys, tool_label
-from ._neutralise import neutralise
 
 __all__ = ("RefuseWithNotice", "TerminalQuestion", "question_for", "terminal_asker")
 

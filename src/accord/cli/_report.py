@@ -15,8 +15,8 @@ import re
 import sys
 from typing import Any
 
+from ..client import neutralise
 from ..errors import AgentProcessExited, RequestError
-from ._neutralise import neutralise
 
 __all__ = ("CODER_EXTRA_MISSING", "coder_extra_missing", "explain_agent_error", "report")
 

@@ -19,13 +19,12 @@ import sys
 import anyio
 import orjson
 
-from ..client import ConnectedAgent, SessionView, connect
+from ..client import ConnectedAgent, SessionView, connect, neutralise
 from ..errors import AcpError, LocalProtocolError
 from ..schema import SessionNotification
 from ._agent_spec import AgentChoice, AgentSpecError, agent_spec, choose_agent, close_builtin_agent
 from ._display import Display, colour_wanted
 from ._exit_codes import ExitCode
-from ._neutralise import neutralise
 from ._report import explain_agent_error, report
 from ._settings import Settings, SettingsError, load
 

@@ -50,6 +50,7 @@ from ._fs import FileSystemHost as FileSystemHost
 from ._handlers import MAX_EARLY_UPDATE_BYTES as MAX_EARLY_UPDATE_BYTES
 from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
 from ._handlers import UpdateListener as UpdateListener
+from ._neutralise import neutralise as neutralise
 from ._permissions import AllowAll as AllowAll
 from ._permissions import AskCallback as AskCallback
 from ._permissions import Cancel as Cancel
@@ -141,6 +142,7 @@ __all__ = (
     "UserMessageDelta",
     "accord_client_info",
     "connect",
+    "neutralise",
     "render_event",
     "run_terminal_auth",
     "terminal_auth_methods",

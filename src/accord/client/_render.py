@@ -5,6 +5,11 @@ everything else as a bracketed summary such as ``[tool in_progress] Read src/app
 :class:`TurnRenderer` keeps a little state so that a whole turn prints well: streamed text runs
 inline, and every other event starts on a line of its own.
 
+What an agent wrote is neutralised for a terminal (:func:`~accord.client.neutralise`): an
+escape sequence in a reply, a title or an option name is shown (``^[[2J``), never obeyed, and
+a one-line field (a title, an id, an option name) cannot pose as several lines. The raw text
+stays on the event itself (``event.text``, ``event.tool_call.title``, ...).
+
 Above: ``accord run`` and other programs that print a turn. Below: the events of
 :mod:`accord.client._events`; plain text only (no colours, no terminal control).
 """
@@ -32,20 +37,33 @@ from ._events import (
     UsageUpdated,
     UserMessageDelta,
 )
+from ._neutralise import neutralise
 from ._state import ToolCallState
 
 __all__ = ("TurnRenderer", "render_event")
 
 
 def render_event(event: TurnEvent) -> str:
-    """One line describing ``event``; a message chunk renders as its own text."""
+    """One line describing ``event``, safe to print on a terminal; a message chunk renders as
+    its own text (newlines kept, control sequences neutralised)."""
     match event:
         case TextDelta() | ThoughtDelta() | UserMessageDelta():
-            return (
-                event.text
-                if event.text or event.content.type == "text"
-                else (f"[{event.content.type}]")
-            )
+            if event.text or event.content.type == "text":
+                return neutralise(event.text)
+            return f"[{_field(event.content.type)}]"
+        case _:
+            return _field(_describe(event))
+
+
+def _field(text: str) -> str:
+    return neutralise(text, multiline=False)
+
+
+def _describe(event: TurnEvent) -> str:
+    """The bracketed summary of a non-text event (neutralised whole by the caller)."""
+    match event:
+        case TextDelta() | ThoughtDelta() | UserMessageDelta():
+            return event.text
         case ToolCallAdded(tool_call=call):
             return f"[tool {call.status}] {_tool_label(call)}"
         case ToolCallUpdated(tool_call=call, changed=changed):

@@ -3,7 +3,8 @@
 A terminal obeys what it is sent: an escape sequence in an agent's reply can write the
 clipboard (OSC 52), retitle the window, move the cursor over earlier lines, or hide text
 (``ESC[8m``) so that a permission question reads differently from what it asks. Everything
-the ``accord`` command prints that an agent wrote (message text, thoughts, titles, tool
+the ``accord`` command prints, and what :func:`accord.client.render_event` renders, that an
+agent wrote (message text, thoughts, titles, tool
 titles, commands, diffs, option names, its stderr, session ids and titles) goes through
 :func:`neutralise` first; only accord's own styling reaches the terminal as control codes.
 
@@ -20,8 +21,9 @@ What is replaced, and by what:
 
 Newlines and tabs are kept in prose (``multiline=True``, the default) and shown as ``^J`` /
 ``^I`` in one-line fields (``multiline=False``: titles, ids, option names), so one field
-cannot pose as several lines. Above: the modules of :mod:`accord.cli` that print. Below:
-nothing but :mod:`re`.
+cannot pose as several lines. Above: :func:`accord.client.render_event` and the modules of
+:mod:`accord.cli` that print (exported as :func:`accord.client.neutralise` for any program
+that shows an agent's text on a terminal). Below: nothing but :mod:`re`.
 """
 
 from __future__ import annotations
