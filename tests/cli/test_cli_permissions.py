@@ -7,6 +7,7 @@ says in its last line whether it was allowed; a refused permission makes the exi
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -205,3 +206,48 @@ def test_on_a_terminal_an_option_of_unknown_kind_is_offered_by_number(tmp_path: 
     assert f"{ODD_QUESTION}1" in lines
     assert "[permission] chosen (of an unknown kind)" in lines
     assert lines[-2:] == [GRANTED, "[done, session workflow-1]"]
+
+
+BLUNT = Path(__file__).resolve().parents[1] / "helpers" / "blunt_agent.py"
+
+
+def test_deny_all_hosts_no_writes_or_terminals_for_an_agent_that_never_asks(
+    tmp_path: Path,
+) -> None:
+    done = accord("run", "--agent", agent(BLUNT), "--cwd", str(tmp_path), "--deny-all", "go")
+    assert done.returncode == ExitCode.OK, done.stderr
+    lines = done.stdout.splitlines()
+    # Not advertised, and refused when sent anyway; nothing changed on disk.
+    assert "advertised write=False terminal=False" in lines
+    assert any(
+        line.startswith("write: refused -32601") and "not offered by this client" in line
+        for line in lines
+    ), lines
+    assert any(
+        line.startswith("terminal: refused -32601") and "not offered by this client" in line
+        for line in lines
+    ), lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_without_deny_all_the_same_agent_may_write_inside_the_session(tmp_path: Path) -> None:
+    done = accord("run", "--agent", agent(BLUNT), "--cwd", str(tmp_path), "go")
+    assert done.returncode == ExitCode.OK, done.stderr
+    lines = done.stdout.splitlines()
+    assert "advertised write=True terminal=True" in lines
+    assert "write: ok" in lines and "terminal: ok" in lines
+    assert (tmp_path / "written.txt").read_text() == "written without asking\n"
+
+
+def test_deny_all_says_what_it_refuses_in_help() -> None:
+    done = accord("run", "--help")
+    text = " ".join(done.stdout.split())
+    assert "--deny-all refuse every tool call, and host no file writes or terminals" in text
+
+
+def test_deny_all_still_serves_reads_inside_the_session(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("kept\n")
+    request = json.dumps({"read": str(tmp_path / "notes.txt")})
+    done = accord("run", "--agent", agent("dirs"), "--cwd", str(tmp_path), "--deny-all", request)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert f"read {tmp_path / 'notes.txt'}: ok kept" in done.stdout.splitlines()

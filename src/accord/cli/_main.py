@@ -190,7 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     shown.add_argument("-q", "--quiet", action="store_true", help="print only the final answer")
     policy = run.add_mutually_exclusive_group()
     policy.add_argument("--approve-all", action="store_true", help="allow every tool call")
-    policy.add_argument("--deny-all", action="store_true", help="refuse every tool call")
+    policy.add_argument(
+        "--deny-all",
+        action="store_true",
+        help="refuse every tool call, and host no file writes or terminals: the agent may "
+        "read files of the session's directories, nothing more",
+    )
     run.add_argument(
         "--timeout",
         type=float,
@@ -243,7 +248,7 @@ class _SafeFormatter(logging.Formatter):
         self.verbose = verbose
 
     def format(self, record: logging.LogRecord) -> str:
-        from ._neutralise import neutralise
+        from ..client import neutralise
 
         if not self.verbose:
             record.exc_info = None

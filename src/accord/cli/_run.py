@@ -50,6 +50,7 @@ from ..client import (
     UpdateListener,
     accord_client_info,
     connect,
+    neutralise,
 )
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
 from ..schema import SessionNotification, StopReason
@@ -65,7 +66,6 @@ from ._agent_spec import (
 from ._display import Display, colour_wanted
 from ._elicit import TerminalElicitation
 from ._exit_codes import ExitCode
-from ._neutralise import neutralise
 from ._question import RefuseWithNotice, TerminalQuestion, terminal_asker
 from ._report import explain_agent_error, report
 from ._settings import Settings, SettingsError, load
@@ -351,7 +351,8 @@ async def _connected(
             spec,
             cwd=args.cwd,
             fs=True,
-            terminals=True,
+            terminals=not args.deny_all,  # --deny-all: read-only, whatever the agent asks
+            read_only=args.deny_all,
             permission_policy=policy,
             elicitation_policy=TerminalElicitation(ask) if sys.stdin.isatty() else None,
             terminal_auth=can_sign_in(spec),

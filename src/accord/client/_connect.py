@@ -82,6 +82,7 @@ async def connect(
     env: Mapping[str, str] | None = None,
     fs: bool | FileSystemHost = False,
     terminals: bool | TerminalHost = False,
+    read_only: bool = False,
     permission_policy: PermissionPolicy | None = None,
     elicitation_policy: ElicitationPolicy | None = None,
     elicitation_modes: Collection[ElicitationModeName] = ("form", "url"),
@@ -112,6 +113,11 @@ async def connect(
             :class:`~accord.client.TerminalHost` owned by this connection, or pass one that
             you have entered (``async with``) yourself. Commands are killed on release, when
             their session closes, and when the connection closes.
+        read_only: nothing the agent asks of this client changes anything: with ``fs``, files
+            are read but ``fs/write_text_file`` is neither advertised nor served (-32601, "not
+            offered by this client"), and no terminal is hosted (``terminals`` must be false).
+            An agent that never asks permission still cannot write or run a command through
+            this client (``accord run --deny-all`` uses it).
         permission_policy: answers ``session/request_permission``; default
             :class:`~accord.client.DenyAll`.
         elicitation_policy: answers ``elicitation/create``; elicitation is advertised only
@@ -144,7 +150,8 @@ async def connect(
         FileNotFoundError: the agent's program does not exist.
         ConnectionRefused: a served agent refused the connection (401: the token).
         OSError: a served agent cannot be reached.
-        ValueError: ``elicitation_modes`` is empty or names an unknown mode.
+        ValueError: ``elicitation_modes`` is empty or names an unknown mode, or
+            ``read_only`` is given with ``terminals``.
         TypeError: an entry of ``mcp_servers`` is not an MCP server of the ``mcp`` package.
         LocalProtocolError: ``mcp_servers`` were given and the agent does not advertise
             ``mcpCapabilities.acp``.
@@ -165,6 +172,8 @@ async def connect(
         )
     if elicitation_policy is not None:
         checked_modes(elicitation_modes)
+    if read_only and terminals:
+        raise ValueError("a read-only client hosts no terminals: pass terminals=False")
     fs_host = FileSystemHost() if fs is True else (fs or None)
     owns_terminals = terminals is True
     terminal_host = TerminalHost() if terminals is True else (terminals or None)
@@ -211,6 +220,7 @@ async def connect(
                 terminals=terminal_host is not None,
                 elicitation=router.elicitation is not None,
                 mcp=mcp_host is not None,
+                writes=not read_only,
             )(router, client_info or accord_client_info())
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if mcp_host is not None:

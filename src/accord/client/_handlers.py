@@ -231,14 +231,19 @@ class _HostClient(Client):
         logger.debug("extension notification %r ignored", method)
 
 
-class _FsClient(_HostClient):
-    """Also serves ``fs/*`` from the file-system host, inside the session's roots."""
+class _ReadingClient(_HostClient):
+    """Also serves ``fs/read_text_file`` from the file-system host (a read-only client:
+    ``fs/write_text_file`` is neither advertised nor served, -32601)."""
 
     async def read_text_file(self, request: ReadTextFileRequest) -> ReadTextFileResponse:
         """Read a file inside the session's roots."""
         router = self._router
         assert router.fs is not None
         return await router.fs.read_text_file(request, router.roots(request.session_id))
+
+
+class _FsClient(_ReadingClient):
+    """Also serves ``fs/*`` from the file-system host, inside the session's roots."""
 
     async def write_text_file(self, request: WriteTextFileRequest) -> WriteTextFileResponse:
         """Write a file inside the session's roots."""
@@ -307,11 +312,24 @@ class _ElicitationClient(_HostClient):
 
 
 def client_class(
-    *, fs: bool, terminals: bool, elicitation: bool = False, mcp: bool = False
+    *,
+    fs: bool,
+    terminals: bool,
+    elicitation: bool = False,
+    mcp: bool = False,
+    writes: bool = True,
 ) -> type[_HostClient]:
-    """The ``Client`` class that advertises (and serves) exactly the requested services."""
-    if fs and terminals:
-        base: type[_HostClient] = _FsTerminalClient
+    """The ``Client`` class that advertises (and serves) exactly the requested services.
+
+    ``writes=False`` is a read-only client: files are read (with ``fs``), never written, and
+    no terminal is hosted (``terminals`` must be false).
+    """
+    if not writes and terminals:
+        raise ValueError("a read-only client hosts no terminals")
+    if not writes:
+        base: type[_HostClient] = _ReadingClient if fs else _HostClient
+    elif fs and terminals:
+        base = _FsTerminalClient
     elif fs:
         base = _FsClient
     elif terminals:
