@@ -240,3 +240,77 @@ def test_a_private_import_across_packages_is_reported(
         assert found == []
     else:
         assert found == [f"accord/events/_uses.py:2 {reported}"]
+
+
+def module_cycles(sources: Path) -> list[list[str]]:
+    """The import cycles between modules of one package (``__init__`` left out: it re-exports
+    its modules' names), each as its sorted module names; every import counts, lazy ones and
+    those under ``TYPE_CHECKING`` too."""
+    modules = {tuple(_module_parts(p, sources)): p for p in sources.rglob("*.py")}
+    edges: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    for module, path in modules.items():
+        if path.name == "__init__.py":
+            continue
+        targets: set[tuple[str, ...]] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for target in _import_targets(node, list(module[:-1])):
+                for candidate in (tuple(target), tuple(target[:-1])):
+                    found = modules.get(candidate)
+                    same_package = candidate[:-1] == module[:-1]
+                    if found is not None and found.name != "__init__.py" and same_package:
+                        targets.add(candidate)
+        targets.discard(module)
+        edges[module] = targets
+    # Tarjan's strongly connected components: every component of two or more is a cycle.
+    index: dict[tuple[str, ...], int] = {}
+    low: dict[tuple[str, ...], int] = {}
+    stack: list[tuple[str, ...]] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: tuple[str, ...]) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in edges.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[tuple[str, ...]] = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(".".join(m) for m in component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+#: The one cycle left, a type-only one: the questions of ``_links`` name ``LiveSession`` and
+#: the session names its links and questions. The session-ownership redesign (one owner per
+#: live session) removes it; a new cycle anywhere fails.
+KNOWN_CYCLES = [["accord.agent._links", "accord.agent._live_session"]]
+
+
+def test_no_two_modules_of_a_package_import_each_other() -> None:
+    assert module_cycles(SOURCES) == KNOWN_CYCLES
+
+
+def test_a_cycle_between_two_modules_is_reported(tmp_path: Path) -> None:
+    sources = tmp_path / "accord"
+    _write(sources, "__init__.py", "")
+    _write(sources, "client/__init__.py", "from ._a import A\nfrom ._b import B\n")
+    _write(sources, "client/_a.py", "def f():\n    from ._b import B\n")
+    _write(
+        sources,
+        "client/_b.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import _a\n",
+    )
+    _write(sources, "client/_c.py", "from ._a import f\n")
+    assert module_cycles(sources) == [["accord.client._a", "accord.client._b"]]

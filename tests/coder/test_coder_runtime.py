@@ -14,7 +14,8 @@ from _coder_support import system_text
 from helpers.timeouts import TIMEOUT
 
 from accord.cli import ExitCode
-from accord.cli._serve import build_agent, serve_command
+from accord.cli._build_agent import build_agent
+from accord.cli._serve import serve_command
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime, CoderState, _open
 from accord.errors import RequestError

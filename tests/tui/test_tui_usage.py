@@ -9,7 +9,7 @@ import pytest
 from _tui_support import SIZE, chat_app, text_of, until
 
 from accord.cli._agent_spec import close_builtin_agent
-from accord.cli._serve import build_agent
+from accord.cli._build_agent import build_agent
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
 
 pytestmark = pytest.mark.anyio

@@ -130,7 +130,7 @@ def agent_spec(
     if choice.url is not None:
         return choice.url
     from ..coder import CoderConfig
-    from ._serve import build_agent
+    from ._build_agent import build_agent
 
     model = getattr(args, "model", None)
     base_url = getattr(args, "base_url", None)

@@ -163,7 +163,7 @@ async def _serve(
     from ..agent import DEFAULT_REMOTE_GRACE_SECONDS
     from ..remote import AccessPolicy, ServerLimits, serve_remote
     from ._agent_spec import builtin_environ
-    from ._serve import build_agent
+    from ._build_agent import build_agent
     from ._settings import load
 
     assert isinstance(policy, AccessPolicy) and isinstance(limits, ServerLimits)
