@@ -58,7 +58,12 @@ async def test_a_configured_agent_advertises_its_controls(project: Path) -> None
                 view = session.view
                 assert view.current_mode_id == "code"
                 assert [m.id for m in view.available_modes] == ["ask", "code", "auto"]
-                assert [c.name for c in view.available_commands] == ["help", "mode", "clear"]
+                assert [c.name for c in view.available_commands] == [
+                    "help",
+                    "mode",
+                    "clear",
+                    "compact",
+                ]
                 assert [(o.id, o.category) for o in view.config_options] == [
                     ("mode", "mode"),
                     ("model", "model"),

@@ -395,7 +395,7 @@ def test_capabilities_need_no_model_code() -> None:
     caps = engine.capabilities
     assert [m.id for m in caps.modes] == ["ask", "code", "auto"]
     assert caps.initial_mode_id == "code"
-    assert [c.name for c in caps.commands] == ["help", "mode", "clear"]
+    assert [c.name for c in caps.commands] == ["help", "mode", "clear", "compact"]
     assert caps.mcp_http and caps.embedded_context
     # images and audio only once resolve_prompt_support() read the profiles (or the cache)
     assert not caps.image and not caps.audio

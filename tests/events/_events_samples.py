@@ -6,6 +6,8 @@ from accord.events import (
     ROOT_AGENT_ID,
     BudgetWarning,
     CommandsChanged,
+    CompactionChanged,
+    CompactionSummaryAdded,
     ConfigChanged,
     Envelope,
     Event,
@@ -165,6 +167,23 @@ def sample_events() -> list[Event]:
         TitleChanged(title=None),
         UsageReported(used=1200, size=200_000),
         UsageReported(used=1300, size=200_000, cost=Cost(amount=0.25, currency="USD")),
+        CompactionChanged(compaction_id="cp-1", message_id="m-cp", status="in_progress"),
+        CompactionSummaryAdded(
+            compaction_id="cp-1", content=TextContentBlock(text=f"{SECRET_PROMPT} {SECRET_PATH}")
+        ),
+        CompactionChanged(
+            compaction_id="cp-1",
+            message_id="m-cp",
+            status="completed",
+            messages_before=40,
+            messages_after=3,
+        ),
+        CompactionChanged(
+            compaction_id="cp-2",
+            message_id="m-cp2",
+            status="failed",
+            error=f"{SECRET_ERROR} at {SECRET_URL}",
+        ),
         TurnCompleted(stop_reason="end_turn"),
         StateSnapshot(state={"messages": [SECRET_STATE, SECRET_PROMPT], "path": SECRET_PATH}),
         ModelCallStarted(call_id="mc-1", model="openai:gpt-4o"),

@@ -29,6 +29,8 @@ EXPECTED_LAYERS: dict[str, Layer] = {
     "commands_changed": "render",
     "title_changed": "render",
     "usage_reported": "render",
+    "compaction_changed": "render",
+    "compaction_summary_chunk": "render",
     "turn_completed": "state",
     "state_snapshot": "state",
     "model_call_started": "observe",

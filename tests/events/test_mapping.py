@@ -9,7 +9,10 @@ from _events_samples import sample_events
 from _events_schema import stable_validator
 
 from accord.events import (
+    COMPACTED_MARKER,
     BudgetWarning,
+    CompactionChanged,
+    CompactionSummaryAdded,
     Event,
     SessionUpdateMapper,
     TextChunk,
@@ -36,6 +39,7 @@ NO_UPDATE = {
     "turn_error",
     "sub_agent_started",
     "sub_agent_stopped",
+    "compaction_summary_chunk",
 }
 
 UPDATE_TAG = {
@@ -51,6 +55,7 @@ UPDATE_TAG = {
     "commands_changed": "available_commands_update",
     "title_changed": "session_info_update",
     "usage_reported": "usage_update",
+    "compaction_changed": "agent_message_chunk",  # the marker at its end; nothing before
 }
 
 
@@ -74,7 +79,9 @@ def test_an_unknown_event_is_rejected_at_run_time() -> None:
 @pytest.mark.parametrize("event", SAMPLES, ids=lambda e: e.kind)
 def test_sample_maps_as_decided(event: Event) -> None:
     update = to_session_update(event)
-    if event.kind in NO_UPDATE:
+    if event.kind in NO_UPDATE or (
+        isinstance(event, CompactionChanged) and event.status == "in_progress"
+    ):
         assert update is None
         return
     assert update is not None
@@ -168,3 +175,50 @@ def test_a_subclass_overrides_one_kind() -> None:
     text = TextChunk(message_id="m", content=TextContentBlock(text="hi"))
     assert Quiet().map(thought) is None
     assert Quiet().map(text) == to_session_update(text)
+
+
+def test_a_client_without_compaction_sees_only_the_marker_message() -> None:
+    mapper = SessionUpdateMapper()
+    started = CompactionChanged(compaction_id="c", message_id="m", status="in_progress")
+    chunk = CompactionSummaryAdded(compaction_id="c", content=TextContentBlock(text="sum"))
+    done = CompactionChanged(compaction_id="c", message_id="m", status="completed")
+    failed = CompactionChanged(compaction_id="d", message_id="n", status="failed", error="boom")
+    assert mapper.map(started) is None
+    assert mapper.map(chunk) is None
+    done_update = mapper.map(done)
+    assert done_update is not None
+    assert done_update.to_wire() == {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": COMPACTED_MARKER},
+        "messageId": "m",
+    }
+    failed_update = mapper.map(failed)
+    assert failed_update is not None
+    text = failed_update.to_wire()["content"]["text"]
+    assert "boom" in text and "kept as it was" in text
+
+
+def test_a_client_with_compaction_gets_the_unstable_updates() -> None:
+    mapper = SessionUpdateMapper(compaction=True)
+    events = [
+        CompactionChanged(compaction_id="c", message_id="m", status="in_progress"),
+        CompactionSummaryAdded(compaction_id="c", content=TextContentBlock(text="sum")),
+        CompactionChanged(compaction_id="c", message_id="m", status="completed"),
+        CompactionChanged(compaction_id="d", message_id="n", status="failed", error="boom"),
+    ]
+    wires = [update.to_wire() for event in events if (update := mapper.map(event)) is not None]
+    assert wires == [
+        {"sessionUpdate": "compaction_update", "compactionId": "c", "status": "in_progress"},
+        {
+            "sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c",
+            "content": {"type": "text", "text": "sum"},
+        },
+        {"sessionUpdate": "compaction_update", "compactionId": "c", "status": "completed"},
+        {
+            "sessionUpdate": "compaction_update",
+            "compactionId": "d",
+            "status": "failed",
+            "error": "boom",
+        },
+    ]

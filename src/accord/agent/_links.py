@@ -63,6 +63,11 @@ def _boolean_options(capabilities: ClientCapabilities) -> bool:
     )
 
 
+def _compaction(capabilities: ClientCapabilities) -> bool:
+    session = capabilities.session
+    return session is not None and session.compaction is not None
+
+
 class ClientLink:
     """One connection served by the runtime (see the module docstring).
 
@@ -115,6 +120,7 @@ class ClientLink:
             self.connection.connection.notify,
             extended=extended,
             boolean_options=_boolean_options(capabilities),
+            compaction=_compaction(capabilities),
         )
 
     @property

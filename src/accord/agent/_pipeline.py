@@ -34,9 +34,10 @@ where a client that comes back would resume.
 
 :class:`ClientChannel` is the connection side of one client: it renders an envelope with the
 one mapping (:meth:`~accord.events.SessionUpdateMapper.update_wire`, which also hides
-``boolean`` config options from clients that did not advertise them), adds ``_accord/event``
-for clients that opted in (all three layers, the observe layer included), stamps each
-notification's ``_meta["acp/cursor"]`` (:mod:`._cursor`: where a client that comes back
+``boolean`` config options from clients that did not advertise them and gives clients without
+``session.compaction`` the ordinary marker of a compaction instead of its updates), adds
+``_accord/event`` for clients that opted in (all three layers, the observe layer included),
+stamps each notification's ``_meta["acp/cursor"]`` (:mod:`._cursor`: where a client that comes back
 resumes), and has a "gone"
 flag: once the connection is closed, sends are skipped silently (the store still gets
 everything).
@@ -132,8 +133,8 @@ class Recipient(Protocol):
 class _ClientMapper(SessionUpdateMapper):
     """The standard mapping, minus ``boolean`` options for clients that cannot take them."""
 
-    def __init__(self, *, boolean_options: bool) -> None:
-        super().__init__()
+    def __init__(self, *, boolean_options: bool, compaction: bool) -> None:
+        super().__init__(compaction=compaction)
         self.boolean_options = boolean_options
 
     def config_changed(self, event: ConfigChanged) -> SessionUpdate | None:
@@ -157,15 +158,21 @@ class ClientChannel:
         notify: Sends a notification to the client (its connection's ``notify``).
         extended: The client opted in to ``_accord/event`` notifications.
         boolean_options: The client advertised ``session.configOptions.boolean``.
+        compaction: The client advertised ``session.compaction`` (unstable compaction
+            updates; else the ordinary marker).
     """
 
-    def __init__(self, notify: Notify, *, extended: bool, boolean_options: bool) -> None:
+    def __init__(
+        self, notify: Notify, *, extended: bool, boolean_options: bool, compaction: bool = False
+    ) -> None:
         """Create the channel; see the class docstring for the arguments."""
         self._notify = notify
         self.extended = extended
         self.boolean_options = boolean_options
         self.gone = False
-        self.mapper: SessionUpdateMapper = _ClientMapper(boolean_options=boolean_options)
+        self.mapper: SessionUpdateMapper = _ClientMapper(
+            boolean_options=boolean_options, compaction=compaction
+        )
 
     def wants(self, envelope: Envelope) -> bool:
         """Whether this client gets anything for ``envelope`` (observe: only if extended)."""

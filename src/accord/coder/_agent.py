@@ -37,7 +37,13 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.models import Model
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from ..engines.pydantic_ai import ModelChoice, PydanticAIEngine, ServedWindow, bound_tool_results
+from ..engines.pydantic_ai import (
+    Compaction,
+    ModelChoice,
+    PydanticAIEngine,
+    ServedWindow,
+    bound_tool_results,
+)
 from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
@@ -200,4 +206,5 @@ def build_engine(
         deps=lambda _context: deps,
         translator=CoderTranslator,
         titles=True,
+        compaction=None if config.compact_share is None else Compaction(share=config.compact_share),
     )

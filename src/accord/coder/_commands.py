@@ -15,6 +15,10 @@ without doing it, so the decisions are testable on their own; the session carrie
     Starts a fresh conversation: the model forgets every earlier message (the transcript in
     the editor stays, and so does the system prompt). Saved at once, so it holds after a
     restart.
+``/compact [instruction]``
+    Replaces the older turns, in what the model sees, by a summary the model writes (the
+    instruction says what it must keep); the transcript stays whole. Said as a compaction
+    (``compaction_update``), or an ordinary marker message for editors without it.
 
 This module imports nothing of pydantic-ai.
 """
@@ -41,6 +45,11 @@ COMMANDS: Final = (
         name="clear",
         description="Start a fresh conversation (the model forgets what was said so far)",
     ),
+    AvailableCommand(
+        name="compact",
+        description="Summarise the earlier turns for the model (the transcript stays whole)",
+        input=UnstructuredCommandInput(hint="what the summary must keep (optional)"),
+    ),
 )
 """The commands offered to the editor."""
 
@@ -60,14 +69,16 @@ class CommandAction:
     """What a command does.
 
     Attributes:
-        reply: Shown to the user as the agent's reply.
+        reply: Shown to the user as the agent's reply (none when empty).
         switch_mode: The mode to switch to, if any.
         clear: Forget the conversation.
+        compact: Compact the conversation, with this instruction (``None``: do not).
     """
 
     reply: str
     switch_mode: str | None = None
     clear: bool = False
+    compact: str | None = None
 
 
 def parse_command(prompt: Sequence[ContentBlock]) -> Command | None:
@@ -110,6 +121,8 @@ def decide(command: Command, current_mode: str | None) -> CommandAction:
         return CommandAction(
             reply=f"Switched to {wanted} mode: {MODES[wanted].description}.", switch_mode=wanted
         )
+    if command.name == "compact":
+        return CommandAction(reply="", compact=command.argument)
     if command.name == "clear":
         return CommandAction(
             reply="Started a fresh conversation: earlier messages are forgotten.", clear=True

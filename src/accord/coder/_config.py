@@ -13,7 +13,8 @@ Sources, first one wins: the command line (``accord serve --model ... --base-url
   ``qwen2.5-coder:7b`` both work).
 * ``context_window``: the models' context window in tokens, for ``usage_update``; it wins
   over what a ``base_url`` server reports and over pydantic-ai's figure (see
-  :mod:`._agent`).
+  :mod:`._agent`). The same window decides when the conversation is compacted
+  (``compact_share`` of it, 85% unless set).
 
 API keys are never part of the configuration: each provider reads its own variable
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...) from the environment when a session first
@@ -85,11 +86,23 @@ class CoderConfig:
         models: pydantic-ai model names, the default first; empty when none is configured.
         base_url: An OpenAI-compatible endpoint serving every model, if any.
         context_window: The models' context window in tokens, if known only from here.
+        compact_share: Compact the conversation before a model request that would take more
+            than this share of the model's window (``None``: only on ``/compact``).
+
+    Raises:
+        ValueError: ``compact_share`` is not in (0, 1].
     """
 
     models: tuple[str, ...] = ()
     base_url: str | None = None
     context_window: int | None = None
+    compact_share: float | None = 0.85
+
+    def __post_init__(self) -> None:
+        """Check ``compact_share``."""
+        share = self.compact_share
+        if share is not None and (isinstance(share, bool) or not 0 < share <= 1):
+            raise ValueError(f"compact_share must be in (0, 1], not {share!r}")
 
     @classmethod
     def from_sources(

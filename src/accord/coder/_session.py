@@ -5,8 +5,9 @@ the model) and adds what the coder needs around it:
 
 * **slash commands** are handled before the model is called (:mod:`._commands`): ``/mode``
   switches the mode (the runtime publishes ``current_mode_update`` and stores it), ``/clear``
-  replaces the inner session by a fresh one without history (and saves that at once), ``/help``
-  answers; none of them reaches the model;
+  replaces the inner session by a fresh one without history (and saves that at once),
+  ``/compact`` has the inner session summarise the older turns (:class:`Compacts`), ``/help``
+  answers; none of them is a model turn;
 * **state**: every ``StateSnapshot`` of the inner session (its message history) is wrapped with
   the session's system prompt (:class:`~._prompt.CoderState`), so the prompt is stored with the
   session and reused on load, resume and fork;
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import anyio
 from pydantic import JsonValue
@@ -45,7 +46,7 @@ from ._commands import Command, decide, parse_command
 from ._deps import CoderDeps
 from ._prompt import CoderState
 
-__all__ = ("CLOSE_TIMEOUT_SECONDS", "Closer", "CoderSession")
+__all__ = ("CLOSE_TIMEOUT_SECONDS", "Closer", "CoderSession", "Compacts")
 
 CLOSE_TIMEOUT_SECONDS = 10.0
 """Bound on closing the session's model clients and MCP servers (shielded)."""
@@ -56,6 +57,15 @@ class Closer(Protocol):
 
     async def aclose(self) -> None:
         """Release it."""
+        ...
+
+
+@runtime_checkable
+class Compacts(Protocol):
+    """An inner session that compacts its history on request (the pydantic-ai engine's)."""
+
+    def compact(self, instruction: str, turn: TurnContext) -> AsyncIterator[TurnOutput]:
+        """Compact now: the compaction's events, then the new history's snapshot."""
         ...
 
 
@@ -127,17 +137,20 @@ class CoderSession(EngineSession):
                     yield output
                 return
             async for output in self._inner.run_turn(prompt, turn):
-                if isinstance(output, StateSnapshot):
-                    # Wrapped, not kept: a copy of every history as Python objects was most
-                    # of what a turn left behind in the agent (benchmarks/bench_soak.py).
-                    self._state = dataclasses.replace(self._state, engine=None)
-                    wrapped = dataclasses.replace(self._state, engine=output.state)
-                    output = StateSnapshot(state=wrapped.to_json())
-                elif isinstance(output, TitleChanged):
-                    self._title = output.title
-                yield output
+                yield self._wrapped(output)
         finally:
             self._deps.turn = None
+
+    def _wrapped(self, output: TurnOutput) -> TurnOutput:
+        if isinstance(output, StateSnapshot):
+            # Wrapped, not kept: a copy of every history as Python objects was most
+            # of what a turn left behind in the agent (benchmarks/bench_soak.py).
+            self._state = dataclasses.replace(self._state, engine=None)
+            wrapped = dataclasses.replace(self._state, engine=output.state)
+            return StateSnapshot(state=wrapped.to_json())
+        if isinstance(output, TitleChanged):
+            self._title = output.title
+        return output
 
     async def _command(self, command: Command, turn: TurnContext) -> AsyncIterator[TurnOutput]:
         action = decide(command, self._deps.mode_id)
@@ -160,7 +173,18 @@ class CoderSession(EngineSession):
             self._state = dataclasses.replace(self._state, engine=None)
             yield PlanChanged(entries=())
             yield StateSnapshot(state=self._state.to_json())
-        yield TextChunk(message_id=new_id(), content=TextContentBlock(text=action.reply))
+        if action.compact is not None:
+            inner = self._inner
+            if isinstance(inner, Compacts):
+                async for output in inner.compact(action.compact, turn):
+                    yield self._wrapped(output)
+            else:
+                yield TextChunk(
+                    message_id=new_id(),
+                    content=TextContentBlock(text="This session's model cannot compact."),
+                )
+        if action.reply:
+            yield TextChunk(message_id=new_id(), content=TextContentBlock(text=action.reply))
 
     async def set_mode(self, mode_id: str) -> None:
         """Switch mode: the tools and the model engine's filter follow at once."""

@@ -57,6 +57,9 @@ from ._events import ROOT_AGENT_ID as ROOT_AGENT_ID
 from ._events import BudgetResource as BudgetResource
 from ._events import BudgetWarning as BudgetWarning
 from ._events import CommandsChanged as CommandsChanged
+from ._events import CompactionChanged as CompactionChanged
+from ._events import CompactionPhase as CompactionPhase
+from ._events import CompactionSummaryAdded as CompactionSummaryAdded
 from ._events import ConfigChanged as ConfigChanged
 from ._events import Event as Event
 from ._events import EventKind as EventKind
@@ -122,6 +125,9 @@ __all__ = (
     "BudgetResource",
     "BudgetWarning",
     "CommandsChanged",
+    "CompactionChanged",
+    "CompactionPhase",
+    "CompactionSummaryAdded",
     "ConfigChanged",
     "ConfigValue",
     "ContentPart",

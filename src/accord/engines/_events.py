@@ -48,6 +48,9 @@ __all__ = (
     "BudgetResource",
     "BudgetWarning",
     "CommandsChanged",
+    "CompactionChanged",
+    "CompactionPhase",
+    "CompactionSummaryAdded",
     "ConfigChanged",
     "Event",
     "EventKind",
@@ -83,6 +86,9 @@ ROOT_AGENT_ID: Final = "root"
 
 BudgetResource: TypeAlias = Literal["tokens", "cost", "model_requests", "time"]
 """What a :class:`BudgetWarning` is about."""
+
+CompactionPhase: TypeAlias = Literal["in_progress", "completed", "failed", "cancelled"]
+"""Where a :class:`CompactionChanged` compaction is."""
 
 
 def new_id() -> str:
@@ -309,6 +315,40 @@ class UsageReported:
     cost: Cost | None = None
 
 
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionChanged:
+    """A compaction of the model's context began, ended or failed (unstable ``compaction_update``).
+
+    One compaction is one ``compaction_id``: ``in_progress`` first, then its
+    :class:`CompactionSummaryAdded` events, then ``completed``, or ``failed`` (with ``error``)
+    or ``cancelled`` (the turn was), the history then left as it was. ``message_id`` is the
+    id of the ordinary marker (an agent message) that clients without the
+    ``session.compaction`` capability see at the end instead. ``messages_before`` and
+    ``messages_after``: the history's length in messages before and after (on ``completed``).
+    """
+
+    kind: Literal["compaction_changed"] = "compaction_changed"
+    layer: ClassVar[Layer] = "render"
+    compaction_id: str
+    message_id: str
+    status: CompactionPhase
+    error: str | None = None
+    messages_before: int | None = None
+    messages_after: int | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSummaryAdded:
+    """A piece of the summary a compaction keeps (unstable ``compaction_summary_chunk``)."""
+
+    kind: Literal["compaction_summary_chunk"] = "compaction_summary_chunk"
+    layer: ClassVar[Layer] = "render"
+    compaction_id: str
+    content: ContentBlock
+
+
 # --------------------------------------------------------------------------- state layer
 
 
@@ -433,6 +473,8 @@ Event: TypeAlias = (
     | CommandsChanged
     | TitleChanged
     | UsageReported
+    | CompactionChanged
+    | CompactionSummaryAdded
     | TurnCompleted
     | StateSnapshot
     | ModelCallStarted
@@ -459,6 +501,8 @@ EventKind: TypeAlias = Literal[
     "commands_changed",
     "title_changed",
     "usage_reported",
+    "compaction_changed",
+    "compaction_summary_chunk",
     "turn_completed",
     "state_snapshot",
     "model_call_started",

@@ -24,6 +24,9 @@ from ..engines import TOOL_CALL_TRANSITIONS as TRANSITIONS
 from ..engines import BudgetResource as BudgetResource
 from ..engines import BudgetWarning as BudgetWarning
 from ..engines import CommandsChanged as CommandsChanged
+from ..engines import CompactionChanged as CompactionChanged
+from ..engines import CompactionPhase as CompactionPhase
+from ..engines import CompactionSummaryAdded as CompactionSummaryAdded
 from ..engines import ConfigChanged as ConfigChanged
 from ..engines import Event as Event
 from ..engines import EventKind as EventKind
@@ -73,8 +76,11 @@ from ._extension import extension_capability as extension_capability
 from ._extension import wants_extended_events as wants_extended_events
 from ._mapping import CANCELLED_META as CANCELLED_META
 from ._mapping import CHUNK_UPDATE_TAGS as CHUNK_UPDATE_TAGS
+from ._mapping import COMPACTED_MARKER as COMPACTED_MARKER
+from ._mapping import COMPACTION_FAILED_MARKER as COMPACTION_FAILED_MARKER
 from ._mapping import SessionUpdateMapper as SessionUpdateMapper
 from ._mapping import chunk_update as chunk_update
+from ._mapping import compaction_marker as compaction_marker
 from ._mapping import to_session_update as to_session_update
 from ._replay import compact_for_replay as compact_for_replay
 from ._state_chain import STATE_APPENDED as STATE_APPENDED
@@ -86,6 +92,8 @@ __all__ = (
     "ACTIVITY_SCHEMA_VERSION",
     "CANCELLED_META",
     "CHUNK_UPDATE_TAGS",
+    "COMPACTED_MARKER",
+    "COMPACTION_FAILED_MARKER",
     "EXTENSION_META_KEY",
     "EXT_EVENT_METHOD",
     "LABEL_LIMIT_BYTES",
@@ -96,6 +104,9 @@ __all__ = (
     "BudgetResource",
     "BudgetWarning",
     "CommandsChanged",
+    "CompactionChanged",
+    "CompactionPhase",
+    "CompactionSummaryAdded",
     "ConfigChanged",
     "Envelope",
     "Event",
@@ -131,6 +142,7 @@ __all__ = (
     "apply_appended",
     "chunk_update",
     "compact_for_replay",
+    "compaction_marker",
     "correlation_id",
     "envelope_from_stored",
     "event_from_json",

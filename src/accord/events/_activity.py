@@ -35,6 +35,8 @@ import orjson
 from ..engines import (
     BudgetWarning,
     CommandsChanged,
+    CompactionChanged,
+    CompactionSummaryAdded,
     ConfigChanged,
     Event,
     EventKind,
@@ -309,6 +311,17 @@ def _facts(header: ActivityRecord, event: Event) -> ActivityRecord:
                 if cost is None
                 else (cost.currency if _CURRENCY.fullmatch(cost.currency) else "other"),
             )
+        case CompactionChanged():
+            return replace(
+                header,
+                message=_ref("message", event.message_id),
+                status=_pick(event.status, _STATUSES),
+                before=event.messages_before,
+                after=event.messages_after,
+            )
+        case CompactionSummaryAdded():
+            content_type, size = _block_facts(event.content)
+            return replace(header, content_type=content_type, size=size)
         case TurnCompleted():
             return replace(header, status=_pick(event.stop_reason, _STATUSES))
         case StateSnapshot():

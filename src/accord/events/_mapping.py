@@ -36,6 +36,8 @@ from typing import Any, Final, assert_never
 from ..engines import (
     BudgetWarning,
     CommandsChanged,
+    CompactionChanged,
+    CompactionSummaryAdded,
     ConfigChanged,
     Event,
     MessagesCompacted,
@@ -62,6 +64,8 @@ from ..schema import (
     AgentMessageChunkSessionUpdate,
     AgentThoughtChunkSessionUpdate,
     AvailableCommandsUpdateSessionUpdate,
+    CompactionSummaryChunkSessionUpdate,
+    CompactionUpdateSessionUpdate,
     ConfigOptionUpdateSessionUpdate,
     CurrentModeUpdateSessionUpdate,
     PlanSessionUpdate,
@@ -77,8 +81,11 @@ from ._envelope import Envelope
 __all__ = (
     "CANCELLED_META",
     "CHUNK_UPDATE_TAGS",
+    "COMPACTED_MARKER",
+    "COMPACTION_FAILED_MARKER",
     "SessionUpdateMapper",
     "chunk_update",
+    "compaction_marker",
     "to_session_update",
 )
 
@@ -112,8 +119,13 @@ def chunk_update(kind: str, content: dict[str, Any], message_id: str) -> dict[st
 class SessionUpdateMapper:
     """Turns events into ``SessionUpdate`` models, one overridable hook per event kind."""
 
-    def __init__(self) -> None:
-        """Create a mapper (notes which chunk hooks a subclass overrides)."""
+    def __init__(self, *, compaction: bool = False) -> None:
+        """Create a mapper (notes which chunk hooks a subclass overrides).
+
+        ``compaction``: the client advertised ``session.compaction`` (it gets the unstable
+        compaction updates instead of the ordinary marker).
+        """
+        self.compaction = compaction
         cls = type(self)
         #: Chunk kinds whose hook is the standard one (mapped straight to wire dicts).
         self._plain_chunks = frozenset(
@@ -164,6 +176,10 @@ class SessionUpdateMapper:
                 return self.title_changed(event)
             case UsageReported():
                 return self.usage_reported(event)
+            case CompactionChanged():
+                return self.compaction_changed(event)
+            case CompactionSummaryAdded():
+                return self.compaction_summary_chunk(event)
             case TurnCompleted():
                 return self.turn_completed(event)
             case StateSnapshot():
@@ -291,6 +307,33 @@ class SessionUpdateMapper:
             return UsageUpdateSessionUpdate(used=event.used, size=event.size)
         return UsageUpdateSessionUpdate(used=event.used, size=event.size, cost=event.cost)
 
+    def compaction_changed(self, event: CompactionChanged) -> SessionUpdate | None:
+        """For a client with ``session.compaction``: ``compaction_update``. For any other:
+        the ordinary marker at the end (:func:`compaction_marker`, an agent message), nothing
+        while it runs."""
+        if self.compaction:
+            if event.error is None:
+                return CompactionUpdateSessionUpdate(
+                    compaction_id=event.compaction_id, status=event.status
+                )
+            return CompactionUpdateSessionUpdate(
+                compaction_id=event.compaction_id, status=event.status, error=event.error
+            )
+        marker = compaction_marker(event)
+        if marker is None:
+            return None
+        return AgentMessageChunkSessionUpdate.model_validate(
+            chunk_update("text_chunk", {"type": "text", "text": marker}, event.message_id)
+        )
+
+    def compaction_summary_chunk(self, event: CompactionSummaryAdded) -> SessionUpdate | None:
+        """``compaction_summary_chunk`` for a client with ``session.compaction``, else nothing."""
+        if not self.compaction:
+            return None
+        return CompactionSummaryChunkSessionUpdate(
+            compaction_id=event.compaction_id, content=event.content
+        )
+
     # ------------------------------------------------------------------ state layer
 
     def turn_completed(self, event: TurnCompleted) -> SessionUpdate | None:
@@ -326,6 +369,24 @@ class SessionUpdateMapper:
     def sub_agent_stopped(self, event: SubAgentStopped) -> SessionUpdate | None:
         """Nothing: standard clients see the delegating tool call instead."""
         return None
+
+
+COMPACTED_MARKER: Final = "[Earlier turns summarised: the model now sees a summary of them.]"
+"""The ordinary marker of a completed compaction (an agent message)."""
+
+COMPACTION_FAILED_MARKER: Final = (
+    "[Summarising earlier turns failed ({error}); the history is kept as it was.]"
+)
+"""The ordinary marker of a failed compaction (``error``: what went wrong)."""
+
+
+def compaction_marker(event: CompactionChanged) -> str | None:
+    """The text clients without ``session.compaction`` see for ``event`` (``None``: nothing)."""
+    if event.status == "completed":
+        return COMPACTED_MARKER
+    if event.status in ("failed", "cancelled"):
+        return COMPACTION_FAILED_MARKER.format(error=event.error or event.status)
+    return None
 
 
 def _chunk_wire(event: UserMessageChunk | TextChunk | ThinkingChunk) -> dict[str, Any]:

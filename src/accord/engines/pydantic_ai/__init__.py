@@ -38,6 +38,12 @@ What a client sees, per turn (details in :mod:`._stream`, :mod:`._run` and :mod:
 * tool results longer than a bound can be cut for the model (the client still gets them
   whole) by opting in with ``capabilities=[ProcessHistory(bound_tool_results(limit))]``
   (:mod:`._bounds`);
+* a long conversation is compacted before it fills the model's window: with
+  ``PydanticAIEngine(agent, compaction=Compaction(share=0.85, keep_turns=2))`` the older turns
+  are replaced, in what the model sees, by a summary the model writes (one request marked
+  ``x-accord-purpose: compact``) before a turn whose request would take more than ``share``
+  of the window, and on :meth:`PydanticAISession.compact`; clients see it as compaction
+  updates, or an ordinary marker message (:mod:`._compaction`);
 * cancelling stops the model stream at once (the HTTP response is closed) and keeps the partial
   history.
 
@@ -56,6 +62,10 @@ from ._approval import ApprovalHook as ApprovalHook
 from ._approval import ToolFilter as ToolFilter
 from ._bounds import TRUNCATION_NOTE as TRUNCATION_NOTE
 from ._bounds import bound_tool_results as bound_tool_results
+from ._compaction import COMPACT_PURPOSE as COMPACT_PURPOSE
+from ._compaction import SUMMARY_PREFIX as SUMMARY_PREFIX
+from ._compaction import Compaction as Compaction
+from ._compaction import CompactionFailed as CompactionFailed
 from ._engine import AgentFactory as AgentFactory
 from ._engine import DepsFactory as DepsFactory
 from ._engine import PydanticAIEngine as PydanticAIEngine
@@ -90,6 +100,7 @@ from ._tools import replace_diff as replace_diff
 
 __all__ = (
     "ACP_TOOL_KIND_NAMESPACE",
+    "COMPACT_PURPOSE",
     "DEFAULT_BEHAVIOUR",
     "DEFAULT_CHUNK_INTERVAL",
     "DENIED_MESSAGE",
@@ -99,11 +110,14 @@ __all__ = (
     "MAX_RESULT_TEXT",
     "MODEL_CONFIG_ID",
     "RUN_METADATA_KEY",
+    "SUMMARY_PREFIX",
     "TRUNCATION_NOTE",
     "TURN_CANCELLED_MESSAGE",
     "AgentFactory",
     "ApprovalHook",
     "BehaviourLookup",
+    "Compaction",
+    "CompactionFailed",
     "DepsFactory",
     "EventTranslator",
     "HistoryError",

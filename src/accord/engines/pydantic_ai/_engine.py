@@ -22,6 +22,7 @@ from ...errors import InternalError
 from ...schema import PermissionOption
 from .. import Engine, EngineCapabilities, SessionContext
 from ._approval import ApprovalHook, ToolFilter
+from ._compaction import Compaction
 from ._history import HistoryError, history_from_json
 from ._models import MODEL_CONFIG_ID, ModelChoice, SessionModel, model_config_option
 from ._session import (
@@ -74,6 +75,10 @@ class PydanticAIEngine(Engine):
         titles: Title every untitled session from its first prompt (``TitleChanged``): a
             few words the session's model writes, bounded in time, else the prompt's first
             line (see :mod:`._title`).
+        compaction: Compact a session's history before a turn whose request would take more
+            than ``compaction.share`` of the model's window (see :mod:`._compaction`);
+            ``None``: never by itself (:meth:`PydanticAISession.compact` still does on
+            request).
 
     Raises:
         ValueError: ``models`` has duplicate ids, ``default_model`` is not one of them, or
@@ -95,6 +100,7 @@ class PydanticAIEngine(Engine):
         translator: TranslatorFactory = EventTranslator,
         chunk_interval: float | None = DEFAULT_CHUNK_INTERVAL,
         titles: bool = False,
+        compaction: Compaction | None = None,
     ) -> None:
         """Check the configuration; see the class docstring for the arguments."""
         if isinstance(agent, AbstractAgent):
@@ -128,6 +134,7 @@ class PydanticAIEngine(Engine):
             translator=translator,
             chunk_interval=chunk_interval,
             titles=titles,
+            compaction=compaction,
         )
 
     @property

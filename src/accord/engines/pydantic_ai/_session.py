@@ -9,7 +9,11 @@ run (:class:`TurnRun`), driven in a task of its own and handed to the runtime th
 2. turns the prompt into pydantic-ai user content;
 3. builds the turn's translator and capability (tool filter and approvals for the current
    mode) and runs the turn, continuing the session's history;
-4. keeps the history the run leaves, also when it was cancelled or failed.
+4. compacts the history first when the engine compacts and the turn's request would take
+   more than its share of the model's window (:mod:`._compaction`);
+5. keeps the history the run leaves, also when it was cancelled or failed.
+
+:meth:`PydanticAISession.compact` compacts on request (the coder's ``/compact``).
 
 This module sits on pydantic-ai, the engine protocol and the modules beside it; the engine
 opens one session per ACP session.
@@ -30,17 +34,30 @@ from pydantic_ai.models import Model
 from pydantic_ai.tools import ToolDefinition
 
 from ...errors import InvalidParams
-from ...schema import ContentBlock, PermissionOption, SessionConfigOption
+from ...schema import ContentBlock, PermissionOption, SessionConfigOption, TextContentBlock
 from .. import (
+    CompactionChanged,
+    CompactionSummaryAdded,
     ConfigValue,
     EngineSession,
+    MessagesCompacted,
     SessionContext,
+    StateSnapshot,
     TitleChanged,
     TurnContext,
     TurnOutput,
+    new_id,
 )
 from ._approval import ApprovalHook, ToolFilter, TurnCapability, TurnState, waits_for_approval
-from ._history import CostTotal, PackedHistory
+from ._compaction import (
+    Compaction,
+    CompactionFailed,
+    compacted_history,
+    estimate_tokens,
+    split_history,
+    summarise,
+)
+from ._history import CostTotal, PackedHistory, history_to_json
 from ._models import MODEL_CONFIG_ID, AnyModel, SessionModel
 from ._pipe import Pipe, run_in_task
 from ._prompt import user_content
@@ -83,6 +100,7 @@ class SessionOptions:
     translator: TranslatorFactory = EventTranslator
     chunk_interval: float | None = DEFAULT_CHUNK_INTERVAL
     titles: bool = False
+    compaction: Compaction | None = None
 
 
 class PydanticAISession(EngineSession):
@@ -111,6 +129,8 @@ class PydanticAISession(EngineSession):
         self._cost = CostTotal(history, priced=model.priced)
         self._mode_id = context.mode_id
         self._turn_state: TurnState | None = None
+        # Whether the last response's usage measures the history (false after a compaction).
+        self._measured = True
         # An untitled session is titled from its next prompt (when the engine titles).
         self._untitled = options.titles and context.title is None
 
@@ -232,10 +252,121 @@ class PydanticAISession(EngineSession):
             raise
         await pipe.put(TitleChanged(title=title))
 
+    def compact(self, instruction: str, turn: TurnContext) -> AsyncIterator[TurnOutput]:
+        """Compact the history now (``instruction``: what the summary should keep), as a
+        turn's outputs: the compaction's events, then the history's snapshot when it changed.
+        """
+
+        async def produce(pipe: Pipe) -> None:
+            await self._prepare_turn(turn)
+            model = self._model.begin_turn()
+            try:
+                if await self._compact(pipe, turn, model, instruction, requested=True):
+                    await pipe.put(StateSnapshot(state=history_to_json(self._history.unpack())))
+            finally:
+                await self._model.end_turn()
+
+        return run_in_task(produce, coalesce=False, interval=0.0)
+
+    async def _compact(
+        self,
+        pipe: Pipe,
+        turn: TurnContext,
+        model: AnyModel | None,
+        instruction: str,
+        *,
+        requested: bool,
+        estimate: int | None = None,
+    ) -> bool:
+        """Summarise the older turns (see :mod:`._compaction`); whether the history changed.
+
+        Failure (the model's, nothing to summarise on request, the turn cancelled) says so
+        with a ``failed``/``cancelled`` :class:`CompactionChanged`, the history unchanged.
+        """
+        policy = self._options.compaction or Compaction()
+        messages = self._history.unpack()
+        split = split_history(messages, policy.keep_turns)
+        if split is None and not requested:
+            return False
+        compaction_id, marker_id = new_id(), new_id()
+        await pipe.put(
+            CompactionChanged(
+                compaction_id=compaction_id, message_id=marker_id, status="in_progress"
+            )
+        )
+        summary: str | None = None
+        error = "there are no earlier turns to summarise yet"
+        cancelled = False
+        if split is not None:
+            system, older, kept = split
+            summariser = model if model is not None else self._agent.model
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as watch:
+
+                    async def on_cancel() -> None:
+                        await turn.wait_cancelled()
+                        scope.cancel()
+
+                    watch.start_soon(on_cancel)
+                    try:
+                        if summariser is None:
+                            raise CompactionFailed("the session has no model to summarise with")
+                        summary = await summarise(
+                            summariser,
+                            older,
+                            instruction=instruction,
+                            max_tokens=policy.max_summary_tokens,
+                        )
+                    except CompactionFailed as exc:
+                        error = str(exc)
+                    watch.cancel_scope.cancel()
+            cancelled = scope.cancelled_caught
+            if summary is not None and not cancelled:
+                compacted = compacted_history(system, summary, kept)
+                self._history = PackedHistory(compacted)
+                self._measured = False
+                await pipe.put(
+                    CompactionSummaryAdded(
+                        compaction_id=compaction_id, content=TextContentBlock(text=summary)
+                    )
+                )
+                await pipe.put(
+                    MessagesCompacted(
+                        messages_before=len(messages),
+                        messages_after=len(compacted),
+                        tokens_before=estimate,
+                    )
+                )
+                await pipe.put(
+                    CompactionChanged(
+                        compaction_id=compaction_id,
+                        message_id=marker_id,
+                        status="completed",
+                        messages_before=len(messages),
+                        messages_after=len(compacted),
+                    )
+                )
+                return True
+        await pipe.put(
+            CompactionChanged(
+                compaction_id=compaction_id,
+                message_id=marker_id,
+                status="cancelled" if cancelled else "failed",
+                error="the turn was cancelled" if cancelled else error,
+            )
+        )
+        return False
+
     async def _run_model_turn(
         self, prompt: Sequence[ContentBlock], turn: TurnContext, pipe: Pipe, model: AnyModel | None
     ) -> None:
         try:
+            policy = self._options.compaction
+            if policy is not None:
+                messages = self._history.unpack()
+                used = estimate_tokens(messages, prompt_text(prompt), measured=self._measured)
+                if policy.due(used, await self._context_window(model)):
+                    await self._compact(pipe, turn, model, "", requested=False, estimate=used)
             options = self._options
             translator = options.translator(
                 cwd=self._context.cwd,
@@ -277,6 +408,7 @@ class PydanticAISession(EngineSession):
                 await run.run(pipe)
             finally:
                 self._history = PackedHistory(run.messages)
+                self._measured = True
         finally:
             self._turn_state = None
             await self._model.end_turn()
