@@ -125,14 +125,16 @@ async def test_the_terminal_method_is_advertised_only_to_clients_that_can_run_it
         )
     finally:
         await runtime.aclose()
-    [method] = response.auth_methods
+    *methods, agent = response.auth_methods
+    assert isinstance(agent, AuthMethodAgent) and "accord serve --model" in (
+        agent.description or ""
+    )
     if terminal:
+        [method] = methods
         assert isinstance(method, TerminalAuthMethod) and method.args == ["--configure"]
         assert method.to_wire()["type"] == "terminal"
     else:
-        assert isinstance(method, AuthMethodAgent) and "accord serve --model" in (
-            method.description or ""
-        )
+        assert methods == []
 
 
 def test_accord_run_offers_the_agents_terminal_sign_in_and_then_prompts(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import subprocess
 import sys
 import weakref
@@ -18,6 +19,7 @@ from accord.cli._build_agent import build_agent
 from accord.cli._serve import serve_command
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime, CoderState, _open
+from accord.coder._credentials import MODEL_PROVIDERS, accord_config_dir, save_model
 from accord.errors import RequestError
 from accord.schema import AuthenticateRequest
 from accord.store import MemorySessionStore
@@ -31,7 +33,7 @@ async def test_an_unconfigured_agent_starts_and_explains(project: Path) -> None:
     try:
         async with connect(runtime, cwd=project) as connection:
             (method,) = connection.auth_methods
-            assert method.id == "configure-model"
+            assert method.id == "use-saved-model"
             assert method.description is not None and "OPENAI_API_KEY" in method.description
             assert connection.agent_info is not None and connection.agent_info.name == "accord"
             with pytest.raises(RequestError) as raised:
@@ -39,9 +41,44 @@ async def test_an_unconfigured_agent_starts_and_explains(project: Path) -> None:
             assert raised.value.code == -32000
             assert "No model is configured" in raised.value.message
             with pytest.raises(RequestError) as authenticating:
-                await connection.authenticate("configure-model")
+                await connection.authenticate(method.id)
             assert authenticating.value.code == -32000
             assert not [s async for s in connection.iter_sessions()]  # nothing was stored
+    finally:
+        await runtime.aclose()
+
+
+async def test_a_model_without_its_key_offers_sign_in_and_reads_the_saved_key(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ACCORD_NO_KEYRING", "1")
+    runtime = CoderRuntime(
+        CoderConfig(models=("openai:gpt-3.5-turbo",)), store=MemorySessionStore()
+    )
+    try:
+        async with connect(runtime, cwd=project) as connection:
+            assert [m.id for m in connection.auth_methods] == ["use-saved-model"]
+            with pytest.raises(RequestError) as refused:
+                await connection.new_session(project)
+            assert refused.value.code == -32000
+            with pytest.raises(RequestError) as unknown:
+                await connection.authenticate("password")
+            assert unknown.value.code == -32602
+            assert "offers use-saved-model" in unknown.value.message
+            with pytest.raises(RequestError) as nothing_saved:
+                await connection.authenticate("use-saved-model")
+            assert nothing_saved.value.code == -32000
+            assert "OPENAI_API_KEY is not set" in nothing_saved.value.message
+            provider = next(p for p in MODEL_PROVIDERS if p.id == "openai")
+            directory = accord_config_dir()
+            save_model(
+                provider, "openai:gpt-3.5-turbo", base_url=None, key="sk-saved", directory=directory
+            )
+            await connection.authenticate("use-saved-model")
+            assert os.environ["OPENAI_API_KEY"] == "sk-saved"
     finally:
         await runtime.aclose()
 
@@ -53,7 +90,11 @@ async def test_a_configured_agent_advertises_its_controls(project: Path) -> None
         try:
             async with connect(runtime, cwd=project) as connection:
                 assert not connection.auth_methods
-                assert await runtime.authenticate(AuthenticateRequest(method_id="x")) is not None
+                with pytest.raises(RequestError) as unknown:
+                    await runtime.authenticate(AuthenticateRequest(method_id="x"))
+                assert (
+                    unknown.value.code == -32602 and "no sign-in is needed" in unknown.value.message
+                )
                 session = await connection.new_session(project)
                 view = session.view
                 assert view.current_mode_id == "code"

@@ -6,7 +6,11 @@ from pathlib import Path
 import pytest
 
 from accord.coder import CoderConfig, CoderState, _prompt, build_system_prompt
-from accord.coder._config import CONFIGURE_AUTH_METHOD_ID, MODEL_CONFIG_ID
+from accord.coder._config import (
+    CONFIGURE_AUTH_METHOD_ID,
+    MODEL_CONFIG_ID,
+    SAVED_MODEL_AUTH_METHOD_ID,
+)
 from accord.coder._prompt import StateError, read_project_notes
 
 
@@ -71,11 +75,30 @@ def test_an_unconfigured_agent_says_how_to_configure_one() -> None:
     assert problem is not None
     assert "accord serve --model" in problem and "OPENAI_API_KEY" in problem
     (method,) = config.auth_methods()
-    assert method.id == CONFIGURE_AUTH_METHOD_ID
+    assert method.id == SAVED_MODEL_AUTH_METHOD_ID
     assert method.description is not None and "--base-url" in method.description
     assert config.model_option() is None
     configured = CoderConfig(models=("openai:m",))
-    assert configured.problem() is None and configured.auth_methods() == ()
+    assert configured.problem() is None
+    assert configured.auth_methods(environ={"OPENAI_API_KEY": "k"}) == ()
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [("openai:gpt-3.5-turbo", "OPENAI_API_KEY"), ("anthropic:claude-x", "ANTHROPIC_API_KEY")],
+)
+def test_a_model_without_its_key_advertises_how_to_give_it(model: str, variable: str) -> None:
+    config = CoderConfig(models=(model,))
+    assert config.missing_key({}) == variable
+    (agent,) = config.auth_methods(environ={})
+    assert agent.id == SAVED_MODEL_AUTH_METHOD_ID
+    assert agent.description is not None and f"{variable} is not set" in agent.description
+    terminal, agent = config.auth_methods(terminal=True, environ={})
+    assert terminal.id == CONFIGURE_AUTH_METHOD_ID and terminal.to_wire()["type"] == "terminal"
+    assert agent.id == SAVED_MODEL_AUTH_METHOD_ID
+    assert config.auth_methods(environ={variable: "key"}) == ()
+    served = CoderConfig(models=(model,), base_url="http://localhost:1/v1")
+    assert served.missing_key({}) is None and served.auth_methods(environ={}) == ()
 
 
 def test_served_model_ids_and_the_model_option() -> None:

@@ -21,12 +21,15 @@ API keys are never part of the configuration: each provider reads its own variab
 needs the model, and nothing here logs, stores or echoes them. Without a model the agent still
 starts: ``initialize`` advertises an auth method whose description says how to configure one,
 and ``session/new`` answers -32000 with the same instructions (:meth:`CoderConfig.problem`).
+The same methods are advertised while the default model's provider key is not in the
+environment (:meth:`CoderConfig.missing_key`), since ``session/new`` answers -32000 then too.
 
 This module imports nothing of pydantic-ai.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -46,6 +49,7 @@ __all__ = (
     "CONTEXT_WINDOW_ENV",
     "MODEL_CONFIG_ID",
     "MODEL_ENV",
+    "SAVED_MODEL_AUTH_METHOD_ID",
     "CoderConfig",
 )
 
@@ -62,12 +66,22 @@ MODEL_CONFIG_ID: Final = "model"
 """The id of the model config option (the same as the pydantic-ai engine's)."""
 
 CONFIGURE_AUTH_METHOD_ID: Final = "configure-model"
-"""The id of the auth method advertised while no model is configured."""
+"""The id of the terminal auth method (``--configure``) advertised while sessions cannot start."""
+
+SAVED_MODEL_AUTH_METHOD_ID: Final = "use-saved-model"
+"""The id of the ``agent`` auth method: the agent reads the key ``--configure`` saved again."""
 
 CONFIGURE_FLAG: Final = "--configure"
 """The argument a terminal auth method appends to the agent's command (``accord serve``)."""
 
 _OPENAI_PREFIXES: Final = ("openai:", "openai-chat:")
+
+_KEY_VARIABLES: Final = (
+    (_OPENAI_PREFIXES, "OPENAI_API_KEY"),
+    (("anthropic:",), "ANTHROPIC_API_KEY"),
+    (("google-gla:",), "GOOGLE_API_KEY"),
+)
+"""Model name prefixes whose provider reads its key from one known variable."""
 
 _HOW_TO: Final = (
     "Start the agent with a model, e.g. `accord serve --model openai:gpt-5` (any pydantic-ai "
@@ -150,33 +164,60 @@ class CoderConfig:
             return None
         return f"No model is configured for the accord coding agent. {_HOW_TO}"
 
-    def auth_methods(self, *, terminal: bool = False) -> tuple[AuthMethod, ...]:
-        """What ``initialize`` advertises: how to configure a model, while none is.
+    def missing_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The variable the default model's provider reads its key from, when it is unset.
 
-        With ``terminal`` (the client advertised ``auth.terminal``) it is a terminal method:
-        the client runs the agent's command again with ``--configure`` (an interactive setup
-        of provider, model and key, saved for later starts); otherwise an ``agent`` method
-        whose description says how to configure one.
+        ``None`` with a ``base_url`` (local servers mostly take none), for providers whose
+        variable is not known here, and when the variable is set in ``environ`` (default: this
+        process's environment).
         """
-        if self.configured:
+        model = self.default_model
+        if model is None or self.base_url is not None:
+            return None
+        env = os.environ if environ is None else environ
+        for prefixes, variable in _KEY_VARIABLES:
+            if model.startswith(prefixes):
+                return None if env.get(variable) else variable
+        return None
+
+    def auth_methods(
+        self, *, terminal: bool = False, environ: Mapping[str, str] | None = None
+    ) -> tuple[AuthMethod, ...]:
+        """What ``initialize`` advertises: how to fix the model, while sessions cannot start.
+
+        Advertised while no model is configured or its key is missing (:meth:`missing_key`):
+        with ``terminal`` (the client advertised ``auth.terminal``) a terminal method first,
+        the client running the agent's command again with ``--configure`` (an interactive
+        setup of provider, model and key, saved for later starts); in any case an ``agent``
+        method whose description says how to configure one, and with which the agent reads
+        the saved key again (:data:`SAVED_MODEL_AUTH_METHOD_ID`).
+        """
+        missing = self.missing_key(environ)
+        if self.configured and missing is None:
             return ()
-        if terminal:
-            return (
-                TerminalAuthMethod(
-                    id=CONFIGURE_AUTH_METHOD_ID,
-                    name="Configure a model",
-                    description=(
-                        "Choose the model provider, the model and its API key in a terminal; "
-                        "they are saved for later starts (the key in your keyring, or a file "
-                        "only you can read)."
-                    ),
-                    args=[CONFIGURE_FLAG],
-                ),
-            )
-        return (
-            AuthMethodAgent(
-                id=CONFIGURE_AUTH_METHOD_ID, name="Configure a model", description=_HOW_TO
+        how_to = _HOW_TO if missing is None else f"{missing} is not set. {_HOW_TO}"
+        agent = AuthMethodAgent(
+            id=SAVED_MODEL_AUTH_METHOD_ID,
+            name="Use the saved model",
+            description=(
+                f"{how_to} Or run `accord serve {CONFIGURE_FLAG}` in a terminal, then sign in "
+                "with this method: the agent reads the saved key again."
             ),
+        )
+        if not terminal:
+            return (agent,)
+        return (
+            TerminalAuthMethod(
+                id=CONFIGURE_AUTH_METHOD_ID,
+                name="Configure a model",
+                description=(
+                    "Choose the model provider, the model and its API key in a terminal; "
+                    "they are saved for later starts (the key in your keyring, or a file "
+                    "only you can read)."
+                ),
+                args=[CONFIGURE_FLAG],
+            ),
+            agent,
         )
 
     def served_model_id(self, name: str) -> str:

@@ -30,7 +30,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..agent import ActivityLog, AgentRuntime
-from ..errors import AuthRequired
+from ..errors import AuthRequired, InvalidParams
 from ..schema import (
     AuthenticateRequest,
     AuthenticateResponse,
@@ -49,7 +49,8 @@ from ..schema import (
     ResumeSessionResponse,
 )
 from ..store import SessionStore
-from ._config import CoderConfig
+from ._config import SAVED_MODEL_AUTH_METHOD_ID, CoderConfig
+from ._credentials import accord_config_dir, load_saved_model
 from ._engine import CoderEngine
 from ._heap import freeze_heap
 from ._session import CoderSession
@@ -207,12 +208,32 @@ class CoderRuntime(AgentRuntime):
             await live.save(self.store)
 
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
-        """Nothing to authenticate once a model is configured; otherwise say how to.
+        """Sign in with an advertised method; nothing to do once sessions can start.
+
+        With the ``agent`` method (:data:`~._config.SAVED_MODEL_AUTH_METHOD_ID`) the key
+        ``accord serve --configure`` saved is read again into this process's environment.
 
         Raises:
-            AuthRequired: no model is configured (-32000, with the instructions).
+            InvalidParams: the method id is not one this agent advertised (-32602).
+            AuthRequired: sessions still cannot start (-32000, with the instructions).
         """
-        problem = self._coder.config.problem()
+        offered = [method.id for method in self.auth_methods]
+        if request.method_id not in offered:
+            named = ", ".join(offered) if offered else "none: no sign-in is needed"
+            raise InvalidParams(
+                f"unknown auth method {request.method_id!r}; this agent offers {named}",
+                {"methodId": request.method_id, "offered": offered},
+            )
+        config = self._coder.config
+        if request.method_id == SAVED_MODEL_AUTH_METHOD_ID and config.missing_key() is not None:
+            await anyio.to_thread.run_sync(load_saved_model, accord_config_dir(), os.environ)
+        problem = config.problem()
+        missing = config.missing_key()
+        if problem is None and missing is not None:
+            problem = (
+                f"{missing} is not set, nor saved by `accord serve --configure`: the model "
+                f"{config.default_model!r} cannot be used without it."
+            )
         if problem is not None:
             raise AuthRequired(problem, {"methodId": request.method_id})
         return AuthenticateResponse()
