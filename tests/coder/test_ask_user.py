@@ -72,6 +72,10 @@ async def test_the_question_goes_to_the_user_and_the_answer_to_the_model(project
     assert context.message == "Which region?"
     assert context.schema.to_wire()["properties"]["answer"]["enum"] == ["eu", "us"]
     assert context.schema.required == ["answer"]
+    # The question names its open tool call, which the client's view knows as ask_user's.
+    assert context.request.tool_call_id is not None
+    assert context.tool_call is not None and context.tool_call.title == "Ask: Which region?"
+    assert context.tool_call.tool_call_id == context.request.tool_call_id
     assert tool_result(requests[1]) == "The user answered: eu"
     assert text == "ok"
 

@@ -197,6 +197,12 @@ def build_engine(
     mcp_toolsets: Sequence[AbstractToolset[Any]] = (),
 ) -> PydanticAIEngine:
     """The model engine of one coder session (module docstring)."""
+
+    def translator(**kwargs: Any) -> CoderTranslator:
+        made = CoderTranslator(**kwargs)
+        deps.acp_tool_call_id = made.acp_tool_call_id
+        return made
+
     return PydanticAIEngine(
         build_agent(system_prompt, mcp_toolsets),
         models=model_choices(config),
@@ -204,7 +210,7 @@ def build_engine(
         needs_approval=needs_approval,
         tool_filter=tool_allowed,
         deps=lambda _context: deps,
-        translator=CoderTranslator,
+        translator=translator,
         titles=True,
         compaction=None if config.compact_share is None else Compaction(share=config.compact_share),
     )

@@ -68,7 +68,9 @@ async def ask_user(
         {"type": "object", "properties": {ANSWER_FIELD: answer_field}, "required": [ANSWER_FIELD]}
     )
     try:
-        reply = await turn.elicit_form(question, schema)
+        reply = await turn.elicit_form(
+            question, schema, tool_call_id=ctx.deps.acp_tool_call_id(ctx.tool_call_id or "")
+        )
     except AcpError as exc:
         raise ToolFailed(f"the question could not be asked: {exc}") from exc
     if reply.action == "decline":

@@ -152,6 +152,11 @@ class EventTranslator:
         self._parts: dict[int, _Part] = {}
         self._calls: dict[str, _Call] = {}
 
+    def acp_tool_call_id(self, tool_call_id: str) -> str | None:
+        """The ACP id of the call pydantic-ai names ``tool_call_id``, while the call is open."""
+        call = self._calls.get(tool_call_id)
+        return None if call is None else call.acp_id
+
     # -- driving -----------------------------------------------------------------------------
 
     def begin_response(self) -> None:
