@@ -531,6 +531,13 @@ class Generator:
                 if canonical(v) not in [canonical(x) for x in variants[k]]:
                     variants[k].append(v)
         required = {k for k in order if all(k in props and k in req for props, req in alts)}
+        for k in order:
+            # A tag (a string constant) that some open alternative leaves out may be any string
+            # there: "Unknown `type` values with string payloads" read as that alternative.
+            if any(k not in props for props, _ in alts) and all(
+                isinstance(v.get("const"), str) for v in variants[k]
+            ):
+                variants[k].append({"type": "string"})
         merged: dict[str, Schema] = {}
         for k in order:
             vs = variants[k]

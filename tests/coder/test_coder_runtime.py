@@ -241,3 +241,21 @@ async def test_serving_freezes_the_heap_after_the_first_turn_not_its_garbage(
         finally:
             gc.unfreeze()
             await runtime.aclose()
+
+
+async def test_a_config_value_sent_with_an_unknown_type_reads_as_a_value_id(project: Path) -> None:
+    # The schema: "Unknown `type` values with string payloads" are the value-id variant.
+    with FakeOpenAIServer([]) as server:
+        config = CoderConfig(models=("openai:fake-model",), base_url=server.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            async with connect(runtime, cwd=project) as connection:
+                session = await connection.new_session(project)
+                wire = connection.calls.connection
+                params = {"sessionId": session.session_id, "configId": "mode", "value": "ask"}
+                answer = await wire.request("session/set_config_option", {**params, "type": "id"})
+                [mode] = [o for o in answer["configOptions"] if o["id"] == "mode"]
+                assert mode["currentValue"] == "ask"
+                assert session.view.current_mode_id == "ask"
+        finally:
+            await runtime.aclose()

@@ -331,3 +331,14 @@ def test_integer_bounds() -> None:
         s.InitializeRequest.model_validate({"protocolVersion": 70000})
     with pytest.raises(ValidationError):
         s.ReadTextFileRequest.model_validate({"sessionId": "s", "path": "/a", "line": -1})
+
+
+@pytest.mark.parametrize("tag", ["id", "value_id", None])
+def test_a_config_value_with_an_unknown_type_and_a_string_is_a_value_id(tag: str | None) -> None:
+    wire: dict[str, Any] = {"sessionId": "s", "configId": "mode", "value": "ask"}
+    if tag is not None:
+        wire["type"] = tag
+    request = s.SetSessionConfigOptionRequest.model_validate(wire)
+    assert request.value == "ask"
+    with pytest.raises(ValidationError):
+        s.SetSessionConfigOptionRequest.model_validate({**wire, "value": 3})

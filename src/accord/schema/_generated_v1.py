@@ -5370,7 +5370,7 @@ def _define_SetSessionConfigOptionRequest() -> None:
         meta: Annotated[dict[str, Any] | None, DefaultOnError(None)] = Field(
             default=None, validation_alias="_meta", serialization_alias="_meta"
         )
-        type: Literal["boolean"] | None = Field(default=None, exclude_if=is_none)
+        type: Literal["boolean"] | str | None = Field(default=None, exclude_if=is_none)
         value: bool | SessionConfigValueId
 
 

@@ -5318,7 +5318,7 @@ class SetSessionConfigOptionRequest(WireModel):
         serialization_alias="_meta",
         description="The _meta property is reserved by ACP to allow clients and agents to attach additional\nmetadata to their interactions. Implementations MUST NOT make assumptions about values at\nthese keys.\n\nSee protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)",
     )
-    type: Literal["boolean"] | None = Field(default=None, exclude_if=is_none)
+    type: Literal["boolean"] | str | None = Field(default=None, exclude_if=is_none)
     value: bool | SessionConfigValueId = Field(
         description="The boolean value.\n\nOr: The value ID."
     )
