@@ -18,8 +18,15 @@ from accord.cli import ExitCode
 from accord.cli._build_agent import build_agent
 from accord.cli._serve import serve_command
 from accord.client import connect
-from accord.coder import CoderConfig, CoderRuntime, CoderState, _open
-from accord.coder._credentials import MODEL_PROVIDERS, accord_config_dir, save_model
+from accord.coder import (
+    MODEL_PROVIDERS,
+    CoderConfig,
+    CoderRuntime,
+    CoderState,
+    _open,
+    accord_config_dir,
+    save_model,
+)
 from accord.errors import RequestError
 from accord.schema import AuthenticateRequest
 from accord.store import MemorySessionStore
