@@ -39,7 +39,8 @@ from _timing import Rate, Timer
 if importlib.util.find_spec("accord") is None:  # a checkout without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.roles import AgentSideConnection, Client, ClientSideConnection
 from accord.schema import (
     AvailableCommand,

@@ -85,9 +85,10 @@ async def _direct(_: Path) -> AsyncIterator[Any]:
 async def _acp(_: Path) -> AsyncIterator[Any]:
     from fastmcp import Client
 
-    from accord.agent import AgentRuntime, EngineCapabilities
+    from accord.agent import AgentRuntime
     from accord.client import connect
     from accord.coder._acp_mcp import AcpMcpTransport
+    from accord.engines import EngineCapabilities
     from accord.store import MemorySessionStore
     from accord.testing import ScriptedEngine
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from accord.agent import AgentRuntime, SessionContext, TurnContext
+from accord.agent import AgentRuntime
 from accord.client import ClientSession, ConnectedAgent, connect
 from accord.coder import CoderRuntime
-from accord.engines import TerminalHandle
+from accord.engines import SessionContext, TerminalHandle, TurnContext
 from accord.roles import Agent
 from accord.schema.methods import AGENT_METHODS, CLIENT_METHODS, PROTOCOL_METHODS, MethodSpec
 

@@ -107,3 +107,41 @@ def test_the_collision_check_sees_a_clash() -> None:
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchName"):
         _ = importlib.import_module("accord.agent").NoSuchName
+
+
+def _second_homes(exports: dict[str, list[tuple[str, object]]]) -> dict[str, list[str]]:
+    """Names exported as the same object from packages that are not one inside the other.
+
+    A package may export what its own public submodule defines (``accord.schema`` and
+    ``accord.schema.methods``); exporting another package's name again is a second home.
+    """
+    found: dict[str, list[str]] = {}
+    for name, exporters in exports.items():
+        first = exporters[0][1]
+        modules = sorted({module for module, value in exporters if value is first})
+        tops = {m for m in modules if not any(m.startswith(f"{o}.") for o in modules if o != m)}
+        if len(tops) > 1:
+            found[name] = sorted(tops)
+    return found
+
+
+#: Names with two homes on purpose: ``ToolCallState`` is the one model of a tool call, defined
+#: with the engine contract and handed to client code as its view of a call; the client side
+#: (``accord.cli``, ``accord.tui``, users of ``accord.client``) may not import ``accord.engines``.
+_SHARED_WITH_THE_CLIENT = {"ToolCallState": ["accord.client", "accord.engines"]}
+
+
+def test_every_public_name_has_one_home() -> None:
+    homes = _second_homes(_exports())
+    homes = {name: modules for name, modules in homes.items() if name not in _ENTRY_POINTS}
+    assert homes == _SHARED_WITH_THE_CLIENT
+
+
+def test_the_home_check_sees_a_re_export() -> None:
+    engines = importlib.import_module("accord.engines")
+    exports = {
+        "TextChunk": [("accord.engines", engines.TextChunk), ("accord.events", engines.TextChunk)],
+        "MethodSpec": [("accord.schema", object), ("accord.schema.methods", object)],
+        "RequestId": [("accord.schema", int | str | None), ("accord.jsonrpc", int | str | None)],
+    }
+    assert _second_homes(exports) == {"TextChunk": ["accord.engines", "accord.events"]}

@@ -14,7 +14,8 @@ import anyio
 from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.events import EXT_EVENT_METHOD
 from accord.roles import AgentSideConnection, Client, ClientSideConnection
 from accord.schema import (

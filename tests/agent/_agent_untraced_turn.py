@@ -13,7 +13,8 @@ import sys
 
 import anyio
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.roles import Client, ClientSideConnection
 from accord.schema import (
     InitializeRequest,

@@ -10,8 +10,7 @@ import pytest
 from _agent_support import RecordingClient, scripted, serve
 
 from accord.agent import ActivityLog, AgentRuntime
-from accord.events import (
-    ACTIVITY_SCHEMA_VERSION,
+from accord.engines import (
     MessagesCompacted,
     ModelCallEnded,
     ModelCallStarted,
@@ -24,6 +23,7 @@ from accord.events import (
     ToolCallStarted,
     new_id,
 )
+from accord.events import ACTIVITY_SCHEMA_VERSION
 from accord.schema import (
     ContentToolCallContent,
     PlanEntry,

@@ -16,15 +16,7 @@ import anyio.lowlevel
 import pytest
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import (
-    AgentRuntime,
-    ElicitationAnswer,
-    EngineCapabilities,
-    EngineSession,
-    SessionContext,
-    TurnContext,
-    TurnOutput,
-)
+from accord.agent import AgentRuntime
 from accord.client import (
     Accept,
     Cancel,
@@ -37,8 +29,19 @@ from accord.client import (
     ElicitationPolicy,
     connect,
 )
+from accord.engines import (
+    ElicitationAnswer,
+    EngineCapabilities,
+    EngineSession,
+    SessionContext,
+    TextChunk,
+    ToolCallEnded,
+    ToolCallStarted,
+    TurnContext,
+    TurnOutput,
+    new_id,
+)
 from accord.errors import LocalProtocolError, RemoteProtocolError, RequestError
-from accord.events import TextChunk, ToolCallEnded, ToolCallStarted, new_id
 from accord.jsonrpc import set_wire_observer
 from accord.roles import Client, ClientSideConnection
 from accord.schema import (

@@ -10,8 +10,9 @@ from _agent_support import Harness, RecordingClient, message_texts, scripted, se
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
+from accord.engines import TurnCompleted
 from accord.errors import ConnectionClosed
-from accord.events import TurnCompleted, event_from_json
+from accord.events import event_from_json
 from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
 from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import CancelNotification, NewSessionRequest, PromptRequest

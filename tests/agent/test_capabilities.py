@@ -10,7 +10,8 @@ import pytest
 from _agent_support import CWD, FULL, Harness, scripted, serve
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.errors import MethodNotFound, RequestError
 from accord.roles import Agent, is_advertised
 from accord.roles._capabilities import capability_tree, implemented_methods

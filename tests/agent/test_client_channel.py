@@ -9,16 +9,8 @@ import pytest
 
 from accord.agent import ClientChannel
 from accord.agent._cursor import encode_cursor
-from accord.events import (
-    EXT_EVENT_METHOD,
-    ROOT_AGENT_ID,
-    Event,
-    ModelCallStarted,
-    TextChunk,
-    TurnCompleted,
-    stamp,
-    wants_extended_events,
-)
+from accord.engines import ROOT_AGENT_ID, Event, ModelCallStarted, TextChunk, TurnCompleted
+from accord.events import EXT_EVENT_METHOD, stamp, wants_extended_events
 from accord.schema import TextContentBlock
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ import base64
 import pytest
 from _agent_support import FULL, scripted, serve
 
-from accord.agent import (
+from accord.engines import (
     AudioPart,
     BlobResourcePart,
     EngineCapabilities,

@@ -20,7 +20,7 @@ from _agent_support import (
 )
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import ConfigValue, EngineCapabilities
+from accord.engines import ConfigValue, EngineCapabilities
 from accord.errors import RequestError
 from accord.schema import (
     AvailableCommand,

@@ -13,17 +13,19 @@ from _agent_support import message_texts, scripted, serve
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import MAX_HELD_OBSERVE, Attachment, DeliveryPipeline
-from accord.events import (
-    Envelope,
+from accord.engines import (
     ModelCallEnded,
     ModelCallStarted,
-    SessionUpdateMapper,
     SubAgentEvent,
     TextChunk,
     ThinkingChunk,
     UserMessageChunk,
-    envelope_from_stored,
     new_id,
+)
+from accord.events import (
+    Envelope,
+    SessionUpdateMapper,
+    envelope_from_stored,
     stamp,
     to_session_update,
 )

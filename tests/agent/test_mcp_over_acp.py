@@ -17,9 +17,9 @@ import pytest
 from _agent_support import CWD, RecordingClient, serve
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
 from accord.client._mcp_host import McpHost
-from accord.engines import McpOverAcp
+from accord.engines import EngineCapabilities, McpOverAcp
 from accord.errors import ConnectionClosed, LocalProtocolError, RequestError
 from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import (

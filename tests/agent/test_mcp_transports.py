@@ -1,6 +1,6 @@
 """MCP servers of a transport the agent did not advertise are refused by the runtime (-32602).
 
-``mcpCapabilities`` come from the engine (:class:`~accord.agent.EngineCapabilities`); every
+``mcpCapabilities`` come from the engine (:class:`~accord.engines.EngineCapabilities`); every
 session method that takes MCP servers (new, load, resume, fork) refuses the others before
 anything happens, naming them and the transports the agent takes. Stdio is always taken.
 """
@@ -15,7 +15,7 @@ import pytest
 from _agent_support import CWD, serve
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import EngineCapabilities
+from accord.engines import EngineCapabilities
 from accord.errors import RequestError
 from accord.schema import (
     ForkSessionRequest,

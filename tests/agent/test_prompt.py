@@ -8,18 +8,18 @@ from _agent_support import CWD, message_texts, scripted, serve, text
 from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import EngineCapabilities
-from accord.errors import USER_MESSAGE_ID_META_KEY, AuthRequired, RequestError
-from accord.events import (
+from accord.engines import (
+    EngineCapabilities,
     StateSnapshot,
     SubAgentEvent,
     SubAgentStarted,
     TextChunk,
     ToolCallEnded,
     UserMessageChunk,
-    event_from_json,
     new_id,
 )
+from accord.errors import USER_MESSAGE_ID_META_KEY, AuthRequired, RequestError
+from accord.events import event_from_json
 from accord.schema import (
     Cost,
     PlanEntry,

@@ -11,19 +11,16 @@ import orjson
 import pytest
 
 from accord.agent._restore import RestoredState, replay
-from accord.engines import EngineCapabilities
-from accord.events import (
-    Envelope,
+from accord.engines import (
+    EngineCapabilities,
     Event,
     ModelCallStarted,
     TextChunk,
     ThinkingChunk,
     ToolCallTracker,
     UserMessageChunk,
-    compact_for_replay,
-    envelope_from_stored,
-    event_to_json,
 )
+from accord.events import Envelope, compact_for_replay, envelope_from_stored, event_to_json
 from accord.schema import Annotations, TextContentBlock
 from accord.store import MemorySessionStore, SessionRecord, StoredEvent
 

@@ -16,9 +16,9 @@ import pytest
 from helpers.timeouts import TIMEOUT
 
 import accord.jsonrpc
-from accord.agent import AgentRuntime, EngineSession, SessionContext
+from accord.agent import AgentRuntime
 from accord.client import AcceptDefaults, connect
-from accord.engines import ElicitationAnswer
+from accord.engines import ElicitationAnswer, EngineSession, SessionContext
 from accord.errors import LocalProtocolError
 from accord.schema import ElicitationSchema
 from accord.store import MemorySessionStore

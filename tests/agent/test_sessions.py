@@ -12,9 +12,10 @@ from _agent_support import CWD, FULL, Harness, message_texts, scripted, serve
 from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities, SessionContext, ToolCallEnded, ToolCallStarted
 from accord.errors import AuthRequired, RequestError
-from accord.events import ToolCallEnded, ToolCallStarted, event_from_json, stamp
+from accord.events import event_from_json, stamp
 from accord.schema import (
     CloseSessionRequest,
     DeleteSessionRequest,

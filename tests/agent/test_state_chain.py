@@ -15,18 +15,24 @@ from _agent_support import CWD, serve
 from helpers.timeouts import TIMEOUT
 from pydantic import JsonValue
 
-from accord.agent import AgentRuntime, EngineCapabilities, SessionContext
-from accord.engines import EngineSession, TurnContext, TurnOutput
+from accord.agent import AgentRuntime
+from accord.engines import (
+    EngineCapabilities,
+    EngineSession,
+    SessionContext,
+    StateSnapshot,
+    TextChunk,
+    TurnContext,
+    TurnOutput,
+    new_id,
+)
 from accord.errors import RequestError
 from accord.events import (
     STATE_APPENDED,
     StateChainError,
-    StateSnapshot,
-    TextChunk,
     appended_part,
     apply_appended,
     event_from_json,
-    new_id,
     stamp,
 )
 from accord.schema import (

@@ -23,21 +23,19 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from accord.agent import (
-    AgentRuntime,
+from accord.agent import AgentRuntime
+from accord.agent._tracing import tracing_configured
+from accord.engines import (
     EngineCapabilities,
     EngineSession,
-    SessionContext,
-    TurnContext,
-    TurnOutput,
-)
-from accord.agent._tracing import tracing_configured
-from accord.events import (
     ModelCallEnded,
     ModelCallStarted,
+    SessionContext,
     TextChunk,
     ToolCallEnded,
     ToolCallStarted,
+    TurnContext,
+    TurnOutput,
     new_id,
 )
 from accord.roles import Client, ClientSideConnection, TraceContext

@@ -19,8 +19,9 @@ from _client_agents import WireAgent
 from helpers.timeouts import TIMEOUT
 
 import accord.client._session as client_session
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
 from accord.client import ConnectedAgent, connect
+from accord.engines import EngineCapabilities
 from accord.errors import SessionNotFound
 from accord.schema import AvailableCommand
 from accord.store import MemorySessionStore

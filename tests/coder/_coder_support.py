@@ -13,21 +13,19 @@ import anyio.to_thread
 from helpers import engine_turns
 from helpers.timeouts import TIMEOUT
 
-from accord.agent import (
-    PermissionOutcome,
-    SessionContext,
-    TurnOutput,
-)
 from accord.coder import CoderConfig, CoderEngine
 from accord.coder._session import CoderSession
-from accord.events import (
+from accord.engines import (
     Event,
+    PermissionOutcome,
+    SessionContext,
     SubAgentEvent,
     TextChunk,
     ToolCallEnded,
     ToolCallProgress,
     ToolCallStarted,
     ToolCallTracker,
+    TurnOutput,
     new_id,
 )
 from accord.schema import (

@@ -12,7 +12,8 @@ from pydantic import JsonValue
 
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
-from accord.events import STATE_APPENDED, StateSnapshot, apply_appended, event_from_json
+from accord.engines import StateSnapshot
+from accord.events import STATE_APPENDED, apply_appended, event_from_json
 from accord.store import SqliteSessionStore
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 

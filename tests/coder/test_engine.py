@@ -23,8 +23,7 @@ from _coder_support import (
 from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
-from accord.errors import AuthRequired
-from accord.events import (
+from accord.engines import (
     ModeChanged,
     PlanChanged,
     StateSnapshot,
@@ -35,6 +34,7 @@ from accord.events import (
     ToolCallProgress,
     ToolCallStarted,
 )
+from accord.errors import AuthRequired
 from accord.schema import DiffToolCallContent, TerminalToolCallContent, ToolCallLocation
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 

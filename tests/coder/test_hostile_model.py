@@ -17,11 +17,10 @@ import pytest
 from _coder_support import Turn, check_rules, engine_on, opened, root, system_text
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
-from accord.agent import TurnOutput
 from accord.client import TextDelta, TurnFinished, TurnStream, connect
 from accord.coder import CoderConfig, CoderRuntime
 from accord.coder._prompt import read_project_notes
-from accord.events import ToolCallEnded
+from accord.engines import ToolCallEnded, TurnOutput
 from accord.schema import TextContentBlock
 from accord.store import MemorySessionStore
 from accord.testing import (

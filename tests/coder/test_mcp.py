@@ -13,7 +13,7 @@ from _coder_support import Turn, engine_on, opened, root, run_turn, tool_names
 from helpers.timeouts import TIMEOUT
 
 from accord.coder._mcp import McpServers, tool_prefix
-from accord.events import ToolCallEnded
+from accord.engines import ToolCallEnded
 from accord.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 

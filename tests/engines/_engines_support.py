@@ -21,21 +21,19 @@ from helpers.timeouts import TIMEOUT
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from accord.agent import (
-    SessionContext,
-    TurnOutput,
-)
-from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, PydanticAISession
-from accord.events import (
+from accord.engines import (
     Event,
+    SessionContext,
     TextChunk,
     ThinkingChunk,
     ToolCallEnded,
     ToolCallProgress,
     ToolCallStarted,
     ToolCallTracker,
+    TurnOutput,
     new_id,
 )
+from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, PydanticAISession
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, Outcome, RecordedRequest
 

@@ -10,6 +10,7 @@ from _engines_support import ModelCounter, Turn, of_type, opened, run_turn
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ToolReturnPart
 
+from accord.engines import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
 from accord.engines.pydantic_ai import (
     DENIED_MESSAGE,
     TURN_CANCELLED_MESSAGE,
@@ -20,7 +21,6 @@ from accord.engines.pydantic_ai import (
     path_title,
     replace_diff,
 )
-from accord.events import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
 from accord.schema import DiffToolCallContent, PermissionOption, ToolCallLocation
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 

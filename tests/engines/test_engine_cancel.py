@@ -20,16 +20,16 @@ from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 
-from accord.agent import TurnOutput
-from accord.engines.pydantic_ai import PydanticAIEngine, PydanticAISession, history_from_json
-from accord.events import (
+from accord.engines import (
     ModelCallEnded,
     ModelCallStarted,
     StateSnapshot,
     TextChunk,
     ToolCallEnded,
     TurnCompleted,
+    TurnOutput,
 )
+from accord.engines.pydantic_ai import PydanticAIEngine, PydanticAISession, history_from_json
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 

@@ -9,6 +9,7 @@ from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest
 
+from accord.engines import StateSnapshot
 from accord.engines.pydantic_ai import (
     HISTORY_FORMAT,
     HISTORY_VERSION,
@@ -18,7 +19,6 @@ from accord.engines.pydantic_ai import (
     history_to_json,
 )
 from accord.errors import InternalError
-from accord.events import StateSnapshot
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = pytest.mark.anyio

@@ -8,10 +8,9 @@ from _engines_support import ModelCounter, Turn, context, of_type, opened, run_t
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 
-from accord.agent import EngineCapabilities
+from accord.engines import EngineCapabilities, ModelCallStarted
 from accord.engines.pydantic_ai import MODEL_CONFIG_ID, ModelChoice, PydanticAIEngine
 from accord.errors import InternalError, InvalidParams
-from accord.events import ModelCallStarted
 from accord.schema import SelectSessionConfigOption, SessionMode
 from accord.testing import FakeOpenAIServer, ScriptedReply
 

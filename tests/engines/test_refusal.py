@@ -14,8 +14,8 @@ import pytest
 from _engines_support import ModelCounter, of_type, opened, run_turn
 from pydantic_ai import Agent
 
+from accord.engines import StateSnapshot, TextChunk, TurnCompleted
 from accord.engines.pydantic_ai import PydanticAIEngine, history_to_json
-from accord.events import StateSnapshot, TextChunk, TurnCompleted
 from accord.testing import FakeOpenAIServer, ScriptedReply
 
 pytestmark = pytest.mark.anyio

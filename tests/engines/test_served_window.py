@@ -13,9 +13,9 @@ import pytest
 from _engines_support import ModelCounter, of_type, opened, run_turn
 from pydantic_ai import Agent
 
+from accord.engines import UsageReported
 from accord.engines.pydantic_ai import ModelChoice, PydanticAIEngine, ServedWindow
 from accord.engines.pydantic_ai import served_context_window as served
-from accord.events import UsageReported
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
 
 pytestmark = pytest.mark.anyio

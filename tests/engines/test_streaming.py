@@ -11,18 +11,18 @@ from _engines_support import ModelCounter, Turn, of_type, opened, run_turn, text
 from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
 
-from accord.agent import TurnOutput
-from accord.engines.pydantic_ai import PydanticAIEngine
-from accord.engines.pydantic_ai._pipe import MAX_BUFFERED_EVENTS, Pipe
-from accord.events import (
+from accord.engines import (
     ModelCallEnded,
     ModelCallStarted,
     StateSnapshot,
     TextChunk,
     ThinkingChunk,
     TurnCompleted,
+    TurnOutput,
     UsageReported,
 )
+from accord.engines.pydantic_ai import PydanticAIEngine
+from accord.engines.pydantic_ai._pipe import MAX_BUFFERED_EVENTS, Pipe
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
 

@@ -11,9 +11,8 @@ from _engines_support import ModelCounter, of_type, opened, run_turn
 from pydantic_ai import Agent
 
 import accord.engines.pydantic_ai._title as title_module
-from accord.agent import TurnOutput
+from accord.engines import TextChunk, TitleChanged, TurnOutput
 from accord.engines.pydantic_ai import PydanticAIEngine
-from accord.events import TextChunk, TitleChanged
 from accord.testing import FakeOpenAIServer, ScriptedError, ScriptedReply
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,7 @@ from _engines_support import CWD, ModelCounter, Turn, collect, of_type, opened, 
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolKind
 
+from accord.engines import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
 from accord.engines.pydantic_ai import (
     MAX_RESULT_TEXT,
     PydanticAIEngine,
@@ -19,7 +20,6 @@ from accord.engines.pydantic_ai import (
     path_title,
     replace_diff,
 )
-from accord.events import StateSnapshot, ToolCallEnded, ToolCallProgress, ToolCallStarted
 from accord.schema import (
     ContentToolCallContent,
     DiffToolCallContent,

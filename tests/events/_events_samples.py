@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from accord.events import (
+from accord.engines import (
     ROOT_AGENT_ID,
     BudgetWarning,
     CommandsChanged,
     CompactionChanged,
     CompactionSummaryAdded,
     ConfigChanged,
-    Envelope,
     Event,
     MessagesCompacted,
     ModeChanged,
@@ -30,8 +29,8 @@ from accord.events import (
     TurnError,
     UsageReported,
     UserMessageChunk,
-    stamp,
 )
+from accord.events import Envelope, stamp
 from accord.schema import (
     Annotations,
     AvailableCommand,

@@ -10,9 +10,7 @@ import orjson
 import pytest
 from _events_samples import SECRET_PATH, SECRET_URL, SECRETS, envelope, sample_events
 
-from accord.events import (
-    ACTIVITY_SCHEMA_VERSION,
-    LABEL_LIMIT_BYTES,
+from accord.engines import (
     Event,
     ModeChanged,
     ModelCallStarted,
@@ -22,6 +20,10 @@ from accord.events import (
     TurnCompleted,
     TurnError,
     UsageReported,
+)
+from accord.events import (
+    ACTIVITY_SCHEMA_VERSION,
+    LABEL_LIMIT_BYTES,
     activity_to_json,
     correlation_id,
     to_activity,

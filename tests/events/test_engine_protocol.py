@@ -10,18 +10,13 @@ import pytest
 from helpers.timeouts import TIMEOUT
 
 from accord.engines import (
+    ROOT_AGENT_ID,
     Engine,
     EngineCapabilities,
     EngineSession,
+    Event,
     PermissionAnswer,
     SessionContext,
-    TurnContext,
-    TurnOutput,
-)
-from accord.events import (
-    ROOT_AGENT_ID,
-    Event,
-    SessionUpdateMapper,
     StateSnapshot,
     SubAgentEvent,
     SubAgentStarted,
@@ -33,10 +28,12 @@ from accord.events import (
     ToolCallStarted,
     ToolCallTracker,
     TurnCompleted,
+    TurnContext,
+    TurnOutput,
     UserMessageChunk,
     new_id,
-    stamp,
 )
+from accord.events import SessionUpdateMapper, stamp
 from accord.schema import (
     AvailableCommand,
     ContentBlock,

@@ -9,14 +9,8 @@ import orjson
 import pytest
 from _events_samples import envelope, sample_events
 
-from accord.events import (
-    Event,
-    TextChunk,
-    envelope_from_stored,
-    event_from_json,
-    event_to_json,
-    stamp,
-)
+from accord.engines import Event, TextChunk
+from accord.events import envelope_from_stored, event_from_json, event_to_json, stamp
 from accord.schema import TextContentBlock
 from accord.store import StoredEvent
 

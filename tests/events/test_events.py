@@ -9,7 +9,7 @@ import uuid
 import pytest
 from _events_samples import sample_events
 
-from accord.events import Event, EventKind, Layer, TextChunk, new_id
+from accord.engines import Event, EventKind, Layer, TextChunk, new_id
 from accord.schema import TextContentBlock
 
 EVENT_CLASSES: tuple[type[Event], ...] = typing.get_args(Event)

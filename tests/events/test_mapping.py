@@ -8,13 +8,11 @@ import pytest
 from _events_samples import sample_events
 from _events_schema import stable_validator
 
-from accord.events import (
-    COMPACTED_MARKER,
+from accord.engines import (
     BudgetWarning,
     CompactionChanged,
     CompactionSummaryAdded,
     Event,
-    SessionUpdateMapper,
     TextChunk,
     ThinkingChunk,
     ToolCallEnded,
@@ -22,8 +20,8 @@ from accord.events import (
     ToolCallStarted,
     UsageReported,
     new_id,
-    to_session_update,
 )
+from accord.events import COMPACTED_MARKER, SessionUpdateMapper, to_session_update
 from accord.schema import SessionNotification, SessionUpdate, TextContentBlock
 
 SAMPLES = sample_events()

@@ -14,8 +14,7 @@ import pytest
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import Attachment, ClientChannel, DeliveryPipeline
-from accord.events import (
-    EXT_EVENT_METHOD,
+from accord.engines import (
     Event,
     PlanChanged,
     SubAgentStarted,
@@ -27,6 +26,7 @@ from accord.events import (
     TurnCompleted,
     UsageReported,
 )
+from accord.events import EXT_EVENT_METHOD
 from accord.jsonrpc import Connection
 from accord.schema import DiffToolCallContent, PlanEntry, TextContentBlock
 from accord.store import MemorySessionStore, SessionRecord

@@ -7,8 +7,7 @@ import random
 from _events_samples import envelope
 from helpers.fold import fold
 
-from accord.events import (
-    Envelope,
+from accord.engines import (
     Event,
     ModelCallEnded,
     ModelCallStarted,
@@ -20,9 +19,8 @@ from accord.events import (
     ToolCallStarted,
     TurnCompleted,
     UserMessageChunk,
-    compact_for_replay,
-    to_session_update,
 )
+from accord.events import Envelope, compact_for_replay, to_session_update
 from accord.schema import (
     Annotations,
     ContentToolCallContent,

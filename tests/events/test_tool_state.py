@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from accord.errors import LocalProtocolError
-from accord.events import (
-    TRANSITIONS,
+from accord.engines import TOOL_CALL_TRANSITIONS as TRANSITIONS
+from accord.engines import (
     ToolCallEnded,
     ToolCallEvent,
     ToolCallProgress,
     ToolCallStarted,
     ToolCallTracker,
-    transition_diagram,
 )
+from accord.engines import tool_call_transition_diagram as transition_diagram
+from accord.errors import LocalProtocolError
 
 START = ToolCallStarted(tool_call_id="c", title="Read")
 START_RUNNING = ToolCallStarted(tool_call_id="c", title="Read", status="in_progress")

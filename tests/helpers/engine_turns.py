@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from accord.agent import PermissionAnswer, PermissionOutcome, TurnContext
-from accord.events import new_id
+from accord.engines import PermissionAnswer, PermissionOutcome, TurnContext, new_id
 from accord.schema import PermissionOption, ToolCallUpdate
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.remote import AccessPolicy, ServerLimits, serve_remote
 from accord.store import MemorySessionStore
 from accord.testing import ScriptedEngine, ScriptStep

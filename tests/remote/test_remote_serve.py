@@ -18,8 +18,8 @@ from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 import accord.client._session as client_session
-from accord.agent import EngineCapabilities
 from accord.client import AllowAll, DenyAll, connect
+from accord.engines import EngineCapabilities
 from accord.errors import ConnectionClosed, ConnectionRefused, LocalProtocolError
 from accord.remote import ServerLimits, open_remote
 from accord.schema import AvailableCommand

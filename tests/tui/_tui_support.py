@@ -17,8 +17,9 @@ import anyio
 from helpers.timeouts import TIMEOUT
 from textual.pilot import Pilot
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
 from accord.client import AgentSpec
+from accord.engines import EngineCapabilities
 from accord.roles import Agent
 from accord.schema import (
     CancelNotification,

@@ -10,7 +10,8 @@ from _tui_support import SIZE, chat_app, text_of, until
 from helpers.script_agent import script_agent
 from textual.widgets import Select, TabbedContent
 
-from accord.agent import AgentRuntime, EngineCapabilities
+from accord.agent import AgentRuntime
+from accord.engines import EngineCapabilities
 from accord.schema import SessionMode
 from accord.store import MemorySessionStore
 from accord.testing import ScriptedEngine

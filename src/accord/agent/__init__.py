@@ -20,38 +20,6 @@ Below: :mod:`accord.engines` (the contract), :mod:`accord.roles`, :mod:`accord.e
 :mod:`accord.store`. Above: the coding agent and the CLI.
 """
 
-from ..engines import BASELINE_BLOCK_TYPES as BASELINE_BLOCK_TYPES
-from ..engines import AudioPart as AudioPart
-from ..engines import BlobResourcePart as BlobResourcePart
-from ..engines import BlockType as BlockType
-from ..engines import ConfigValue as ConfigValue
-from ..engines import ContentPart as ContentPart
-from ..engines import Elicitation as Elicitation
-from ..engines import ElicitationAction as ElicitationAction
-from ..engines import ElicitationAnswer as ElicitationAnswer
-from ..engines import ElicitationMode as ElicitationMode
-from ..engines import Engine as Engine
-from ..engines import EngineCapabilities as EngineCapabilities
-from ..engines import EngineSession as EngineSession
-from ..engines import ImagePart as ImagePart
-from ..engines import PermissionAnswer as PermissionAnswer
-from ..engines import PermissionOutcome as PermissionOutcome
-from ..engines import PermissionRequester as PermissionRequester
-from ..engines import ResourceLinkPart as ResourceLinkPart
-from ..engines import SessionContext as SessionContext
-from ..engines import TerminalHandle as TerminalHandle
-from ..engines import TerminalService as TerminalService
-from ..engines import TextFileReader as TextFileReader
-from ..engines import TextFileWriter as TextFileWriter
-from ..engines import TextPart as TextPart
-from ..engines import TextResourcePart as TextResourcePart
-from ..engines import TurnContext as TurnContext
-from ..engines import TurnOutput as TurnOutput
-from ..engines import accepted_block_types as accepted_block_types
-from ..engines import check_prompt as check_prompt
-from ..engines import part_from_block as part_from_block
-from ..engines import part_to_block as part_to_block
-from ..engines import prompt_parts as prompt_parts
 from ._activity_log import ActivityLog as ActivityLog
 from ._client_services import ClientFiles as ClientFiles
 from ._client_services import ClientTerminal as ClientTerminal
@@ -86,7 +54,6 @@ from ._runtime import RuntimeStatistics as RuntimeStatistics
 from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
 
 __all__ = (
-    "BASELINE_BLOCK_TYPES",
     "CANCEL_GRACE_SECONDS",
     "CURSOR_CAPABILITY",
     "DEFAULT_ATTACHMENT_QUEUE",
@@ -99,55 +66,24 @@ __all__ = (
     "AgentRuntime",
     "Attachment",
     "AttachmentStatistics",
-    "AudioPart",
-    "BlobResourcePart",
-    "BlockType",
     "ClientChannel",
     "ClientElicitation",
     "ClientFiles",
     "ClientTerminal",
     "ClientTerminals",
-    "ConfigValue",
-    "ContentPart",
     "Controls",
     "DeliveryPipeline",
-    "Elicitation",
-    "ElicitationAction",
-    "ElicitationAnswer",
-    "ElicitationMode",
-    "Engine",
-    "EngineCapabilities",
-    "EngineSession",
-    "ImagePart",
     "LifecycleState",
     "LifecycleTrigger",
-    "PermissionAnswer",
-    "PermissionOutcome",
-    "PermissionRequester",
     "PipelineStatistics",
     "PromptInProgress",
     "Recipient",
-    "ResourceLinkPart",
     "RuntimeStatistics",
     "SessionChangedElsewhere",
-    "SessionContext",
     "SessionLifecycle",
     "SessionNotActive",
     "SessionOwnedElsewhere",
     "Tap",
-    "TerminalHandle",
-    "TerminalService",
-    "TextFileReader",
-    "TextFileWriter",
-    "TextPart",
-    "TextResourcePart",
-    "TurnContext",
-    "TurnOutput",
-    "accepted_block_types",
-    "check_prompt",
-    "part_from_block",
-    "part_to_block",
     "permission_key",
-    "prompt_parts",
     "session_transition_diagram",
 )

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import anyio
 from pydantic import JsonValue
 
-from ..engines import EngineSession, StateTable
+from ..engines import ROOT_AGENT_ID, EngineSession, Event, StateTable, ToolCallTracker
 from ..errors import LocalProtocolError
-from ..events import ROOT_AGENT_ID, Envelope, Event, ToolCallTracker
+from ..events import Envelope
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
 from ._controls import Controls

@@ -36,8 +36,8 @@ from typing import Any, Final, Protocol
 
 import anyio
 
+from ..engines import new_id
 from ..errors import InvalidParams, SessionBusy
-from ..events import new_id
 from ..store import SessionStore, StoreError
 
 __all__ = (

@@ -57,15 +57,12 @@ from typing import Any, Final, Protocol, final
 import anyio
 from pydantic import JsonValue
 
+from ..engines import ROOT_AGENT_ID, ConfigChanged, Event, StateSnapshot
 from ..errors import CURSOR_META_KEY, TransportError
 from ..events import (
     EXT_EVENT_METHOD,
-    ROOT_AGENT_ID,
-    ConfigChanged,
     Envelope,
-    Event,
     SessionUpdateMapper,
-    StateSnapshot,
     envelope_from_stored,
     ext_event_params,
     stamp,

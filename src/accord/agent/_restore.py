@@ -29,13 +29,10 @@ from typing import Any, cast
 import orjson
 from pydantic import JsonValue, TypeAdapter
 
-from ..engines import EngineCapabilities
-from ..errors import InvalidParams, LocalProtocolError
-from ..events import (
-    STATE_APPENDED,
+from ..engines import (
     CommandsChanged,
     ConfigChanged,
-    Envelope,
+    EngineCapabilities,
     ModeChanged,
     StateSnapshot,
     TextChunk,
@@ -46,6 +43,11 @@ from ..events import (
     ToolCallStarted,
     ToolCallTracker,
     UserMessageChunk,
+)
+from ..errors import InvalidParams, LocalProtocolError
+from ..events import (
+    STATE_APPENDED,
+    Envelope,
     apply_appended,
     compact_for_replay,
     envelope_from_stored,

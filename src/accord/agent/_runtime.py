@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 
 import anyio
 
-from ..engines import Engine, check_prompt, prompt_capabilities
+from ..engines import ConfigChanged, Engine, ModeChanged, check_prompt, new_id, prompt_capabilities
 from ..errors import (
     CURSOR_META_KEY,
     TURN_NOTICE_METHOD,
@@ -68,13 +68,7 @@ from ..errors import (
     MethodNotFound,
     TransportError,
 )
-from ..events import (
-    ConfigChanged,
-    ModeChanged,
-    extension_capability,
-    new_id,
-    wants_extended_events,
-)
+from ..events import extension_capability, wants_extended_events
 from ..roles import (
     Agent,
     AgentSideConnection,

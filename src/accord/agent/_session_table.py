@@ -74,9 +74,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import TypeAdapter
 
-from ..engines import Engine, EngineCapabilities, EngineSession, SessionContext
+from ..engines import (
+    Engine,
+    EngineCapabilities,
+    EngineSession,
+    SessionContext,
+    ToolCallEnded,
+    ToolCallTracker,
+    new_id,
+)
 from ..errors import InvalidParams
-from ..events import ToolCallEnded, ToolCallTracker, new_id
 from ..jsonrpc import after_reply, current_request_id
 from ..schema import (
     AvailableCommandsUpdateSessionUpdate,

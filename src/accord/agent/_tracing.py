@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
-from ..events import (
+from ..engines import (
     Event,
     ModelCallEnded,
     ModelCallStarted,

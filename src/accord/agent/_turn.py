@@ -9,7 +9,7 @@
 2. The engine's ``run_turn`` is iterated one step at a time, each step inside its own cancel
    scope. Every output is checked against the rules of the engine protocol (runtime-only
    event kinds, message ids, the tool-call lifecycle through the session's
-   :class:`~accord.events.ToolCallTracker`, offered modes and config values); a broken rule
+   :class:`~accord.engines.ToolCallTracker`, offered modes and config values); a broken rule
    raises :class:`~accord.errors.LocalProtocolError` and fails the turn. Then it is published
    on the session's bus (stored, then sent) and its effect applied (title, engine state,
    controls, commands).
@@ -25,7 +25,7 @@
    after :data:`CANCEL_GRACE_SECONDS` the engine's current step is cancelled.
 5. At the end, tool calls still ``pending`` or ``in_progress`` are ended as ``cancelled``
    when the turn was cancelled (sent without a v1 status, see
-   :class:`~accord.events.ToolCallEnded`), else as ``failed`` (whatever ended the turn),
+   :class:`~accord.engines.ToolCallEnded`), else as ``failed`` (whatever ended the turn),
    then ``TurnCompleted`` is published with the stop reason:
    ``cancelled`` if the turn was cancelled, whatever the engine said or raised; else the
    engine's ``TurnCompleted`` reason, or ``end_turn``. An engine exception in a turn that was
@@ -48,21 +48,14 @@ from typing import Final, Literal
 
 import anyio
 
-from ..engines import PermissionAnswer, TurnContext, TurnOutput, merge_tool_call, tool_call_changes
-from ..errors import (
-    InternalError,
-    InvalidParams,
-    LocalProtocolError,
-    RequestError,
-)
-from ..events import (
+from ..engines import (
     ROOT_AGENT_ID,
     CommandsChanged,
     ConfigChanged,
-    Envelope,
     Event,
     ModeChanged,
     ModelCallEnded,
+    PermissionAnswer,
     PermissionPending,
     StateSnapshot,
     SubAgentEvent,
@@ -73,10 +66,21 @@ from ..events import (
     ToolCallProgress,
     ToolCallStarted,
     TurnCompleted,
+    TurnContext,
     TurnError,
+    TurnOutput,
     UserMessageChunk,
+    merge_tool_call,
     new_id,
+    tool_call_changes,
 )
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    LocalProtocolError,
+    RequestError,
+)
+from ..events import Envelope
 from ..schema import (
     ContentBlock,
     CreateElicitationRequest,

@@ -1,62 +1,26 @@
 """The canonical event chain: what happens in a session, in one typed stream.
 
 An engine (or the runtime) produces *events*: frozen dataclasses with a ``kind`` literal, in
-one closed union :data:`Event`. The agent runtime's delivery pipeline stamps each into an
+one closed union :data:`~accord.engines.Event` (their one home is :mod:`accord.engines`, the
+contract engines are written against). The agent runtime's delivery pipeline stamps each into an
 :class:`Envelope` (:func:`stamp`: session, ``seq``, ``epoch``, turn, agent, and the JSON
 payload, serialized once), which *is* the store's record of it
 (:class:`~accord.store.StoredEvent`), stores it and then fans it out to the clients.
 
 Around that: :class:`SessionUpdateMapper` / :func:`to_session_update` (the one exhaustive
 mapping to ACP; :meth:`SessionUpdateMapper.update_wire` is what the runtime sends),
-:func:`compact_for_replay` (a short chain for ``session/load``), :class:`ToolCallTracker`
-(the tool-call lifecycle table), :func:`to_activity` (a privacy-safe record for dashboards),
-the ``_accord/event`` extension (:func:`ext_event_params`) and the payload codec
-(:func:`event_to_json`, :func:`event_from_json`, :func:`envelope_from_stored`; a snapshot that
-appends to the one before is stored as ``state_appended``, found by :func:`appended_part` and
-folded by :func:`apply_appended`).
+:func:`compact_for_replay` (a short chain for ``session/load``), :func:`to_activity` (a
+privacy-safe record for dashboards), the ``_accord/event`` extension
+(:func:`ext_event_params`) and the payload codec (:func:`event_to_json`,
+:func:`event_from_json`, :func:`envelope_from_stored`; a snapshot that appends to the one
+before is stored as ``state_appended``, found by :func:`appended_part` and folded by
+:func:`apply_appended`). The tool-call lifecycle table is the engines'
+(:class:`~accord.engines.ToolCallTracker`).
 
 Below: :mod:`accord.schema`, :mod:`accord.errors` and the store's record type. Above: the
 agent runtime (drives engines, owns the pipelines) and the engines.
 """
 
-from ..engines import ROOT_AGENT_ID as ROOT_AGENT_ID
-from ..engines import TOOL_CALL_TRANSITIONS as TRANSITIONS
-from ..engines import BudgetResource as BudgetResource
-from ..engines import BudgetWarning as BudgetWarning
-from ..engines import CommandsChanged as CommandsChanged
-from ..engines import CompactionChanged as CompactionChanged
-from ..engines import CompactionPhase as CompactionPhase
-from ..engines import CompactionSummaryAdded as CompactionSummaryAdded
-from ..engines import ConfigChanged as ConfigChanged
-from ..engines import Event as Event
-from ..engines import EventKind as EventKind
-from ..engines import Layer as Layer
-from ..engines import MessagesCompacted as MessagesCompacted
-from ..engines import ModeChanged as ModeChanged
-from ..engines import ModelCallEnded as ModelCallEnded
-from ..engines import ModelCallStarted as ModelCallStarted
-from ..engines import PermissionPending as PermissionPending
-from ..engines import PlanChanged as PlanChanged
-from ..engines import StateSnapshot as StateSnapshot
-from ..engines import SubAgentEvent as SubAgentEvent
-from ..engines import SubAgentStarted as SubAgentStarted
-from ..engines import SubAgentStopped as SubAgentStopped
-from ..engines import TextChunk as TextChunk
-from ..engines import ThinkingChunk as ThinkingChunk
-from ..engines import TitleChanged as TitleChanged
-from ..engines import ToolCallEnded as ToolCallEnded
-from ..engines import ToolCallEvent as ToolCallEvent
-from ..engines import ToolCallProgress as ToolCallProgress
-from ..engines import ToolCallStarted as ToolCallStarted
-from ..engines import ToolCallTracker as ToolCallTracker
-from ..engines import ToolCallTrigger as ToolCallTrigger
-from ..engines import TurnCompleted as TurnCompleted
-from ..engines import TurnError as TurnError
-from ..engines import UsageReported as UsageReported
-from ..engines import UserMessageChunk as UserMessageChunk
-from ..engines import new_id as new_id
-from ..engines import tool_call_transition_diagram as transition_diagram
-from ..engines import tool_call_trigger as tool_call_trigger
 from ._activity import ACTIVITY_SCHEMA_VERSION as ACTIVITY_SCHEMA_VERSION
 from ._activity import LABEL_LIMIT_BYTES as LABEL_LIMIT_BYTES
 from ._activity import ActivityRecord as ActivityRecord
@@ -97,46 +61,11 @@ __all__ = (
     "EXTENSION_META_KEY",
     "EXT_EVENT_METHOD",
     "LABEL_LIMIT_BYTES",
-    "ROOT_AGENT_ID",
     "STATE_APPENDED",
-    "TRANSITIONS",
     "ActivityRecord",
-    "BudgetResource",
-    "BudgetWarning",
-    "CommandsChanged",
-    "CompactionChanged",
-    "CompactionPhase",
-    "CompactionSummaryAdded",
-    "ConfigChanged",
     "Envelope",
-    "Event",
-    "EventKind",
-    "Layer",
-    "MessagesCompacted",
-    "ModeChanged",
-    "ModelCallEnded",
-    "ModelCallStarted",
-    "PermissionPending",
-    "PlanChanged",
     "SessionUpdateMapper",
     "StateChainError",
-    "StateSnapshot",
-    "SubAgentEvent",
-    "SubAgentStarted",
-    "SubAgentStopped",
-    "TextChunk",
-    "ThinkingChunk",
-    "TitleChanged",
-    "ToolCallEnded",
-    "ToolCallEvent",
-    "ToolCallProgress",
-    "ToolCallStarted",
-    "ToolCallTracker",
-    "ToolCallTrigger",
-    "TurnCompleted",
-    "TurnError",
-    "UsageReported",
-    "UserMessageChunk",
     "activity_to_json",
     "appended_part",
     "apply_appended",
@@ -149,12 +78,9 @@ __all__ = (
     "event_to_json",
     "ext_event_params",
     "extension_capability",
-    "new_id",
     "restamp",
     "stamp",
     "to_activity",
     "to_session_update",
-    "tool_call_trigger",
-    "transition_diagram",
     "wants_extended_events",
 )
