@@ -1,4 +1,4 @@
-"""The exit codes of the ``accord`` command, part of its interface (documented in the README).
+"""The exit codes of the ``accord`` command, part of its interface (documented in docs/cli.md).
 
 Every subcommand module returns one of these; ``_main.py`` (parsing and dispatch) sits above
 them and imports them from here, so no command module imports the dispatcher.

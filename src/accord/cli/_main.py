@@ -1,8 +1,8 @@
 """Argument parsing and dispatch for the ``accord`` command.
 
-Exit codes are part of the interface (see ``accord.cli.ExitCode``); they are documented in the
-README and in ``accord --help``. No traceback reaches the terminal: a failure is one line on stderr
-(``-v`` logs the traceback too).
+Exit codes are part of the interface (see ``accord.cli.ExitCode``); they are documented in
+docs/cli.md and in ``accord --help``. No traceback reaches the terminal: a failure is one line
+on stderr (``-v`` logs the traceback too).
 """
 
 from __future__ import annotations

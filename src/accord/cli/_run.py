@@ -191,7 +191,7 @@ def result_record(
     text: str,
     error: str | None,
 ) -> dict[str, Any]:
-    """The last line of ``--json``: ``{"result": {...}}`` (documented in the README)."""
+    """The last line of ``--json``: ``{"result": {...}}`` (documented in docs/cli.md)."""
     return {
         "result": {
             "exitCode": exit_code,
