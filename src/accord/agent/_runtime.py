@@ -51,13 +51,21 @@ import functools
 import importlib.metadata
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import anyio
 
-from ..engines import ConfigChanged, Engine, ModeChanged, check_prompt, new_id, prompt_capabilities
+from ..engines import (
+    ConfigChanged,
+    EditSuggester,
+    Engine,
+    ModeChanged,
+    check_prompt,
+    new_id,
+    prompt_capabilities,
+)
 from ..errors import (
     CURSOR_META_KEY,
     TURN_NOTICE_METHOD,
@@ -66,6 +74,7 @@ from ..errors import (
     InvalidParams,
     LocalProtocolError,
     MethodNotFound,
+    RequestError,
     TransportError,
 )
 from ..events import extension_capability, wants_extended_events
@@ -77,13 +86,21 @@ from ..roles import (
     unadvertised_mcp_servers,
 )
 from ..schema import (
+    AcceptNesNotification,
     AgentCapabilities,
     CancelNotification,
+    CloseNesRequest,
+    CloseNesResponse,
     CloseSessionRequest,
     CloseSessionResponse,
     ContentBlock,
     DeleteSessionRequest,
     DeleteSessionResponse,
+    DidChangeDocumentNotification,
+    DidCloseDocumentNotification,
+    DidFocusDocumentNotification,
+    DidOpenDocumentNotification,
+    DidSaveDocumentNotification,
     ForkSessionRequest,
     ForkSessionResponse,
     Implementation,
@@ -101,13 +118,18 @@ from ..schema import (
     PromptCapabilities,
     PromptRequest,
     PromptResponse,
+    RejectNesNotification,
     ResumeSessionRequest,
     ResumeSessionResponse,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     SetSessionModeResponse,
+    StartNesRequest,
+    StartNesResponse,
     StopReason,
+    SuggestNesRequest,
+    SuggestNesResponse,
     Usage,
 )
 from ..store import (
@@ -121,6 +143,7 @@ from ..store import (
 from ._activity_log import ActivityLog
 from ._links import ClientLink, link_context
 from ._live_session import LiveSession, TurnHandle
+from ._nes import NesSessions
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._session_table import SessionTable
@@ -149,6 +172,7 @@ DEFAULT_REMOTE_GRACE_SECONDS: Final = 600.0
 TURN_COMMIT_WINDOW = 0.05
 
 logger = logging.getLogger("accord.agent")
+_N = TypeVar("_N")
 
 
 @final
@@ -251,6 +275,8 @@ class AgentRuntime(Agent):
     """
 
     additional_directories = True
+    #: Every encoding :mod:`accord.documents` counts in; the client's preference picks one.
+    position_encodings = ("utf-16", "utf-8", "utf-32")
 
     def __init__(
         self,
@@ -283,6 +309,11 @@ class AgentRuntime(Agent):
             self._tracing = Tracing(tracer_provider)
         self._engine = engine
         self._capabilities = engine.capabilities
+        if self._capabilities.nes and not isinstance(engine, EditSuggester):
+            raise TypeError("an engine declaring nes must implement EditSuggester")
+        #: Each connection's NES sessions and documents (made on its first NES message).
+        self._nes: dict[ClientLink, NesSessions] = {}
+        self._nes_encodings: dict[ClientLink, str] = {}
         self._owns_store = store is None
         self._store: SessionStore = store if store is not None else SqliteSessionStore()
         self.agent_info = agent_info if agent_info is not None else _default_agent_info()
@@ -384,6 +415,10 @@ class AgentRuntime(Agent):
         self._leave(link)
 
     def _leave(self, link: ClientLink) -> list[LiveSession]:
+        nes = self._nes.pop(link, None)
+        if nes is not None:
+            nes.close_all()
+        self._nes_encodings.pop(link, None)
         alone = self._sessions.leave(link)
         if self._links.get(link.connection) is link:
             del self._links[link.connection]
@@ -445,6 +480,13 @@ class AgentRuntime(Agent):
         if link is not None:
             await link.mcp.deliver(notification)
 
+    def offered_methods(self) -> set[str]:
+        """The handlers overridden, less NES and document sync when the engine has no NES."""
+        offered = super().offered_methods()
+        if not self._capabilities.nes:
+            offered = {m for m in offered if not m.startswith(("nes/", "document/"))}
+        return offered
+
     def agent_capabilities(self) -> AgentCapabilities:
         """The derived capabilities, plus the ``_accord/event`` extension and the cursor
         capability (``{"acp/cursor": {"attach": true}}``) in ``_meta``."""
@@ -469,7 +511,81 @@ class AgentRuntime(Agent):
                 name=None if info is None else _shown_name(info.title or info.name),
             )
             link.connection.connection.start_soon(self._watch, link, name="accord client watch")
-        return await super().initialize(request)
+        response = await super().initialize(request)
+        encoding = response.agent_capabilities.position_encoding
+        if link is not None and encoding is not None:
+            self._nes_encodings[link] = encoding
+        return response
+
+    # ------------------------------------------------------------------ NES (._nes)
+
+    def _nes_sessions(self) -> NesSessions:
+        link = self._link()
+        nes = self._nes.get(link)
+        if nes is None:
+            assert isinstance(self._engine, EditSuggester)  # offered only then
+            nes = self._nes[link] = NesSessions(self._engine)
+            encoding = self._nes_encodings.get(link, "utf-16")
+            if encoding in ("utf-16", "utf-8", "utf-32"):
+                nes.encoding = encoding
+        return nes
+
+    async def start_nes(self, request: StartNesRequest) -> StartNesResponse:
+        """``nes/start``: a new NES session on this connection (:meth:`NesSessions.start`)."""
+        return self._nes_sessions().start(request)
+
+    async def suggest_nes(self, request: SuggestNesRequest) -> SuggestNesResponse:
+        """``nes/suggest``: the engine's suggestions (:meth:`NesSessions.suggest`)."""
+        return await self._nes_sessions().suggest(request)
+
+    async def close_nes(self, request: CloseNesRequest) -> CloseNesResponse:
+        """``nes/close``: forget the session, cancel its suggestions (:meth:`NesSessions.close`)."""
+        return self._nes_sessions().close(request)
+
+    async def accept_nes(self, notification: AcceptNesNotification) -> None:
+        """``nes/accept`` (notification): the engine is told (:meth:`NesSessions.accept`)."""
+        await self._nes_notified(self._nes_sessions().accept(notification))
+
+    async def reject_nes(self, notification: RejectNesNotification) -> None:
+        """``nes/reject`` (notification): the engine is told (:meth:`NesSessions.reject`)."""
+        await self._nes_notified(self._nes_sessions().reject(notification))
+
+    async def did_open_document(self, notification: DidOpenDocumentNotification) -> None:
+        """``document/didOpen`` (notification): the text is kept (:meth:`NesSessions.did_open`)."""
+        self._document_event(self._nes_sessions().did_open, notification)
+
+    async def did_change_document(self, notification: DidChangeDocumentNotification) -> None:
+        """``document/didChange`` (notification): applied exactly, or the document is out of
+        sync (:meth:`NesSessions.did_change`)."""
+        self._document_event(self._nes_sessions().did_change, notification)
+
+    async def did_close_document(self, notification: DidCloseDocumentNotification) -> None:
+        """``document/didClose`` (notification): forgotten (:meth:`NesSessions.did_close`)."""
+        self._document_event(self._nes_sessions().did_close, notification)
+
+    async def did_save_document(self, notification: DidSaveDocumentNotification) -> None:
+        """``document/didSave`` (notification): checked (:meth:`NesSessions.did_save`)."""
+        self._document_event(self._nes_sessions().did_save, notification)
+
+    async def did_focus_document(self, notification: DidFocusDocumentNotification) -> None:
+        """``document/didFocus`` (notification): remembered (:meth:`NesSessions.did_focus`)."""
+        self._document_event(self._nes_sessions().did_focus, notification)
+
+    @staticmethod
+    def _document_event(handler: Callable[[_N], None], notification: _N) -> None:
+        """Run a document event's handler; what it refuses is logged (notifications get no
+        answer; an out-of-sync document fails its next ``nes/suggest``)."""
+        try:
+            handler(notification)
+        except RequestError as error:
+            logger.warning("%s refused: %s", type(notification).__name__, error)
+
+    @staticmethod
+    async def _nes_notified(verdict: Awaitable[None]) -> None:
+        try:
+            await verdict
+        except RequestError as error:
+            logger.warning("NES verdict refused: %s", error)
 
     # ------------------------------------------------------------------ sessions
 

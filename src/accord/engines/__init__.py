@@ -9,6 +9,9 @@ is everything the two agree on, and nothing of the runtime's machinery:
   questions: :class:`ElicitationAnswer`; the client's files and terminals:
   :class:`TextFileReader`, :class:`TextFileWriter`, :class:`TerminalService`; the client's own
   MCP servers: :class:`McpOverAcp`);
+* next edit suggestions (``EngineCapabilities.nes``): :class:`EditSuggester`, asked with an
+  :class:`EditRequest` and answering :class:`SuggestedEdit` values (:class:`TextEdit`), told
+  the client's verdict with :class:`EditFeedback`;
 * the events a turn yields (:data:`Event`: :class:`TextChunk`, :class:`ToolCallStarted`,
   :class:`PlanChanged`, :class:`TurnCompleted`, ...; :class:`SubAgentEvent`);
 * prompt content with bytes inside (:class:`TextPart`, :class:`ImagePart`, ...,
@@ -85,6 +88,12 @@ from ._events import TurnError as TurnError
 from ._events import UsageReported as UsageReported
 from ._events import UserMessageChunk as UserMessageChunk
 from ._events import new_id as new_id
+from ._nes import EditFeedback as EditFeedback
+from ._nes import EditRequest as EditRequest
+from ._nes import EditSuggester as EditSuggester
+from ._nes import RecentEdit as RecentEdit
+from ._nes import SuggestedEdit as SuggestedEdit
+from ._nes import TextEdit as TextEdit
 from ._protocol import MODEL_PURPOSE_HEADER as MODEL_PURPOSE_HEADER
 from ._protocol import ConfigValue as ConfigValue
 from ._protocol import Engine as Engine
@@ -131,6 +140,9 @@ __all__ = (
     "ConfigChanged",
     "ConfigValue",
     "ContentPart",
+    "EditFeedback",
+    "EditRequest",
+    "EditSuggester",
     "Elicitation",
     "ElicitationAction",
     "ElicitationAnswer",
@@ -153,6 +165,7 @@ __all__ = (
     "PermissionPending",
     "PermissionRequester",
     "PlanChanged",
+    "RecentEdit",
     "ResourceLinkPart",
     "SessionContext",
     "StateSnapshot",
@@ -160,9 +173,11 @@ __all__ = (
     "SubAgentEvent",
     "SubAgentStarted",
     "SubAgentStopped",
+    "SuggestedEdit",
     "TerminalHandle",
     "TerminalService",
     "TextChunk",
+    "TextEdit",
     "TextFileReader",
     "TextFileWriter",
     "TextPart",

@@ -134,6 +134,9 @@ class EngineCapabilities:
         mcp_sse: The engine connects to MCP servers over SSE (deprecated by MCP).
         mcp_acp: The engine uses MCP servers the client hosts over the ACP connection
             (``acp`` servers, unstable ACP), through :attr:`SessionContext.mcp_over_acp`.
+        nes: The engine suggests next edits (unstable ACP ``nes/*``, ``document/*``): it
+            implements :class:`~._nes.EditSuggester` too, and the runtime keeps the client's
+            documents for it.
         modes: The session modes offered; empty means no modes.
         default_mode_id: The mode a new session starts in (default: the first mode).
         config_options: The config options offered, each with its default as current value.
@@ -149,6 +152,7 @@ class EngineCapabilities:
     mcp_http: bool = False
     mcp_sse: bool = False
     mcp_acp: bool = False
+    nes: bool = False
     modes: tuple[SessionMode, ...] = ()
     default_mode_id: str | None = None
     config_options: tuple[SessionConfigOption, ...] = ()
