@@ -56,6 +56,8 @@ class _HistorySession(EngineSession):
     def __init__(self, engine: _HistoryEngine, history: list[JsonValue]) -> None:
         self.engine = engine
         self.history = history
+        #: How many items the runtime holds (appended mode): ``None`` before the first yield.
+        self.yielded_count: int | None = len(history) if history else None
 
     def _state(self) -> JsonValue:
         if self.engine.wrapped:
@@ -66,7 +68,8 @@ class _HistorySession(EngineSession):
         self, prompt: Sequence[ContentBlock], turn: TurnContext
     ) -> AsyncIterator[TurnOutput]:
         text = "".join(block.text for block in prompt if isinstance(block, TextContentBlock))
-        if text == "rewrite":
+        rewritten = text == "rewrite"
+        if rewritten:
             # What a refused prompt does: the history loses its last exchange.
             del self.history[-2:]
         self.history.append({"role": "user", "text": text, "pad": _PADDING})
@@ -75,14 +78,25 @@ class _HistorySession(EngineSession):
         yield TextChunk(message_id=new_id(), content=TextContentBlock(text=reply))
         state = self._state()
         self.engine.yielded.append(state)
-        yield StateSnapshot(state=state)
+        base = self.yielded_count
+        if not self.engine.appended or base is None or rewritten:
+            yield StateSnapshot(state=state)
+        else:
+            path = ("engine",) if self.engine.wrapped else ()
+            base += self.engine.miscount
+            yield StateSnapshot.appended(tuple(self.history[base:]), base=base, path=path)
+        self.yielded_count = len(self.history)
 
 
 class _HistoryEngine:
     """An engine whose state grows by appending, like a model's message history."""
 
-    def __init__(self, *, wrapped: bool = False) -> None:
+    def __init__(self, *, wrapped: bool = False, appended: bool = False, miscount: int = 0) -> None:
         self.wrapped = wrapped
+        #: Yield only what each turn added (``StateSnapshot.appended``) once it yielded whole.
+        self.appended = appended
+        #: Added to the count an appended snapshot names (an engine that miscounts).
+        self.miscount = miscount
         self.yielded: list[JsonValue] = []
         self.opened: dict[str, JsonValue] = {}
 
@@ -137,11 +151,12 @@ async def _size(store: SessionStore, session_id: str) -> int:
     return sum(len(e.payload) for e in await store.read_events(session_id))
 
 
+@pytest.mark.parametrize("appended", [False, True], ids=["whole", "appended"])
 @pytest.mark.parametrize("wrapped", [False, True], ids=["list", "coder-shape"])
 async def test_load_resume_and_fork_give_the_engine_exactly_its_last_history(
-    store: SessionStore, wrapped: bool
+    store: SessionStore, wrapped: bool, appended: bool
 ) -> None:
-    engine = _HistoryEngine(wrapped=wrapped)
+    engine = _HistoryEngine(wrapped=wrapped, appended=appended)
     prompts = [f"prompt {i}" for i in range(12)] + ["rewrite"] + [f"later {i}" for i in range(12)]
     session_id = await _run_turns(store, engine, prompts)
     events = await store.read_events(session_id)
@@ -154,7 +169,7 @@ async def test_load_resume_and_fork_give_the_engine_exactly_its_last_history(
     assert _fold_each(events) == engine.yielded
     last = engine.yielded[-1]
 
-    later = _HistoryEngine(wrapped=wrapped)
+    later = _HistoryEngine(wrapped=wrapped, appended=appended)
     async with serve(store=store, runtime=_runtime(later, store)) as h:
         with anyio.fail_after(TIMEOUT):
             await h.conn.load_session(
@@ -167,7 +182,7 @@ async def test_load_resume_and_fork_give_the_engine_exactly_its_last_history(
         # The loaded session goes on appending, and so does the fork.
         await h.prompt(session_id, "after load")
         await h.prompt(forked.session_id, "in the fork")
-    resumed = _HistoryEngine(wrapped=wrapped)
+    resumed = _HistoryEngine(wrapped=wrapped, appended=appended)
     async with serve(store=store, runtime=_runtime(resumed, store)) as h:
         with anyio.fail_after(TIMEOUT):
             await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
@@ -272,6 +287,28 @@ async def test_a_chain_that_does_not_fit_is_refused_loudly(store: SessionStore) 
             await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
         assert session_id not in later.opened
     assert "inconsistent" in str(raised.value.data) + raised.value.message
+
+
+@pytest.mark.parametrize("miscount", [-1, 1])
+async def test_an_appended_snapshot_that_miscounts_fails_the_turn(
+    store: SessionStore, miscount: int
+) -> None:
+    engine = _HistoryEngine(appended=True, miscount=miscount)
+    async with serve(store=store, runtime=_runtime(engine, store)) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id, "one")
+        with pytest.raises(RequestError) as raised:
+            await h.prompt(session_id, "two")
+    assert raised.value.code == -32603
+    # Nothing wrong was stored: the chain still folds to the first turn's history.
+    assert _fold_each(await store.read_events(session_id)) == engine.yielded[:1]
+
+
+def test_an_appended_snapshot_holds_items_or_state_not_both() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        StateSnapshot(state=[1], items=(2,))
+    with pytest.raises(ValueError, match="base must be >= 0"):
+        StateSnapshot.appended((1,), base=-1)
 
 
 def test_appended_part_takes_only_pure_appends() -> None:

@@ -20,6 +20,7 @@ from _coder_support import (
     text_of,
     tool_names,
 )
+from helpers.snapshots import fold_snapshots
 from helpers.timeouts import TIMEOUT
 
 from accord.coder import CoderConfig, CoderEngine, CoderState, _open, _search
@@ -93,10 +94,10 @@ async def test_the_session_hands_each_history_on_and_keeps_no_copy(project: Path
     with FakeOpenAIServer([say("one"), say("two")]) as server:
         async with opened(engine_on(server), str(project)) as session:
             assert session.opening_state_json() == {**session.opening_state_json(), "engine": None}
-            await run_turn(session, "first")
-            outputs = await run_turn(session, "second")
+            outputs = await run_turn(session, "first")
+            outputs += await run_turn(session, "second")
             kept = session.opening_state_json()
-    state = CoderState.from_json(root(outputs, StateSnapshot)[-1].state)
+    state = CoderState.from_json(fold_snapshots(root(outputs, StateSnapshot)))
     assert state is not None and state.system_prompt == session.system_prompt
     history = json.dumps(state.engine)
     assert all(text in history for text in ("first", "one", "second", "two"))

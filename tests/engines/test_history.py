@@ -6,6 +6,7 @@ import json
 
 import pytest
 from _engines_support import ModelCounter, context, of_type, opened, run_turn
+from helpers.snapshots import fold_snapshots
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest
 
@@ -19,6 +20,7 @@ from accord.engines.pydantic_ai import (
     history_to_json,
 )
 from accord.errors import InternalError
+from accord.events import apply_appended
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 
 pytestmark = pytest.mark.anyio
@@ -65,15 +67,23 @@ async def test_restored_history_is_sent_to_the_model_after_a_restart() -> None:
     assert roles[-1] == ("user", "What is my name?")
 
 
-async def test_every_turn_saves_the_whole_history() -> None:
+async def test_every_turn_saves_the_history_first_whole_then_its_new_messages() -> None:
     with FakeOpenAIServer([ScriptedReply(text=["1"]), ScriptedReply(text=["2"])]) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            await run_turn(session, "a")
+            [first] = of_type(await run_turn(session, "a"), StateSnapshot)
             events = await run_turn(session, "b")
+    assert first.items is None
+    assert len(history_from_json(first.state)) == 2
+    # The second turn yields only the two messages it added, after the two stored before.
     [snapshot] = of_type(events, StateSnapshot)
-    assert len(history_from_json(snapshot.state)) == 4
-    assert snapshot.state == history_to_json(session.history)
+    assert (snapshot.base, snapshot.path) == (2, ("messages",))
+    assert snapshot.items is not None
+    whole = apply_appended(
+        first.state, {"path": ["messages"], "base": 2, "items": list(snapshot.items)}
+    )
+    assert whole == history_to_json(session.history)
+    assert len(history_from_json(whole)) == 4
 
 
 async def test_the_history_kept_between_turns_reads_back_whole() -> None:
@@ -85,14 +95,14 @@ async def test_the_history_kept_between_turns_reads_back_whole() -> None:
     with FakeOpenAIServer(replies) as server:
         engine = PydanticAIEngine(agent_with_tool(), models=[ModelCounter().choice(server, "m")])
         async with opened(engine) as session:
-            await run_turn(session, "first")
-            await run_turn(session, "second")
-            events = await run_turn(session, "third")
+            events = await run_turn(session, "first")
+            events += await run_turn(session, "second")
+            events += await run_turn(session, "third")
             history = session.history
         third = server.requests[2]
     said = [m.get("content") for m in third.messages if m["role"] in ("user", "assistant")]
     assert said == ["first", "one", "second", "two", "third"]
-    assert history_to_json(history) == of_type(events, StateSnapshot)[-1].state
+    assert history_to_json(history) == fold_snapshots(of_type(events, StateSnapshot))
     requests = [m for m in history if isinstance(m, ModelRequest)]
     assert len(requests) == 3 and requests[0].instructions == "You are terse."
     assert all(r.instructions is requests[0].instructions for r in requests)

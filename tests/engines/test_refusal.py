@@ -12,6 +12,7 @@ import json
 
 import pytest
 from _engines_support import ModelCounter, of_type, opened, run_turn
+from helpers.snapshots import fold_snapshots
 from pydantic_ai import Agent
 
 from accord.engines import StateSnapshot, TextChunk, TurnCompleted
@@ -35,7 +36,7 @@ async def test_a_refused_prompt_leaves_the_history_as_it_was(said: list[str]) ->
     with FakeOpenAIServer(replies) as server:
         engine = PydanticAIEngine(Agent(), models=[ModelCounter().choice(server, "fake-model")])
         async with opened(engine) as session:
-            await run_turn(session, "hi")
+            first = of_type(await run_turn(session, "hi"), StateSnapshot)
             before = list(session.history)
             refused = await run_turn(session, "forbidden words")
             after_refusal = list(session.history)
@@ -43,7 +44,8 @@ async def test_a_refused_prompt_leaves_the_history_as_it_was(said: list[str]) ->
     assert of_type(refused, TurnCompleted) == [TurnCompleted(stop_reason="refusal")]
     assert [e.content.text for e in of_type(refused, TextChunk)] == said
     (snapshot,) = of_type(refused, StateSnapshot)
-    assert snapshot.state == history_to_json(before)
+    assert fold_snapshots([*first, snapshot]) == history_to_json(before)
+    assert snapshot.items == ()  # nothing appended to what the runtime holds
     assert after_refusal == before
     next_request = _contents(server.requests[2].body)
     assert "forbidden words" not in next_request and "I will not" not in next_request

@@ -35,7 +35,6 @@ from ..store import SessionStore
 from ._controls import Controls
 from ._elsewhere import ElsewhereFeed
 from ._lifecycle import SessionLifecycle
-from ._packed_state import pack_state, unpack_state
 from ._permissions import PermissionMemory
 from ._pipeline import Attachment, DeliveryPipeline
 
@@ -184,7 +183,6 @@ class LiveSession:
     """Everything the runtime holds for one session while a client has it open."""
 
     __slots__ = (
-        "_engine_state",
         "additional_directories",
         "announced",
         "announcements",
@@ -241,7 +239,6 @@ class LiveSession:
         self.title = title
         #: Slash commands changed by the engine during the session (``None``: the engine's).
         self.commands = commands
-        self._engine_state = b""
         self.engine_state = engine_state
         self.lifecycle = SessionLifecycle(session_id)
         self.tracker = ToolCallTracker()
@@ -293,23 +290,18 @@ class LiveSession:
 
     @property
     def engine_state(self) -> JsonValue:
-        """The engine's last ``StateSnapshot.state`` (a new copy at each read).
+        """The engine's last state (a new copy at each read).
 
-        Kept packed (``_packed_state``: compressed JSON, the pipeline's one copy): a history
-        of a few hundred turns as Python dicts and lists is about five times its JSON, and
-        every live session keeps one (measured in the soak benchmark, where it was most of
-        the growth per turn). It is read when the state record is saved, once per turn.
+        The pipeline keeps the session's one copy (:mod:`._kept_state`: compressed JSON,
+        grown by the appended snapshots it stores): a history of a few hundred turns as Python
+        dicts and lists is about five times its JSON, and every live session keeps one.
         """
-        return unpack_state(self._engine_state)
+        return self.pipeline.kept_state.whole()
 
     @engine_state.setter
     def engine_state(self, state: JsonValue) -> None:
-        self._engine_state = pack_state(state)
-
-    def keep_engine_state(self, state: JsonValue, packed: bytes | None) -> None:
-        """Keep ``state``; ``packed`` is its :func:`pack_state` form when the caller made it
-        already (the pipeline packs every snapshot it stores), ``None`` to pack it here."""
-        self._engine_state = pack_state(state) if packed is None else packed
+        # Loaded or resumed: the stored chain's next snapshot is stored whole.
+        self.pipeline.kept_state.replace(state, chained=False)
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""

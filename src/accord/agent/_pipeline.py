@@ -63,6 +63,7 @@ from ..events import (
     EXT_EVENT_METHOD,
     Envelope,
     SessionUpdateMapper,
+    apply_appended,
     envelope_from_stored,
     ext_event_params,
     stamp,
@@ -70,7 +71,7 @@ from ..events import (
 from ..schema import BooleanSessionConfigOption, SessionUpdate
 from ..store import GroupCommitWriter, SessionStore, WriterClosed, iter_events
 from ._cursor import Cursor, encode_cursor
-from ._packed_state import pack_state, unpack_state
+from ._kept_state import KeptState
 
 __all__ = (
     "DEFAULT_ATTACHMENT_QUEUE",
@@ -491,11 +492,10 @@ class DeliveryPipeline:
         "_ordered",
         "_published",
         "_stale",
-        "_state_before",
-        "_state_seq",
         "_taps",
         "_writer",
         "committed_seq",
+        "kept_state",
         "observe_dropped",
         "session_id",
         "store",
@@ -518,12 +518,10 @@ class DeliveryPipeline:
         self._attachments: tuple[Attachment, ...] = ()
         self._taps: tuple[Tap, ...] = ()
         self._ordered: anyio.Lock | None = None
-        #: The engine state this pipeline stored last (packed: ``_packed_state``), which the
-        #: next snapshot may be stored as appending to; ``None`` after a change of epoch or
-        #: of numbering.
-        self._state_before: bytes | None = None
-        #: The ``seq`` of the snapshot ``_state_before`` came from.
-        self._state_seq = 0
+        #: The session's engine state (its one copy, :mod:`._kept_state`): the last
+        #: snapshot stamped, or what the session was loaded with; ``chained`` while the
+        #: stored chain ends with it (cleared on a change of epoch or of numbering).
+        self.kept_state = KeptState()
         # detach_writer() must not switch modes in the middle of a store, so it waits for
         # _busy to clear (a flag and an event: a lock would cost its acquire on every event
         # of a streaming turn, on top of the ordering lock).
@@ -542,14 +540,8 @@ class DeliveryPipeline:
     def new_epoch(self) -> int:
         """Start a new epoch (on load or resume) and return it; older epochs are refused."""
         self._epoch += 1
-        self._state_before = None
+        self.kept_state.chained = False
         return self._epoch
-
-    def stamped_state_packed(self, seq: int) -> bytes | None:
-        """The engine state of the snapshot stamped ``seq``, packed (``pack_state``), while
-        it is the last snapshot stamped (``None`` otherwise): the live session keeps this one
-        packed copy instead of making a second one of the same history."""
-        return self._state_before if self._state_seq == seq else None
 
     @property
     def last_seq(self) -> int:
@@ -575,7 +567,7 @@ class DeliveryPipeline:
             # process's events now are: they cannot be stored any more.
             self.observe_dropped += len(self._held)
             self._held = []
-            self._state_before = None
+            self.kept_state.chained = False
             self._next_seq = last_seq + 1
             self.committed_seq = last_seq
             for attachment in self._attachments:
@@ -648,7 +640,7 @@ class DeliveryPipeline:
                 await self._store_batch(batch)
             except BaseException:
                 # Not stored for certain: the next snapshot is stored whole.
-                self._state_before = None
+                self.kept_state.chained = False
                 raise
             finally:
                 self._busy = False
@@ -663,9 +655,18 @@ class DeliveryPipeline:
         if epoch != self._epoch:
             self._stale += 1
             return None
+        kept = self.kept_state
         state_before: JsonValue = None
-        if isinstance(event, StateSnapshot) and self._state_before is not None:
-            state_before = unpack_state(self._state_before)
+        if isinstance(event, StateSnapshot):
+            if event.items is not None:
+                kept.check_append(event.path, event.base)
+                if not kept.chained:
+                    # The stored chain does not end with the kept state: store it whole.
+                    items = list(event.items)
+                    part = {"path": list(event.path), "base": event.base, "items": items}
+                    event = StateSnapshot(state=apply_appended(kept.whole(), part))
+            elif kept.chained:
+                state_before = kept.whole()
         envelope = stamp(
             event,
             session_id=self.session_id,
@@ -676,8 +677,10 @@ class DeliveryPipeline:
             state_before=state_before,
         )
         if isinstance(event, StateSnapshot):
-            self._state_before = pack_state(event.state)
-            self._state_seq = envelope.seq
+            if event.items is None:
+                kept.replace(event.state, chained=True)
+            else:
+                kept.append(envelope.payload, event.path, len(event.items))
         self._next_seq += 1
         self._published += 1
         return envelope

@@ -311,7 +311,7 @@ class TurnRunner:
             case TitleChanged():
                 session.title = event.title
             case StateSnapshot():
-                session.keep_engine_state(event.state, session.pipeline.stamped_state_packed(seq))
+                pass  # the pipeline kept it when it stamped it
             case CommandsChanged():
                 session.commands = event.commands
             case ModeChanged():

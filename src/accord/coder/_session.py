@@ -146,6 +146,10 @@ class CoderSession(EngineSession):
             # Wrapped, not kept: a copy of every history as Python objects was most
             # of what a turn left behind in the agent (benchmarks/bench_soak.py).
             self._state = dataclasses.replace(self._state, engine=None)
+            if output.items is not None:
+                # Only the new messages: they go in the engine's state, under "engine".
+                path = ("engine", *output.path)
+                return StateSnapshot.appended(output.items, base=output.base, path=path)
             wrapped = dataclasses.replace(self._state, engine=output.state)
             return StateSnapshot(state=wrapped.to_json())
         if isinstance(output, TitleChanged):

@@ -373,11 +373,50 @@ class StateSnapshot:
 
     The last snapshot of a session comes back as ``SessionContext.history`` when the session
     is loaded or resumed. Never sent to clients.
+
+    Two forms. Whole: ``state`` is the whole state (the first snapshot of a session, a
+    history that was rewritten, e.g. compacted, and any engine that does not track what it
+    added). Appended (made with :meth:`appended`): ``items`` are what this turn appended to
+    the list at ``path`` (keys through JSON objects from the state's root) of the session's
+    last state, which had ``base`` items there; every other part of the state is unchanged
+    and ``state`` is ``None``. The runtime stores an appended snapshot as it comes (the
+    ``state_appended`` form, :mod:`accord.events._state_chain`) without reading the history
+    before it: a turn's work does not grow with the conversation. ``base`` is the guard: the
+    runtime refuses the snapshot (the turn fails with :class:`ValueError`) when its last
+    state does not have ``base`` items at ``path``, so an engine that miscounts, or mutated
+    what it yielded before, is caught instead of storing a wrong history. The items are
+    serialized once when the snapshot is stored; change nothing in them afterwards.
     """
 
     kind: Literal["state_snapshot"] = "state_snapshot"
     layer: ClassVar[Layer] = "state"
-    state: JsonValue
+    state: JsonValue = None
+    items: tuple[JsonValue, ...] | None = None
+    base: int = 0
+    path: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse an appended snapshot with a negative ``base`` or with a ``state`` too.
+
+        Raises:
+            ValueError: ``base`` < 0, or ``items`` and ``state`` both given.
+        """
+        if self.items is not None and self.state is not None:
+            raise ValueError("a StateSnapshot carries either state or appended items, not both")
+        if self.base < 0:
+            raise ValueError(f"a StateSnapshot's base must be >= 0, got {self.base}")
+
+    @classmethod
+    def appended(
+        cls, items: tuple[JsonValue, ...], *, base: int, path: tuple[str, ...] = ()
+    ) -> StateSnapshot:
+        """The appended form: ``items`` added after the ``base`` items at ``path``."""
+        return cls(items=tuple(items), base=base, path=tuple(path))
+
+    @property
+    def is_appended(self) -> bool:
+        """Whether this snapshot holds only what the turn appended (``items``)."""
+        return self.items is not None
 
 
 # --------------------------------------------------------------------------- observe layer

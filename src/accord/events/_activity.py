@@ -325,7 +325,9 @@ def _facts(header: ActivityRecord, event: Event) -> ActivityRecord:
         case TurnCompleted():
             return replace(header, status=_pick(event.stop_reason, _STATUSES))
         case StateSnapshot():
-            return replace(header, size=len(orjson.dumps(event.state)))
+            # An appended snapshot's size is that of the items it appends.
+            held = event.state if event.items is None else list(event.items)
+            return replace(header, size=len(orjson.dumps(held)))
         case ModelCallStarted():
             return replace(
                 header, model_call=_ref("model_call", event.call_id), model=_label(event.model)

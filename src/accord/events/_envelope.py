@@ -97,17 +97,21 @@ def stamp(
 ) -> Envelope:
     """Stamp ``event`` into its envelope, serializing it once (payload and ``data``).
 
-    A ``StateSnapshot`` that appends to ``state_before`` (the state the session's chain
-    stored last, if any) is stored in the compact ``state_appended`` form
-    (:mod:`._state_chain`); its envelope still carries the whole snapshot as ``event``.
+    A ``StateSnapshot`` in its appended form, or a whole one that appends to
+    ``state_before`` (the state the session's chain stored last, if any), is stored in the
+    compact ``state_appended`` form (:mod:`._state_chain`); its envelope still carries the
+    snapshot as ``event``.
 
     Raises:
         ValueError: ``seq`` < 1 or ``epoch`` < 0.
     """
     kind = event.kind
     part = None
-    if state_before is not None and isinstance(event, StateSnapshot):
-        part = appended_part(state_before, event.state)
+    if isinstance(event, StateSnapshot):
+        if event.items is not None:
+            part = {"path": list(event.path), "base": event.base, "items": list(event.items)}
+        elif state_before is not None:
+            part = appended_part(state_before, event.state)
     if part is not None:
         kind = STATE_APPENDED
         data = {"kind": STATE_APPENDED, **part}
@@ -178,7 +182,8 @@ def _encode(value: object) -> Any:
 
 #: Field names per event class, in declaration order (``dataclasses.fields`` rebuilds its
 #: tuple on every call, a noticeable cost when a turn streams thousands of events).
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+#: A whole StateSnapshot is stored as its state alone (the appended form has its own).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {StateSnapshot: ("kind", "state")}
 
 
 def _event_dict(event: Event) -> dict[str, Any]:

@@ -34,13 +34,16 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 
 __all__ = (
     "HISTORY_FORMAT",
+    "HISTORY_PATH",
     "HISTORY_VERSION",
     "CostTotal",
     "HistoryError",
     "PackedHistory",
     "context_tokens",
     "history_from_json",
+    "history_items",
     "history_to_json",
+    "message_json",
 )
 
 HISTORY_FORMAT: Final = "pydantic-ai/messages"
@@ -62,6 +65,21 @@ def history_to_json(messages: Sequence[ModelMessage]) -> JsonValue:
         "version": HISTORY_VERSION,
         "messages": cast(list[JsonValue], dumped),
     }
+
+
+HISTORY_PATH: Final = ("messages",)
+"""Where the messages are in the stored form (an appended snapshot's ``path``)."""
+
+
+def history_items(messages: Sequence[ModelMessage]) -> list[JsonValue]:
+    """Return ``messages`` in their stored form (the items of the stored ``messages``), so a
+    turn encodes only the messages it added."""
+    return cast(list[JsonValue], ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"))
+
+
+def message_json(message: ModelMessage) -> bytes:
+    """Return the JSON of one message (to tell whether it changed)."""
+    return ModelMessagesTypeAdapter.dump_json([message])
 
 
 def history_from_json(state: JsonValue) -> list[ModelMessage]:

@@ -60,7 +60,14 @@ from .. import (
     new_id,
 )
 from ._approval import TurnCapability
-from ._history import CostTotal, context_tokens, history_to_json
+from ._history import (
+    HISTORY_PATH,
+    CostTotal,
+    context_tokens,
+    history_items,
+    history_to_json,
+    message_json,
+)
 from ._models import WindowLookup
 from ._pipe import Pipe
 from ._stream import EventTranslator
@@ -112,6 +119,8 @@ class TurnRun:
         capability: The turn's capability (tool filter and approvals).
         cost: The session's cost total (updated with each response).
         priced: Whether the model's responses have a price (:attr:`ModelChoice.priced`).
+        stored: Whether the runtime holds ``history`` as the session's last state, so the
+            turn's snapshot may hold only the messages it added (``StateSnapshot.appended``).
     """
 
     def __init__(
@@ -129,6 +138,7 @@ class TurnRun:
         capability: TurnCapability,
         cost: CostTotal,
         priced: bool = True,
+        stored: bool = False,
     ) -> None:
         """Prepare the run; see the class docstring for the arguments."""
         self._agent = agent
@@ -148,6 +158,12 @@ class TurnRun:
         self.messages: list[ModelMessage] = history
         """The history: the session's before the run, everything the run did after."""
         self._before = len(history)
+        self._stored = stored
+        self.snapshot_put = False
+        """Whether the run put its snapshot (so the runtime holds :attr:`messages`)."""
+        # The one message a run could change in place (pydantic-ai merges a new prompt into a
+        # trailing request): its JSON, to check before yielding only the new messages.
+        self._last_json = message_json(history[-1]) if stored and history else None
 
     async def run(self, pipe: Pipe) -> None:
         """Run the turn, putting every event into ``pipe``; see the module docstring.
@@ -194,11 +210,26 @@ class TurnRun:
             self.messages = self.messages[: self._before]  # the refused prompt and after
         for event in ended:
             await pipe.put(event)
-        await pipe.put(StateSnapshot(state=history_to_json(self.messages)))
+        await pipe.put(self._snapshot())
+        self.snapshot_put = True
         if error is not None:
             raise error
         if stop_reason not in ("end_turn", "cancelled"):
             await pipe.put(TurnCompleted(stop_reason=stop_reason))
+
+    def _snapshot(self) -> StateSnapshot:
+        """The turn's snapshot: only its new messages when the runtime holds the ones before
+        (``stored``) and the run left them as they were, else the whole history."""
+        before, messages = self._before, self.messages
+        if (
+            self._stored
+            and len(messages) >= before
+            and (self._last_json is None or message_json(messages[before - 1]) == self._last_json)
+        ):
+            return StateSnapshot.appended(
+                tuple(history_items(messages[before:])), base=before, path=HISTORY_PATH
+            )
+        return StateSnapshot(state=history_to_json(messages))
 
     async def _drive(self, pipe: Pipe) -> None:
         translator = self._translator

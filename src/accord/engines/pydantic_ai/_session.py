@@ -124,6 +124,10 @@ class PydanticAISession(EngineSession):
         self._context = context
         self._model = model
         self._history = PackedHistory(history)
+        # Whether the runtime holds _history as the session's last state (a loaded history,
+        # or the one the last snapshot made): the next snapshot may then hold only the new
+        # messages. False for a new session and after a compaction (stored whole).
+        self._stored = bool(history)
         self._deps = deps
         self._options = options
         self._cost = CostTotal(history, priced=model.priced)
@@ -263,6 +267,7 @@ class PydanticAISession(EngineSession):
             try:
                 if await self._compact(pipe, turn, model, instruction, requested=True):
                     await pipe.put(StateSnapshot(state=history_to_json(self._history.unpack())))
+                    self._stored = True
             finally:
                 await self._model.end_turn()
 
@@ -324,6 +329,7 @@ class PydanticAISession(EngineSession):
             if summary is not None and not cancelled:
                 compacted = compacted_history(system, summary, kept)
                 self._history = PackedHistory(compacted)
+                self._stored = False
                 self._measured = False
                 await pipe.put(
                     CompactionSummaryAdded(
@@ -403,10 +409,12 @@ class PydanticAISession(EngineSession):
                 capability=capability,
                 cost=self._cost,
                 priced=self._model.priced,
+                stored=self._stored,
             )
             try:
                 await run.run(pipe)
             finally:
+                self._stored = run.snapshot_put
                 self._history = PackedHistory(run.messages)
                 self._measured = True
         finally:

@@ -1,0 +1,128 @@
+"""A live session's engine state: the one copy the runtime keeps, compressed, grown by appends.
+
+The runtime keeps each live session's last engine state (a model history: everything the
+conversation said) for the session record and to store the next snapshot as an append to it.
+It keeps one copy, here (the pipeline owns it; the live session reads it). A whole snapshot
+replaces it: its JSON, compressed with zlib at its fastest level (a history is repetitive text,
+about a tenth of its JSON). An appended snapshot adds one more compressed piece: the JSON the
+store was given for it, so nothing before it is read, decoded or encoded again. The whole state
+is rebuilt only when it is read (:meth:`KeptState.whole`, which then keeps it as one piece
+again).
+
+The guard against an engine whose appended snapshot does not fit needs no second copy: the
+number of items of every list reachable through JSON objects from the root (the coder's
+``engine.messages``) is kept beside the pieces, and an append must name the count it extends.
+
+Below: ``orjson``, ``zlib`` and the state chain's :func:`~accord.events.apply_appended`; above:
+the delivery pipeline and the live session.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Final, cast
+
+import orjson
+from pydantic import JsonValue
+
+from ..events import StateChainError, apply_appended
+
+__all__ = ("KeptState", "pack_state", "unpack_state")
+
+#: zlib's fastest level: a history shrinks about tenfold at level 1 already.
+_LEVEL: Final = 1
+
+
+def pack_state(state: JsonValue) -> bytes:
+    """Return ``state`` packed: its JSON, compressed."""
+    return zlib.compress(orjson.dumps(state), _LEVEL)
+
+
+def unpack_state(packed: bytes) -> JsonValue:
+    """Return the state :func:`pack_state` packed (a new copy at each call)."""
+    return cast(JsonValue, orjson.loads(zlib.decompress(packed)))
+
+
+def _list_counts(state: JsonValue) -> dict[tuple[str, ...], int]:
+    """The length of every list reachable from ``state`` through JSON objects, by path."""
+    counts: dict[tuple[str, ...], int] = {}
+    pending: list[tuple[tuple[str, ...], JsonValue]] = [((), state)]
+    while pending:
+        path, node = pending.pop()
+        if isinstance(node, list):
+            counts[path] = len(node)
+        elif isinstance(node, dict):
+            pending.extend(((*path, key), value) for key, value in node.items())
+    return counts
+
+
+class KeptState:
+    """The last engine state of a session, kept packed, with the lengths appends check.
+
+    ``chained`` says whether the stored chain ends with this state (so the next whole
+    snapshot may be stored as an append to it, and an appended one as it comes); the
+    pipeline clears it when it cannot be sure (another epoch, another process's events, a
+    failed store).
+    """
+
+    __slots__ = ("_counts", "_packed", "_tail", "chained")
+
+    def __init__(self) -> None:
+        """Start with no state (``None``), not chained."""
+        self._packed = pack_state(None)
+        self._tail: list[bytes] = []
+        self._counts: dict[tuple[str, ...], int] = {}
+        self.chained = False
+
+    def replace(self, state: JsonValue, *, chained: bool) -> None:
+        """Keep ``state`` (a whole one) instead."""
+        self._packed = pack_state(state)
+        self._tail = []
+        self._counts = _list_counts(state)
+        self.chained = chained
+
+    def count(self, path: tuple[str, ...]) -> int | None:
+        """The number of items of the list at ``path``; ``None`` when there is no list."""
+        return self._counts.get(path)
+
+    def check_append(self, path: tuple[str, ...], base: int) -> None:
+        """Refuse an append of items after ``base`` items at ``path`` that does not fit.
+
+        Raises:
+            StateChainError: the kept state has no list at ``path``, or not of ``base`` items.
+        """
+        found = self._counts.get(path)
+        if found != base:
+            there = "no list" if found is None else f"{found} items"
+            raise StateChainError(
+                f"the engine's StateSnapshot appends to a list of {base} items at "
+                f"{list(path)!r}, but its last state has {there} there (an engine must count "
+                "what it yielded before and never change it afterwards)"
+            )
+
+    def append(self, payload: bytes, path: tuple[str, ...], added: int) -> None:
+        """Add a checked append: ``payload`` is its stored ``state_appended`` JSON (``path``,
+        ``base``, ``items``), ``added`` the number of its items."""
+        self._tail.append(zlib.compress(payload, _LEVEL))
+        self._counts[path] = self._counts.get(path, 0) + added
+
+    def whole(self) -> JsonValue:
+        """The whole state (a new copy at each call); the pieces are kept as one afterwards.
+
+        Raises:
+            StateChainError: a kept append does not fit (never, for checked appends).
+        """
+        state = unpack_state(self._packed)
+        if not self._tail:
+            return state
+        for piece in self._tail:
+            part: Any = orjson.loads(zlib.decompress(piece))
+            state = apply_appended(state, part)
+        self._packed = pack_state(state)
+        self._tail = []
+        return state
+
+    @property
+    def pieces(self) -> int:
+        """How many appends are kept apart from the last whole state."""
+        return len(self._tail)
