@@ -213,3 +213,12 @@ def test_the_usage_the_agent_reports_ends_the_run() -> None:
     assert done.stdout.splitlines()[-1] == "[done, session usage-1]"
     done = accord("run", "--agent", agent("usage", "--no-usage"), "--json", "hi")
     assert json_lines(done.stdout)[-1]["result"]["usage"] is None
+
+
+def test_mode_uses_the_mode_config_option_of_an_agent_without_modes() -> None:
+    done = accord("run", "--agent", agent("mode_option"), "--mode", "code", "which mode?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "mode: code"
+    unknown = accord("run", "--agent", agent("mode_option"), "--mode", "yolo", "x")
+    assert unknown.returncode == 1
+    assert unknown.stderr == "accord: unknown --mode 'yolo': the agent offers ask, code\n"

@@ -27,6 +27,9 @@ over its stdio through ``accord.roles.run_agent_stdio``; sessions are ``NAME-1``
   ``allow_always``, and a true ``reject_once``; then it says ``chosen: ID`` (or ``chosen:
   cancelled``). ``session/list`` gives one session whose id, title and cwd carry them.
   ``--crash``: on prompt it writes them to stderr and exits with code 1.
+* ``mode_option``: offers its modes only as a ``select`` config option of category ``mode``
+  (``mode``: ``ask``, ``code``; ``ask`` first), no ``modes``; answers
+  ``session/set_config_option`` and every prompt with ``mode: <current>``.
 * ``noisy``: floods stderr with ``NOISE_MB`` megabytes (default 16; half in ``initialize``,
   half in the prompt) with blocking writes, so it stalls unless the client drains its stderr;
   then answers ``quiet now``.
@@ -78,7 +81,7 @@ from typing import Any, ClassVar
 
 import anyio
 
-from accord.errors import InternalError, RequestError, ResourceNotFound
+from accord.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
 from accord.roles import Agent, run_agent_stdio
 from accord.schema import (
     AgentThoughtChunkSessionUpdate,
@@ -104,10 +107,14 @@ from accord.schema import (
     ReadTextFileRequest,
     RequestPermissionRequest,
     SelectedRequestPermissionOutcome,
+    SelectSessionConfigOption,
+    SessionConfigOption,
     SessionInfo,
     SessionInfoUpdateSessionUpdate,
     SessionNotification,
     SessionUpdate,
+    SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
     TextContentBlock,
     ToolCallLocation,
     ToolCallSessionUpdate,
@@ -177,6 +184,46 @@ class CwdAgent(ScriptAgent):
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         await self.say(request.session_id, f"session cwd: {self.roots[request.session_id][0]}")
+        return PromptResponse(stop_reason="end_turn")
+
+
+class ModeOptionAgent(ScriptAgent):
+    name = "mode_option"
+
+    def __init__(self, args: list[str]) -> None:
+        super().__init__(args)
+        self.modes: dict[str, str] = {}
+
+    def _options(self, session_id: str) -> list[SessionConfigOption]:
+        return [
+            SelectSessionConfigOption.model_validate(
+                {
+                    "type": "select",
+                    "id": "mode",
+                    "name": "Mode",
+                    "category": "mode",
+                    "currentValue": self.modes[session_id],
+                    "options": [{"value": "ask", "name": "Ask"}, {"value": "code", "name": "Code"}],
+                }
+            )
+        ]
+
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+        response = await super().new_session(request)
+        self.modes[response.session_id] = "ask"
+        return response.model_copy(update={"config_options": self._options(response.session_id)})
+
+    async def set_session_config_option(
+        self, request: SetSessionConfigOptionRequest
+    ) -> SetSessionConfigOptionResponse:
+        if request.config_id != "mode" or request.value not in ("ask", "code"):
+            raise InvalidParams(f"no such option value: {request.config_id}={request.value!r}")
+        assert isinstance(request.value, str)
+        self.modes[request.session_id] = request.value
+        return SetSessionConfigOptionResponse(config_options=self._options(request.session_id))
+
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
+        await self.say(request.session_id, f"mode: {self.modes[request.session_id]}")
         return PromptResponse(stop_reason="end_turn")
 
 
@@ -532,6 +579,7 @@ AGENTS: dict[str, type[ScriptAgent]] = {
         CwdAgent,
         DirsAgent,
         HostileAgent,
+        ModeOptionAgent,
         NoisyAgent,
         RefusalAgent,
         SlowStartAgent,

@@ -53,7 +53,12 @@ from ..client import (
     neutralise,
 )
 from ..errors import AcpError, LocalProtocolError, RequestError, TransportError
-from ..schema import SessionNotification, StopReason
+from ..schema import (
+    SelectSessionConfigOption,
+    SessionConfigSelectGroup,
+    SessionNotification,
+    StopReason,
+)
 from ..transports import SubprocessTransport
 from ._agent_spec import (
     AgentChoice,
@@ -442,15 +447,40 @@ async def _open_session(
 
 
 async def _set_mode(session: ClientSession, mode: str | None) -> None:
+    """Switch to ``mode`` through the agent's mode config option, else its ``modes``."""
     if mode is None:
         return
-    offered = [m.id for m in session.view.available_modes]
+    view = session.view
+    option = next(
+        (
+            o
+            for o in view.config_options
+            if isinstance(o, SelectSessionConfigOption) and o.category == "mode"
+        ),
+        None,
+    )
+    if option is not None:
+        offered = [
+            choice.value
+            for entry in option.options
+            for choice in (
+                entry.options if isinstance(entry, SessionConfigSelectGroup) else [entry]
+            )
+        ]
+        current: str | None = option.current_value
+    else:
+        offered = [m.id for m in view.available_modes]
+        current = view.current_mode_id
     if not offered:
         raise _Failed("the agent offers no modes, so --mode cannot be used", ExitCode.ERROR)
     if mode not in offered:
         names = ", ".join(offered)
         raise _Failed(f"unknown --mode {mode!r}: the agent offers {names}", ExitCode.ERROR)
-    if session.view.current_mode_id != mode:
+    if current == mode:
+        return
+    if option is not None:
+        await session.set_config_option(option.id, mode)
+    else:
         await session.set_mode(mode)
 
 
