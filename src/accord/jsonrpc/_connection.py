@@ -36,6 +36,7 @@ from ..errors import (
     RequestCancelled,
     TransportError,
 )
+from ..transports import BackgroundWriterTransport, BatchTransport, DirectReceiveTransport
 from ._core import (
     Endpoint,
     InvalidMessage,
@@ -253,8 +254,9 @@ class Connection:
         self._notify_send: MemoryObjectSendStream[list[_Notification]] = send
         self._notify_receive: MemoryObjectReceiveStream[list[_Notification]] = receive
         self._unsent: list[_Notification] = []
-        receive_batch: Any = getattr(transport, "receive_batch", None)
-        self._receive_batch: Callable[[int], Awaitable[list[Any]]] | None = receive_batch
+        self._receive_batch: Callable[[int], Awaitable[list[Any]]] | None = (
+            transport.receive_batch if isinstance(transport, BatchTransport) else None
+        )
         self._received_notifications = 0
         self._handled_notifications = 0
         self._barrier_waiters: list[tuple[int, anyio.Event]] = []
@@ -271,20 +273,14 @@ class Connection:
         self._task_group = task_group
         task_group.start_soon(self._read_loop)
         task_group.start_soon(self._notification_worker)
-        run_writer: Callable[[], Coroutine[Any, Any, None]] | None = getattr(
-            self._transport, "run_writer", None
-        )
-        if run_writer is not None:
-            task_group.start_soon(run_writer)
+        if isinstance(self._transport, BackgroundWriterTransport):
+            task_group.start_soon(self._transport.run_writer)
         self._set_direct_receiver(self._take_now)
         return self
 
     def _set_direct_receiver(self, take: Callable[[Any], bool] | None) -> None:
-        set_direct_receiver: Callable[[Any], None] | None = getattr(
-            self._transport, "set_direct_receiver", None
-        )
-        if set_direct_receiver is not None:
-            set_direct_receiver(take)
+        if isinstance(self._transport, DirectReceiveTransport):
+            self._transport.set_direct_receiver(take)
 
     async def __aexit__(
         self,
