@@ -354,3 +354,10 @@ def test_accord_s_cancelled_marker_shows_a_tool_call_cancelled() -> None:
     view = fold(tool_call("t1", "Run", "execute", status="in_progress"), marked)
     assert view.tool_calls["t1"].status == "cancelled"
     assert view.tool_calls["t1"].finished
+    # as accord sends it (issue 26): the v1 status failed, the marker saying cancelled
+    ended = ToolCallUpdateSessionUpdate(
+        tool_call_id="t1", status="failed", meta={"accord": {"status": "cancelled"}}
+    )
+    view = fold(tool_call("t1", "Run", "execute", status="in_progress"), ended)
+    assert view.tool_calls["t1"].status == "cancelled"
+    assert view.tool_calls["t1"].finished

@@ -105,6 +105,10 @@ def test_wire_updates_carry_only_what_is_present_and_not_null() -> None:
         {"toolCallId": "t1", "_meta": {"accord": {"status": "cancelled"}}}
     )
     assert tool_call_changes(cancelled) == {"status": "cancelled"}
+    failed = ToolCallUpdate.model_validate(
+        {"toolCallId": "t1", "status": "failed", "_meta": {"accord": {"status": "cancelled"}}}
+    )
+    assert tool_call_changes(failed) == {"status": "cancelled"}
 
 
 def test_the_status_table_refuses_a_finished_call_and_a_second_start() -> None:

@@ -24,7 +24,7 @@
    cancelled at once (which sends ``$/cancel_request``; the engine gets ``cancelled``), and
    after :data:`CANCEL_GRACE_SECONDS` the engine's current step is cancelled.
 5. At the end, tool calls still ``pending`` or ``in_progress`` are ended as ``cancelled``
-   when the turn was cancelled (sent without a v1 status, see
+   when the turn was cancelled (sent as the v1 status ``failed`` with a cancelled marker, see
    :class:`~accord.engines.ToolCallEnded`), else as ``failed`` (whatever ended the turn),
    then ``TurnCompleted`` is published with the stop reason:
    ``cancelled`` if the turn was cancelled, whatever the engine said or raised; else the

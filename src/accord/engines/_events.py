@@ -192,9 +192,11 @@ class ToolCallEnded:
     """A tool call finished (``tool_call_update`` with ``completed`` or ``failed``).
 
     ``cancelled``: the call was cut short by ``session/cancel``. ACP v1 has no such wire
-    status (the client marks open calls cancelled itself), so its update carries no status,
-    only accord's marker ``_meta.accord.status = "cancelled"`` (see
-    :data:`accord.events.CANCELLED_META`), and a replay after ``session/load`` shows it so.
+    status, so its update says ``failed`` (a final status every client shows: the prompting
+    client marks open calls cancelled itself, but an observer or a replay after
+    ``session/load`` has no other sign the call ended) with accord's marker
+    ``_meta.accord.status = "cancelled"`` (see :data:`accord.events.CANCELLED_META`), which
+    accord's client reads as cancelled, live and replayed.
 
     ``content`` (when set) replaces the call's content, typically with the result, a diff or
     the terminal; ``raw_output`` is the tool's result for clients that show it raw.

@@ -193,8 +193,8 @@ def tool_call_changes(update: ToolCallSessionUpdate | ToolCallUpdate) -> dict[st
     """The fields an ACP ``tool_call`` or ``tool_call_update`` carries, by snapshot names.
 
     Only fields that are present and not ``null`` (v1: ``null`` = unchanged); ``content`` and
-    ``locations`` as tuples. accord's ``_meta.accord.status = "cancelled"`` marker on an
-    update without a status reads as the status ``cancelled``.
+    ``locations`` as tuples. accord's ``_meta.accord.status = "cancelled"`` marker on an update
+    reads as the status ``cancelled`` (it goes with ``failed``, or no status from older agents).
     """
     given = update.model_fields_set
     changes: dict[str, Any] = {}
@@ -208,7 +208,8 @@ def tool_call_changes(update: ToolCallSessionUpdate | ToolCallUpdate) -> dict[st
     if "locations" in given and update.locations is not None:
         changes["locations"] = tuple(update.locations)
     meta = update.meta
-    if isinstance(update, ToolCallUpdate) and meta is not None and "status" not in changes:
+    status = changes.get("status")
+    if isinstance(update, ToolCallUpdate) and meta is not None and status in (None, "failed"):
         accord: object = meta.get("accord")
         if isinstance(accord, dict) and accord.get("status") == "cancelled":  # pyright: ignore[reportUnknownMemberType]
             changes["status"] = "cancelled"

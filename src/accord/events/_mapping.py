@@ -90,8 +90,9 @@ __all__ = (
 )
 
 CANCELLED_META: Final[Mapping[str, str]] = MappingProxyType({"status": "cancelled"})
-"""What a cancelled tool call's update carries under ``_meta.accord`` (no v1 wire status
-says cancelled); accord's client shows the call cancelled when it reads it."""
+"""What a cancelled tool call's update carries under ``_meta.accord`` beside the v1 status
+``failed`` (no v1 wire status says cancelled); accord's client shows the call cancelled when it
+reads it."""
 
 #: ``sessionUpdate`` tag of each chunk event kind.
 CHUNK_UPDATE_TAGS: Final[dict[str, str]] = {
@@ -255,11 +256,14 @@ class SessionUpdateMapper:
     def tool_call_ended(self, event: ToolCallEnded) -> SessionUpdate | None:
         """``tool_call_update`` with the final status and whatever else the event sets.
 
-        ``cancelled`` is not a v1 wire status: the update then carries no status (the client
-        marks the call cancelled itself) and accord's marker :data:`CANCELLED_META`.
+        ``cancelled`` is not a v1 wire status: the update then says ``failed`` (the final v1
+        status nearest to it, so that a client that did not send ``session/cancel`` itself, an
+        observer or one replaying the session on ``session/load``, sees the call end) with
+        accord's marker :data:`CANCELLED_META`, which accord's client reads as cancelled.
         """
         fields: dict[str, Any] = {"tool_call_id": event.tool_call_id}
         if event.status == "cancelled":
+            fields["status"] = "failed"
             fields["meta"] = {"accord": dict(CANCELLED_META)}
         else:
             fields["status"] = event.status
