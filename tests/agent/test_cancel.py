@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import anyio
@@ -10,7 +11,7 @@ from _agent_support import Harness, RecordingClient, message_texts, scripted, se
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
-from accord.engines import TurnCompleted
+from accord.engines import ToolCallStarted, TurnCompleted
 from accord.errors import ConnectionClosed
 from accord.events import event_from_json
 from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
@@ -18,6 +19,7 @@ from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import CancelNotification, NewSessionRequest, PromptRequest
 from accord.store import MemorySessionStore
 from accord.testing import (
+    Emit,
     Say,
     ScriptedEngine,
     Stream,
@@ -179,3 +181,44 @@ async def test_a_client_that_disconnects_mid_turn_cancels_its_turn() -> None:
     assert stored.count("text_chunk") == 3
     assert stored[-1] == "turn_completed"
     assert engine.session(session_id).cancelled_turns == 1
+
+
+async def test_cancel_request_on_a_running_prompt_cancels_the_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``$/cancel_request`` naming a running ``session/prompt`` cancels the turn as
+    ``session/cancel`` does: the prompt answers ``cancelled``, the open tool call is ended and
+    nothing is logged as an error (issue 26)."""
+    prompt_ids: list[object] = []
+
+    def tap(direction: str, message: dict[str, object]) -> None:
+        if direction == "sent" and message.get("method") == "session/prompt":
+            prompt_ids.append(message["id"])
+        if previous is not None:
+            previous(direction, message)  # type: ignore[arg-type]
+
+    started = ToolCallStarted(tool_call_id="t1", title="Long", status="in_progress")
+    engine = scripted([Emit(started), WaitForCancel()], [Say("again")])
+    previous = set_wire_observer(tap)
+    try:
+        async with serve(engine, cancel_grace=TIMEOUT) as h:
+            session_id = await h.new_session()
+            result: list[str] = []
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    result.append((await h.prompt(session_id, "go")).stop_reason)
+
+                tg.start_soon(run)
+                await h.client.wait_until(lambda: "tool_call" in h.client.kinds(session_id))
+                notice = {"requestId": prompt_ids[-1]}
+                await h.conn.connection.notify(CANCEL_REQUEST_METHOD, notice)
+            t1 = [u for u in h.client.updates(session_id) if u.get("toolCallId") == "t1"]
+            assert (await h.prompt(session_id)).stop_reason == "end_turn"
+    finally:
+        set_wire_observer(previous)
+    assert result == ["cancelled"]
+    assert t1[-1]["status"] == "failed"
+    assert t1[-1]["_meta"] == {"accord": {"status": "cancelled"}}
+    assert h.engine.session(session_id).cancelled_turns == 1
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []

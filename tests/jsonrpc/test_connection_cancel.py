@@ -19,7 +19,7 @@ from _jsonrpc_support import (
     send_raw,
 )
 
-from accord.jsonrpc import CANCEL_REQUEST_METHOD
+from accord.jsonrpc import CANCEL_REQUEST_METHOD, on_cancel_request
 from accord.transports import StreamTransport
 
 pytestmark = pytest.mark.anyio
@@ -109,6 +109,42 @@ async def test_peer_cancel_request_is_answered_32800(kind: str, request_id: Any)
         }
         await expect_ping_works(raw)
         assert conn.statistics().running_handlers == 0
+
+
+async def test_a_handler_with_a_cancel_hook_winds_down_and_answers_itself(kind: str) -> None:
+    # on_cancel_request: the notice calls the hook (every time) instead of cancelling the
+    # handler, which answers as it ends; outside a handler nothing is registered.
+    assert on_cancel_request(lambda: None) is False
+    started = anyio.Event()
+    asked = anyio.Event()
+    calls: list[str] = []
+
+    def wind_down() -> None:
+        calls.append("asked")
+        asked.set()
+
+    def broken() -> None:
+        raise RuntimeError("a hook that fails is logged, the others still run")
+
+    async def handler(method: str, params: Any) -> Any:
+        if method == "ping":
+            return "pong"
+        assert on_cancel_request(broken) and on_cancel_request(wind_down)
+        started.set()
+        await asked.wait()
+        await anyio.lowlevel.checkpoint()  # still running after the notice: not cancelled
+        return {"stopped": "on request"}
+
+    async with raw_peer(kind, on_request=handler) as (conn, raw):
+        await send_raw(raw, request(7, "work"))
+        await started.wait()
+        await send_raw(raw, cancel(7))
+        answer = {"jsonrpc": "2.0", "id": 7, "result": {"stopped": "on request"}}
+        assert await raw.receive() == answer
+        await send_raw(raw, cancel(7))  # the request is over: nothing to call
+        await expect_ping_works(raw)
+        assert conn.statistics().running_handlers == 0
+    assert calls == ["asked"]
 
 
 async def test_cancel_arriving_with_the_request_is_not_lost(kind: str) -> None:

@@ -20,6 +20,8 @@ Per method (details in the modules named):
   :mod:`._errors`), opens a :class:`~accord.store.GroupCommitWriter` for the turn, runs it
   (:mod:`._turn`), flushes, saves the session's state, answers with the stop reason;
 * ``session/cancel``: asks the running turn to stop (:class:`._live_session.TurnHandle`);
+  so does a ``$/cancel_request`` naming a running ``session/prompt``
+  (:func:`accord.jsonrpc.on_cancel_request`): the prompt answers ``cancelled``, not -32800;
 * ``session/set_mode``, ``session/set_config_option``: :mod:`._controls` checks the request;
   the engine's hook runs (``set_mode`` also for the ``mode``-category option); the change is
   published (``current_mode_update``, ``config_option_update``: both when the mode changes
@@ -78,6 +80,7 @@ from ..errors import (
     TransportError,
 )
 from ..events import extension_capability, wants_extended_events
+from ..jsonrpc import on_cancel_request
 from ..roles import (
     Agent,
     AgentSideConnection,
@@ -194,6 +197,14 @@ class RuntimeStatistics:
 
 
 _MAX_CLIENT_NAME: Final = 80
+
+
+def _cancel_turn(session: LiveSession, turn: TurnHandle) -> None:
+    """``$/cancel_request`` for ``turn``'s prompt: cancel it as ``session/cancel`` does."""
+    if session.turn is turn:
+        session.request_cancel()
+    else:  # not yet the session's turn, or already over
+        turn.cancel()
 
 
 def _tell_others(session: LiveSession, driver: ClientLink, *, running: bool) -> None:
@@ -706,6 +717,10 @@ class AgentRuntime(Agent):
         message_id = new_id()  # the prompt's, told to the prompter in the response
         session.turn = turn
         session.driver = link
+        # $/cancel_request for this prompt: the turn winds down as on session/cancel, its
+        # tool calls ended, and the prompt answers cancelled (a valid result, which ACP
+        # allows for a cancelled request; clients already know it from session/cancel).
+        on_cancel_request(functools.partial(_cancel_turn, session, turn))
         told = False
         try:
             async with self._ownership.turn(

@@ -15,6 +15,7 @@ from ._connection import RequestHandler as RequestHandler
 from ._connection import WireObserver as WireObserver
 from ._connection import after_reply as after_reply
 from ._connection import current_request_id as current_request_id
+from ._connection import on_cancel_request as on_cancel_request
 from ._connection import set_wire_observer as set_wire_observer
 from ._core import Endpoint as Endpoint
 from ._core import Incoming as Incoming
@@ -48,6 +49,7 @@ __all__ = (
     "current_request_id",
     "exception_to_error",
     "is_request_id",
+    "on_cancel_request",
     "set_wire_observer",
     "validation_error_data",
 )

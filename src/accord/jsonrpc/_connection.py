@@ -11,7 +11,9 @@ when its answer arrives: after the notifications received before the answer, bef
 received after it (where a client closes a prompt turn to further updates). The other way
 round, a request handler may have work run right after its answer is written
 (:func:`after_reply`): how an agent sends a new session's first updates only once the client
-knows the session's id.
+knows the session's id. A ``$/cancel_request`` from the peer cancels the handler of the
+request it names (answered -32800), unless the handler said how it winds down instead
+(:func:`on_cancel_request`): how an agent ends a prompt turn as ``session/cancel`` would.
 
 All background work lives in one task group owned by ``async with Connection(...)``. Below it
 sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
@@ -63,6 +65,7 @@ __all__ = (
     "RequestHandler",
     "WireObserver",
     "after_reply",
+    "on_cancel_request",
     "set_wire_observer",
 )
 
@@ -118,6 +121,9 @@ _reply_hooks: ContextVar[list[Callable[[], Awaitable[None]]] | None] = ContextVa
     "accord_reply_hooks", default=None
 )
 _current_request: ContextVar[RequestId | None] = ContextVar("accord_current_request", default=None)
+_cancel_hooks: ContextVar[list[Callable[[], None]] | None] = ContextVar(
+    "accord_cancel_hooks", default=None
+)
 
 
 def current_request_id() -> RequestId | None:
@@ -143,6 +149,28 @@ def after_reply(callback: Callable[[], Awaitable[None]]) -> bool:
         is registered: the caller must do the work itself).
     """
     hooks = _reply_hooks.get()
+    if hooks is None:
+        return False
+    hooks.append(callback)
+    return True
+
+
+def on_cancel_request(callback: Callable[[], None]) -> bool:
+    """Have a ``$/cancel_request`` for the request being handled call ``callback()`` instead
+    of cancelling its handler.
+
+    Call it from inside a request handler (or anything it awaits). Once registered, the
+    handler is no longer cancelled by the peer's notice: ``callback`` (synchronous, called
+    from the reader for every notice naming the request) asks it to wind down, and the
+    handler answers as it ends, a result or an error of its choosing (ACP lets it answer a
+    cancelled request with a valid result). An exception from ``callback`` is logged. Closing
+    the connection still cancels the handler.
+
+    Returns:
+        ``False`` when not called inside a request handler of a :class:`Connection` (nothing
+        is registered).
+    """
+    hooks = _cancel_hooks.get()
     if hooks is None:
         return False
     hooks.append(callback)
@@ -240,6 +268,8 @@ class Connection:
         self._name = name
         self._waiters: dict[RequestId, _Waiter] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
+        #: What a ``$/cancel_request`` calls instead of cancelling a running handler.
+        self._on_cancel: dict[RequestId, list[Callable[[], None]]] = {}
         self._no_running_handlers = anyio.Event()
         self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
         # Notifications travel to the worker in batches (all those of one read), so a burst
@@ -627,7 +657,14 @@ class Connection:
             logger.debug("%s: $/cancel_request with invalid id %.100r", self._name, request_id)
             return
         scope = self._running.get(request_id)
-        if scope is not None:
+        hooks = self._on_cancel.get(request_id)
+        if scope is not None and hooks:
+            for hook in hooks:
+                try:
+                    hook()
+                except Exception:
+                    logger.exception("%s: cancel hook for %r failed", self._name, request_id)
+        elif scope is not None:
             scope.cancel()
         else:
             logger.debug("%s: $/cancel_request for %r: not running", self._name, request_id)
@@ -645,6 +682,9 @@ class Connection:
             hooks: list[Callable[[], Awaitable[None]]] = []
             _reply_hooks.set(hooks)
             _current_request.set(event.id)
+            cancel_hooks: list[Callable[[], None]] = []
+            _cancel_hooks.set(cancel_hooks)
+            self._on_cancel[event.id] = cancel_hooks
             try:
                 with scope:
                     if barrier > self._handled_notifications:
@@ -658,6 +698,7 @@ class Connection:
                         reply = self._endpoint.build_result(event.id, result)
             finally:
                 del self._running[event.id]
+                del self._on_cancel[event.id]
                 if not self._running and self._reader_done.is_set():
                     self._no_running_handlers.set()
             if scope.cancelled_caught:
