@@ -265,6 +265,72 @@ async def test_stored_size_grows_linearly_with_the_conversation(tmp_path: Path) 
     assert sizes[40][1] < 2.5 * sizes[20][1]
 
 
+class _RecordSizes(SqliteSessionStore):
+    """A SQLite store that remembers the size of every state record saved to it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.saved: list[int] = []
+
+    async def update_session(self, session_id: str, **fields: Any) -> Any:
+        if "state" in fields:
+            self.saved.append(len(orjson.dumps(fields["state"])))
+        return await super().update_session(session_id, **fields)
+
+
+@pytest.mark.parametrize("appended", [False, True], ids=["whole", "appended"])
+async def test_the_saved_state_record_does_not_grow_with_the_conversation(
+    tmp_path: Path, appended: bool
+) -> None:
+    # The record is saved after every turn: it names where the chain holds the engine state
+    # (engineSeq) instead of holding the history, so turn 60 saves as few bytes as turn 5.
+    async with _RecordSizes(tmp_path / "sessions.sqlite3") as store:
+        engine = _HistoryEngine(appended=appended)
+        session_id = await _run_turns(store, engine, [f"p{i}" for i in range(60)])
+        record = await store.get_session(session_id)
+        history = len(orjson.dumps(engine.yielded[-1]))
+    assert record is not None and "engine" not in record.state
+    assert len(store.saved) >= 60
+    assert store.saved[-1] <= store.saved[5] + 8  # a longer seq number at most
+    assert store.saved[-1] < history / 50
+
+
+async def test_a_record_that_holds_the_engine_state_itself_still_restores(
+    store: SessionStore,
+) -> None:
+    # Records written before engineSeq hold the state itself; they restore as before.
+    engine = _HistoryEngine(appended=True)
+    session_id = await _run_turns(store, engine, ["one", "two", "three"])
+    record = await store.get_session(session_id)
+    assert record is not None
+    state = {k: v for k, v in record.state.items() if k != "engineSeq"}
+    await store.update_session(session_id, state={**state, "engine": engine.yielded[-1]})
+    later = _HistoryEngine(appended=True)
+    async with serve(store=store, runtime=_runtime(later, store)) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        assert later.opened[session_id] == engine.yielded[-1]
+        await h.prompt(session_id, "four")
+    assert _fold_each(await store.read_events(session_id))[-1] == later.yielded[-1]
+
+
+async def test_a_record_naming_no_whole_snapshot_is_refused_loudly(store: SessionStore) -> None:
+    engine = _HistoryEngine(appended=True)
+    session_id = await _run_turns(store, engine, ["one", "two", "three"])
+    events = await store.read_events(session_id)
+    appended = [e.seq for e in events if e.kind == STATE_APPENDED]
+    record = await store.get_session(session_id)
+    assert record is not None and appended
+    # A record naming an appended event (a damaged record) is refused, not restored wrong.
+    await store.update_session(session_id, state={**record.state, "engineSeq": appended[0]})
+    later = _HistoryEngine()
+    async with serve(store=store, runtime=_runtime(later, store)) as h:
+        with anyio.fail_after(TIMEOUT), pytest.raises(RequestError) as raised:
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        assert session_id not in later.opened
+    assert "engineSeq" in str(raised.value.data) + raised.value.message
+
+
 async def test_a_chain_that_does_not_fit_is_refused_loudly(store: SessionStore) -> None:
     engine = _HistoryEngine()
     session_id = await _run_turns(store, engine, [])

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from typing import Any
 
 import pytest
 from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from helpers.snapshots import fold_snapshots
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelRequest
+from pydantic_ai import Agent, ModelMessagesTypeAdapter
+from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from accord.engines import StateSnapshot
 from accord.engines.pydantic_ai import (
@@ -19,6 +23,7 @@ from accord.engines.pydantic_ai import (
     history_from_json,
     history_to_json,
 )
+from accord.engines.pydantic_ai import _history as history_module
 from accord.errors import InternalError
 from accord.events import apply_appended
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
@@ -132,3 +137,81 @@ async def test_a_session_with_unreadable_history_does_not_open() -> None:
     engine = PydanticAIEngine(Agent())
     with pytest.raises(InternalError, match="cannot be restored"):
         await engine.open_session(context(history={"format": "other"}))
+
+
+class _CountingAdapter:
+    """Stands for pydantic-ai's message adapter in the history module: counts the bytes of
+    messages encoded and decoded (what a turn's history work costs)."""
+
+    def __init__(self) -> None:
+        self.encoded = 0
+        self.decoded = 0
+
+    def dump_json(self, messages: list[ModelMessage]) -> bytes:
+        data = ModelMessagesTypeAdapter.dump_json(messages)
+        self.encoded += len(data)
+        return data
+
+    def dump_python(self, messages: list[ModelMessage], **kwargs: Any) -> Any:
+        data = ModelMessagesTypeAdapter.dump_python(messages, **kwargs)
+        self.encoded += len(json.dumps(data))
+        return data
+
+    def validate_json(self, data: bytes) -> list[ModelMessage]:
+        self.decoded += len(data)
+        return ModelMessagesTypeAdapter.validate_json(data)
+
+    def validate_python(self, data: Any) -> list[ModelMessage]:
+        self.decoded += len(json.dumps(data))
+        return ModelMessagesTypeAdapter.validate_python(data)
+
+
+def _echo_agent() -> Agent[None, str]:
+    async def reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "the same reply every time"
+
+    return Agent(FunctionModel(stream_function=reply), instructions="You are terse.")
+
+
+async def test_a_turn_encodes_and_decodes_the_same_bytes_at_turn_60_as_at_turn_5(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each turn encodes only the messages it added (for its snapshot and the packed history)
+    # and decodes none: the earlier messages are kept in their encoded form and, for the
+    # session that ran last, as objects too.
+    counting = _CountingAdapter()
+    monkeypatch.setattr(history_module, "ModelMessagesTypeAdapter", counting)
+    engine = PydanticAIEngine(_echo_agent())
+    costs: list[int] = []
+    async with opened(engine) as session:
+        events: list[Any] = []
+        for turn in range(60):
+            before = counting.encoded + counting.decoded
+            events += await run_turn(session, f"prompt {turn:02d}")
+            costs.append(counting.encoded + counting.decoded - before)
+        history = session.history
+    assert len(history) == 120
+    assert costs[59] <= costs[5] * 1.1
+    # What was kept is the whole conversation, in order, as the snapshots say.
+    assert history_to_json(history) == fold_snapshots(of_type(events, StateSnapshot))
+
+
+async def test_histories_that_went_cold_read_back_whole() -> None:
+    # Only the last HOT_HISTORIES sessions keep their messages as objects; the others are
+    # read back from their packed pieces, whole and in order.
+    engine = PydanticAIEngine(_echo_agent())
+    count = history_module.HOT_HISTORIES + 3
+    async with AsyncExitStack() as stack:
+        sessions = [await stack.enter_async_context(opened(engine)) for _ in range(count)]
+        for turn in range(3):
+            for index, session in enumerate(sessions):
+                await run_turn(session, f"session {index} turn {turn}")
+        for index, session in enumerate(sessions):
+            prompts = [
+                part.content
+                for message in session.history
+                if isinstance(message, ModelRequest)
+                for part in message.parts
+                if isinstance(part, UserPromptPart)
+            ]
+            assert prompts == [f"session {index} turn {turn}" for turn in range(3)]

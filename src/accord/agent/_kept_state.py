@@ -13,6 +13,11 @@ The guard against an engine whose appended snapshot does not fit needs no second
 number of items of every list reachable through JSON objects from the root (the coder's
 ``engine.messages``) is kept beside the pieces, and an append must name the count it extends.
 
+``seq`` says where the stored chain holds the state: the ``seq`` of the whole snapshot it
+grew from by appends (all stored after it), so the session's state record can name that
+``seq`` instead of holding the whole state, and a turn's saved record costs the same at turn
+500 as at turn 10 (:meth:`~._live_session.LiveSession.state_json`).
+
 Below: ``orjson``, ``zlib`` and the state chain's :func:`~accord.events.apply_appended`; above:
 the delivery pipeline and the live session.
 """
@@ -65,21 +70,26 @@ class KeptState:
     failed store).
     """
 
-    __slots__ = ("_counts", "_packed", "_tail", "chained")
+    __slots__ = ("_counts", "_packed", "_tail", "chained", "seq")
 
     def __init__(self) -> None:
-        """Start with no state (``None``), not chained."""
+        """Start with no state (``None``), not chained, not in the stored chain."""
         self._packed = pack_state(None)
         self._tail: list[bytes] = []
         self._counts: dict[tuple[str, ...], int] = {}
         self.chained = False
+        #: The ``seq`` of the stored whole snapshot this state grew from by appends stored
+        #: after it; ``None`` when the stored chain may not hold it (set from outside the
+        #: chain, or a store failed).
+        self.seq: int | None = None
 
-    def replace(self, state: JsonValue, *, chained: bool) -> None:
-        """Keep ``state`` (a whole one) instead."""
+    def replace(self, state: JsonValue, *, chained: bool, seq: int | None = None) -> None:
+        """Keep ``state`` (a whole one) instead; ``seq``: see the attribute."""
         self._packed = pack_state(state)
         self._tail = []
         self._counts = _list_counts(state)
         self.chained = chained
+        self.seq = seq
 
     def count(self, path: tuple[str, ...]) -> int | None:
         """The number of items of the list at ``path``; ``None`` when there is no list."""

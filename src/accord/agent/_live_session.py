@@ -11,11 +11,16 @@ slash commands and the engine's last state snapshot.
 The session's state record (``SessionRecord.state``) is :meth:`LiveSession.state_json`::
 
     {"format": 1, "mode": "ask", "config": {"model": "fast"}, "permissions": {...},
-     "commands": [...] | null, "engine": <last StateSnapshot.state>, "stateSeq": 41}
+     "commands": [...] | null, "engineSeq": 12, "stateSeq": 41}
 
 ``stateSeq`` is the last ``seq`` whose effect the record includes; events after it
 (a crash between an event's commit and the record's update) are folded in again when the
-session is restored (:mod:`._restore`).
+session is restored (:mod:`._restore`). ``engineSeq`` says where the engine's last state is:
+the stored whole ``StateSnapshot`` at that ``seq`` with the ``state_appended`` events after it
+(the record is saved after every turn, and its size no longer grows with the conversation).
+When the stored chain does not hold the state (one set outside it, as the coder's opening
+state, or after a failed store), the record has ``"engine": <the state>`` instead, as records
+written before ``engineSeq`` have.
 
 Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: the runtime.
 """
@@ -218,6 +223,7 @@ class LiveSession:
         title: str | None,
         commands: tuple[AvailableCommand, ...] | None,
         engine_state: JsonValue,
+        engine_seq: int | None = None,
     ) -> None:
         """Assemble a live session (the runtime builds these on new, load, resume, fork)."""
         self.session_id = session_id
@@ -239,7 +245,7 @@ class LiveSession:
         self.title = title
         #: Slash commands changed by the engine during the session (``None``: the engine's).
         self.commands = commands
-        self.engine_state = engine_state
+        self.restore_engine_state(engine_state, engine_seq)
         self.lifecycle = SessionLifecycle(session_id)
         self.tracker = ToolCallTracker()
         self.turn: TurnHandle | None = None
@@ -300,8 +306,21 @@ class LiveSession:
 
     @engine_state.setter
     def engine_state(self, state: JsonValue) -> None:
-        # Loaded or resumed: the stored chain's next snapshot is stored whole.
+        # Set from outside the stored chain: the record holds it whole until the next snapshot
+        # (which is stored whole).
         self.pipeline.kept_state.replace(state, chained=False)
+
+    def restore_engine_state(self, state: JsonValue, seq: int | None) -> None:
+        """Keep a loaded or resumed state; ``seq``: the stored whole snapshot it was folded
+        from (``None``: the record held it). The next snapshot is stored whole."""
+        self.pipeline.kept_state.replace(state, chained=False, seq=seq)
+
+    def _engine_json(self) -> dict[str, JsonValue]:
+        """The record's engine part: where the chain holds the state, else the state."""
+        kept = self.pipeline.kept_state
+        if kept.seq is not None and kept.seq <= self.pipeline.committed_seq:
+            return {"engineSeq": kept.seq}
+        return {"engine": kept.whole()}
 
     def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""
@@ -312,7 +331,7 @@ class LiveSession:
             "commands": None
             if self.commands is None
             else [command.to_wire() for command in self.commands],
-            "engine": self.engine_state,
+            **self._engine_json(),
             "stateSeq": self.last_seq,
         }
 

@@ -61,6 +61,7 @@ from ..engines import ROOT_AGENT_ID, ConfigChanged, Event, StateSnapshot
 from ..errors import CURSOR_META_KEY, TransportError
 from ..events import (
     EXT_EVENT_METHOD,
+    STATE_APPENDED,
     Envelope,
     SessionUpdateMapper,
     apply_appended,
@@ -568,6 +569,7 @@ class DeliveryPipeline:
             self.observe_dropped += len(self._held)
             self._held = []
             self.kept_state.chained = False
+            self.kept_state.seq = None
             self._next_seq = last_seq + 1
             self.committed_seq = last_seq
             for attachment in self._attachments:
@@ -639,8 +641,10 @@ class DeliveryPipeline:
             try:
                 await self._store_batch(batch)
             except BaseException:
-                # Not stored for certain: the next snapshot is stored whole.
+                # Not stored for certain: the next snapshot is stored whole, and the state
+                # record holds the state itself until then.
                 self.kept_state.chained = False
+                self.kept_state.seq = None
                 raise
             finally:
                 self._busy = False
@@ -678,7 +682,10 @@ class DeliveryPipeline:
         )
         if isinstance(event, StateSnapshot):
             if event.items is None:
-                kept.replace(event.state, chained=True)
+                # Stored as an append when it only appended: the chain still grows from the
+                # whole snapshot before it.
+                whole_at = kept.seq if envelope.kind == STATE_APPENDED else envelope.seq
+                kept.replace(event.state, chained=True, seq=whole_at)
             else:
                 kept.append(envelope.payload, event.path, len(event.items))
         self._next_seq += 1

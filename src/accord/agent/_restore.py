@@ -48,6 +48,7 @@ from ..errors import InvalidParams, LocalProtocolError
 from ..events import (
     STATE_APPENDED,
     Envelope,
+    StateChainError,
     apply_appended,
     compact_for_replay,
     envelope_from_stored,
@@ -72,7 +73,16 @@ class RestoredState:
             back to its defaults).
     """
 
-    __slots__ = ("commands", "controls", "engine_state", "permissions", "state_seq", "title")
+    __slots__ = (
+        "_engine_from",
+        "commands",
+        "controls",
+        "engine_seq",
+        "engine_state",
+        "permissions",
+        "state_seq",
+        "title",
+    )
 
     def __init__(self, record: SessionRecord, capabilities: EngineCapabilities) -> None:
         """Read the record; fold later events in with :meth:`fold`."""
@@ -90,6 +100,66 @@ class RestoredState:
         self.engine_state: JsonValue = state.get("engine")
         seq = state.get("stateSeq")
         self.state_seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+        engine_seq = state.get("engineSeq")
+        #: Where the record says the chain holds the engine state (``engineSeq``): it is
+        #: rebuilt from the stored events from there (``None``: the record holds it).
+        self._engine_from: int | None = None
+        if (
+            "engine" not in state
+            and isinstance(engine_seq, int)
+            and not isinstance(engine_seq, bool)
+            and engine_seq >= 1
+        ):
+            self._engine_from = engine_seq
+        #: The ``seq`` of the stored whole snapshot :attr:`engine_state` was folded from
+        #: (``None``: it is the record's).
+        self.engine_seq: int | None = None
+
+    @property
+    def first_seq(self) -> int:
+        """The ``seq`` the stored events to fold start after (``stateSeq``, or before the
+        engine state's whole snapshot when the record names it)."""
+        if self._engine_from is None:
+            return self.state_seq
+        return min(self.state_seq, self._engine_from - 1)
+
+    def check_engine(self) -> None:
+        """Refuse a state whose record names a whole snapshot the folded chain did not have.
+
+        Raises:
+            StateChainError: no whole snapshot was found at or after ``engineSeq``.
+        """
+        if self._engine_from is not None and self.engine_seq is None:
+            raise StateChainError(
+                f"the session's state record names (engineSeq) a whole snapshot at seq "
+                f"{self._engine_from}, which the stored chain does not have: the stored chain "
+                "is inconsistent"
+            )
+
+    def _rebuild_engine(self, stored: StoredEvent) -> None:
+        """Fold a stored engine-state event at or before ``stateSeq`` from the record's
+        ``engineSeq`` on (the record does not hold the state itself).
+
+        Raises:
+            StateChainError: the chain does not start with a whole snapshot at ``engineSeq``,
+                or an appended one does not fit.
+        """
+        start = self._engine_from
+        if start is None or stored.seq < start:
+            return
+        if stored.kind != STATE_APPENDED:
+            event = envelope_from_stored(stored).event
+            assert isinstance(event, StateSnapshot)
+            self.engine_state = event.state
+            self.engine_seq = stored.seq
+        elif self.engine_seq is None:
+            raise StateChainError(
+                f"the session's state record names (engineSeq) a whole snapshot at seq "
+                f"{start}, but the stored chain has an appended one at seq {stored.seq} "
+                "before any: the stored chain is inconsistent"
+            )
+        else:
+            self.engine_state = apply_appended(self.engine_state, orjson.loads(stored.payload))
 
     def fold_stored(self, stored: StoredEvent) -> Envelope:
         """Apply a stored state event (by :meth:`fold`) and return its envelope; a
@@ -99,6 +169,8 @@ class RestoredState:
         Raises:
             StateChainError: a ``state_appended`` event does not fit the state before it.
         """
+        if stored.seq <= self.state_seq and stored.kind in _ENGINE_KINDS:
+            self._rebuild_engine(stored)
         if stored.kind != STATE_APPENDED:
             envelope = envelope_from_stored(stored)
             self.fold(envelope)
@@ -139,6 +211,7 @@ class RestoredState:
                 self.commands = event.commands
             case StateSnapshot():
                 self.engine_state = event.state
+                self.engine_seq = envelope.seq
             case _:
                 return
         self.state_seq = envelope.seq
@@ -154,7 +227,7 @@ class RestoredState:
         """Fold the stored events after ``stateSeq`` (``session/resume``, fork, and a copy
         another process continued); with ``tracker``, also apply to it the tool-call events
         after ``tools_after`` (so the calls they leave unfinished can be ended)."""
-        start = self.state_seq if tracker is None else min(self.state_seq, tools_after)
+        start = self.first_seq if tracker is None else min(self.first_seq, tools_after)
         async for batch in iter_events(store, session_id, after_seq=start):
             for stored in batch:
                 if stored.kind in _STATE_KINDS:
@@ -168,6 +241,7 @@ class RestoredState:
                             tracker.apply(event)
                         except LocalProtocolError:
                             pass  # a stored chain is what it is
+        self.check_engine()
 
 
 _STATE_KINDS = frozenset(
@@ -180,6 +254,7 @@ _STATE_KINDS = frozenset(
         STATE_APPENDED,
     }
 )
+_ENGINE_KINDS = frozenset({"state_snapshot", STATE_APPENDED})
 _TOOL_KINDS = frozenset({"tool_call_started", "tool_call_progress", "tool_call_ended"})
 
 
@@ -290,4 +365,5 @@ async def replay(
             await deliver(envelope, (epochs[covered], covered))
         if until_seq is not None and last >= until_seq:
             break
+    restored.check_engine()
     return count

@@ -469,7 +469,7 @@ class SessionTable:
         live.permissions = restored.permissions
         live.title = restored.title
         live.commands = restored.commands
-        live.engine_state = restored.engine_state
+        live.restore_engine_state(restored.engine_state, restored.engine_seq)
         await previous.aclose()
         if tracker is not None:
             await self._end_unfinished(live, tracker)
@@ -532,6 +532,7 @@ class SessionTable:
                 title=restored.title,
                 commands=restored.commands,
                 engine_state=restored.engine_state,
+                engine_seq=restored.engine_seq,
             )
             self.live[session_id] = live
             holder.append(live)
@@ -547,7 +548,7 @@ class SessionTable:
         live.permissions = restored.permissions
         live.title = restored.title
         live.commands = restored.commands
-        live.engine_state = restored.engine_state
+        live.restore_engine_state(restored.engine_state, restored.engine_seq)
         holder.append(live)
         self._attach_after(live, link, after)
         return live

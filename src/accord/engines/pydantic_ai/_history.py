@@ -23,11 +23,14 @@ This module sits on pydantic-ai alone; the session uses it.
 
 from __future__ import annotations
 
+import collections
+import weakref
 import zlib
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import Final, cast
+from typing import ClassVar, Final, cast
 
+import orjson
 from pydantic import JsonValue, ValidationError
 from pydantic_ai import ModelMessagesTypeAdapter
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
@@ -36,6 +39,7 @@ __all__ = (
     "HISTORY_FORMAT",
     "HISTORY_PATH",
     "HISTORY_VERSION",
+    "HOT_HISTORIES",
     "CostTotal",
     "HistoryError",
     "PackedHistory",
@@ -103,29 +107,71 @@ def history_from_json(state: JsonValue) -> list[ModelMessage]:
         raise HistoryError(f"stored history is malformed: {exc}") from exc
 
 
+HOT_HISTORIES: Final = 4
+"""How many histories (the sessions that ran a turn last, process-wide) keep their messages
+as objects between turns (:class:`PackedHistory`)."""
+
+
+MERGED_PIECES: Final = 32
+"""A history read back from more pieces than this is packed again as one."""
+
+
 class PackedHistory:
-    """A message history kept between turns: pydantic-ai's JSON of it, compressed.
+    """A message history kept between turns: pydantic-ai's JSON of it, compressed, in pieces.
 
     A session keeps its history for the life of the session but runs on it only during a
     turn. As pydantic-ai's message objects a turn of a short exchange costs a few kilobytes,
     which fifty conversations that grow a turn a second turn into a process that grows
-    without end (``benchmarks/bench_soak.py``); packed, a tenth of its JSON. Unpacking makes
-    new message objects each time, for about a millisecond per 100 KB of history.
+    without end (``benchmarks/bench_soak.py``); packed, a tenth of its JSON.
+
+    A turn that only appended to the history adds one piece, the JSON of its new messages
+    (:meth:`extend`): earlier messages are never encoded again. The messages of the
+    :data:`HOT_HISTORIES` histories unpacked last (process-wide) stay as objects too, so the
+    next turn of a session that just ran does not decode its whole history either; the others
+    are read back from their pieces (new objects, about a millisecond per 100 KB of history).
     """
 
-    __slots__ = ("_count", "_packed")
+    __slots__ = ("__weakref__", "_count", "_messages", "_pieces")
+
+    #: The histories whose messages are kept as objects, the most recent last.
+    _hot: ClassVar[collections.OrderedDict[int, weakref.ref[PackedHistory]]] = (
+        collections.OrderedDict()
+    )
 
     def __init__(self, messages: Sequence[ModelMessage] = ()) -> None:
         """Pack ``messages``."""
         self._count = len(messages)
-        self._packed = zlib.compress(ModelMessagesTypeAdapter.dump_json(list(messages)), 1)
+        self._pieces = [zlib.compress(ModelMessagesTypeAdapter.dump_json(list(messages)), 1)]
+        self._messages: list[ModelMessage] | None = None
 
     def __len__(self) -> int:
         """The number of messages."""
         return self._count
 
+    @property
+    def pieces(self) -> int:
+        """How many packed pieces the history is kept in."""
+        return len(self._pieces)
+
+    def extend(self, messages: list[ModelMessage], added: Sequence[JsonValue]) -> None:
+        """Become ``messages``: the history so far followed by new ones, whose stored form
+        (:func:`history_items`) is ``added``; only the new ones are packed.
+
+        Raises:
+            ValueError: ``messages`` is not this history's length plus ``added``'s.
+        """
+        if len(messages) != self._count + len(added):
+            raise ValueError(
+                f"extend() with {len(messages)} messages: {self._count} kept plus "
+                f"{len(added)} added expected"
+            )
+        if added:
+            self._pieces.append(zlib.compress(orjson.dumps(list(added)), 1))
+        self._count = len(messages)
+        self._keep(messages)
+
     def unpack(self) -> list[ModelMessage]:
-        """Return the messages (new objects at each call).
+        """Return the messages (a new list; new objects unless the history is hot).
 
         Every request of a run carries the agent's instructions (the coder's are about 1.5 KB);
         read back from JSON each would be a string of its own, so equal ones share one, as
@@ -133,7 +179,12 @@ class PackedHistory:
         """
         if not self._count:
             return []
-        messages = ModelMessagesTypeAdapter.validate_json(zlib.decompress(self._packed))
+        if self._messages is not None:
+            self._keep(self._messages)
+            return list(self._messages)
+        messages: list[ModelMessage] = []
+        for piece in self._pieces:
+            messages.extend(ModelMessagesTypeAdapter.validate_json(zlib.decompress(piece)))
         shared: str | None = None
         for message in messages:
             if isinstance(message, ModelRequest) and message.instructions is not None:
@@ -141,7 +192,26 @@ class PackedHistory:
                     message.instructions = shared
                 else:
                     shared = message.instructions
-        return messages
+        if len(self._pieces) > MERGED_PIECES:  # one piece compresses better than many
+            self._pieces = [zlib.compress(ModelMessagesTypeAdapter.dump_json(messages), 1)]
+        self._keep(messages)
+        return list(messages)
+
+    def _keep(self, messages: list[ModelMessage]) -> None:
+        """Keep ``messages`` as objects, and let the least recent hot history go cold."""
+        self._messages = list(messages)
+        hot = PackedHistory._hot
+        hot.pop(id(self), None)
+        hot[id(self)] = weakref.ref(self)
+        while len(hot) > HOT_HISTORIES:
+            _, ref = hot.popitem(last=False)
+            cold = ref()
+            if cold is not None:
+                cold._messages = None
+
+    def __del__(self) -> None:
+        """Leave the hot histories."""
+        PackedHistory._hot.pop(id(self), None)
 
 
 try:  # pydantic-ai >= 2.56 knows responses whose usage sums several requests

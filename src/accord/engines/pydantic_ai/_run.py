@@ -40,6 +40,7 @@ from decimal import Decimal
 from typing import Any, Final, Literal
 
 import anyio
+from pydantic import JsonValue
 from pydantic_ai import Agent
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.exceptions import ContentFilterError, RunCancelled, UsageLimitExceeded
@@ -161,6 +162,9 @@ class TurnRun:
         self._stored = stored
         self.snapshot_put = False
         """Whether the run put its snapshot (so the runtime holds :attr:`messages`)."""
+        self.added: tuple[JsonValue, ...] | None = None
+        """The stored form of the messages the run added, when its snapshot held only them
+        (the earlier messages left as they were)."""
         # The one message a run could change in place (pydantic-ai merges a new prompt into a
         # trailing request): its JSON, to check before yielding only the new messages.
         self._last_json = message_json(history[-1]) if stored and history else None
@@ -226,9 +230,8 @@ class TurnRun:
             and len(messages) >= before
             and (self._last_json is None or message_json(messages[before - 1]) == self._last_json)
         ):
-            return StateSnapshot.appended(
-                tuple(history_items(messages[before:])), base=before, path=HISTORY_PATH
-            )
+            self.added = tuple(history_items(messages[before:]))
+            return StateSnapshot.appended(self.added, base=before, path=HISTORY_PATH)
         return StateSnapshot(state=history_to_json(messages))
 
     async def _drive(self, pipe: Pipe) -> None:

@@ -415,7 +415,11 @@ class PydanticAISession(EngineSession):
                 await run.run(pipe)
             finally:
                 self._stored = run.snapshot_put
-                self._history = PackedHistory(run.messages)
+                if run.snapshot_put and run.added is not None:
+                    # Only the new messages are packed (the earlier ones are as they were).
+                    self._history.extend(run.messages, run.added)
+                else:
+                    self._history = PackedHistory(run.messages)
                 self._measured = True
         finally:
             self._turn_state = None
