@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
 
 from ..errors import InvalidParams, LocalProtocolError, MethodNotFound, RemoteProtocolError
 from ..jsonrpc import AnswerHook, Connection, ConnectionStatistics, validation_error_data
-from ..schema import WireModel
+from ..schema import McpServer, WireModel
 from ..schema.methods import MethodSpec
 from ._capabilities import is_advertised, required_capability
 from ._trace import TraceContext, use_trace, with_trace
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 __all__ = ("RoleConnection",)
 
 logger = logging.getLogger("accord.roles")
+
+#: The requests whose ``mcpServers`` the schema marks ``x-deserialize-skip-invalid-items``.
+_MCP_SERVER_LISTS = frozenset({"session/new", "session/load", "session/resume"})
+_MCP_SERVER: TypeAdapter[McpServer] = TypeAdapter(McpServer)
+_MCP_SERVER_TYPES = frozenset({"stdio", "http", "sse", "acp"})
+#: Where a response names the ``mcpServers`` items that were skipped (under ``_meta``).
+SKIPPED_MCP_SERVERS_KEY = "skippedMcpServers"
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
 
@@ -155,6 +162,9 @@ class RoleConnection:
                 {"method": method},
             )
         fields = _object_params(method, params)
+        skipped: list[dict[str, Any]] = []
+        if method in _MCP_SERVER_LISTS and isinstance(fields.get("mcpServers"), list):
+            fields, skipped = _skip_invalid_mcp_servers(method, fields)
         request = spec.params_type.model_validate(fields)
         # The handler, and the requests it sends, continue the caller's trace (if any).
         with use_trace(TraceContext.from_meta(fields.get("_meta"))):
@@ -168,7 +178,14 @@ class RoleConnection:
                 f"{spec.handler}() returned {type(response).__name__}, not {result_type.__name__}"
             )
         self._after_request(method, request, response)
-        return response.to_wire()
+        wire = response.to_wire()
+        if skipped:
+            meta = dict(wire.get("_meta") or {})
+            accord = dict(meta.get("accord") or {})
+            accord[SKIPPED_MCP_SERVERS_KEY] = skipped
+            meta["accord"] = accord
+            wire["_meta"] = meta
+        return wire
 
     def _after_request(self, method: str, request: Any, response: Any) -> None:
         """Hook for subclasses (e.g. record capabilities exchanged in ``initialize``)."""
@@ -202,6 +219,43 @@ class RoleConnection:
                 method, validator.validate_python, getattr(self._role, spec.handler)
             )
         await self._notification_handlers[method](self._role, notification)
+
+
+def _skip_invalid_mcp_servers(
+    method: str, fields: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``fields`` without its malformed ``mcpServers`` items, and what was skipped.
+
+    The schema marks the list skip-invalid-items: one bad server (an unknown ``type``, stdio
+    ``env`` as an object, a missing ``args``, ``env`` or ``headers``) must not fail the request,
+    but the client must learn it was not used. Each skipped item is named by its ``index`` in
+    the list, its ``name`` (when it has a string one) and the ``reason``; the response says them
+    under ``_meta.accord.skippedMcpServers``.
+    """
+    kept: list[Any] = []
+    skipped: list[dict[str, Any]] = []
+    for index, item in enumerate(cast(list[Any], fields["mcpServers"])):
+        try:
+            _MCP_SERVER.validate_python(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"][1:]) or "(item)"
+            reason = f"{where}: {first['msg']}"
+            given = cast(dict[str, Any], item) if isinstance(item, dict) else {}
+            tag = given.get("type")
+            if isinstance(tag, str) and tag not in _MCP_SERVER_TYPES:
+                reason = f"unknown type {tag[:40]!r}"
+            entry: dict[str, Any] = {"index": index, "reason": reason}
+            name: Any = given.get("name")
+            if isinstance(name, str):
+                entry["name"] = name
+            skipped.append(entry)
+            logger.info("%s: mcpServers[%d] skipped: %s", method, index, entry["reason"])
+        else:
+            kept.append(item)
+    if not skipped:
+        return fields, []
+    return {**fields, "mcpServers": kept}, skipped
 
 
 def _object_params(method: str, params: Any) -> dict[str, Any]:
