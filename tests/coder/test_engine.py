@@ -405,6 +405,29 @@ def test_capabilities_need_no_model_code() -> None:
     assert json.dumps([o.to_wire() for o in caps.config_options])
 
 
+@pytest.mark.parametrize(
+    ("model", "image"),
+    [
+        ("openai:gpt-3.5-turbo", False),
+        ("openai:gpt-4o", True),
+        ("anthropic:claude-sonnet-4-5", True),
+    ],
+)
+async def test_images_are_advertised_only_for_models_known_to_read_them(
+    model: str, image: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pydantic-ai's profile says images for a model it does not describe (issue 26)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))  # a fresh prompt-support cache
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")
+    engine = CoderEngine(CoderConfig(models=(model,)))
+    await engine.resolve_prompt_support()
+    assert engine.capabilities.image is image
+    again = CoderEngine(CoderConfig(models=(model,)))  # the remembered answer says the same
+    await again.resolve_prompt_support()
+    assert again.capabilities.image is image
+
+
 async def test_a_long_tool_result_is_cut_for_the_model_and_whole_for_the_client(
     project: Path,
 ) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -61,6 +62,23 @@ __all__ = (
     "shared_model",
     "shared_toolset",
 )
+
+#: Model families known to read images (the name after any ``vendor/`` or ``vendor.`` part).
+#: pydantic-ai's profiles default to images on, so a model no profile describes (e.g.
+#: ``openai:gpt-3.5-turbo``) would be said to read them: a client would send a pasted image
+#: to a text-only model. Only these families advertise ``promptCapabilities.image``.
+_READS_IMAGES: Final = re.compile(
+    r"(?:^|[./])(?:gpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-5|chatgpt-4o"
+    r"|o1(?!-mini|-preview)|o3(?!-mini)|o4-mini|claude-3|claude-(?:sonnet|opus|haiku)-4"
+    r"|gemini|pixtral|mistral-(?:medium|small)|llama-4|grok-2-vision|grok-4|nova-(?:pro|lite))"
+)
+
+
+def known_to_read_images(model_name: str) -> bool:
+    """Whether ``model_name`` (a pydantic-ai model's ``model_name``) is of a family known to
+    read images (:data:`_READS_IMAGES`)."""
+    return _READS_IMAGES.search(model_name.lower()) is not None
+
 
 TOOL_RESULT_LIMIT: Final = 40_000
 """The longest tool result (characters) the model sees whole; longer ones are cut with a note."""
@@ -98,6 +116,9 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
 def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:
     """Whether every configured model takes images, and audio, by its pydantic-ai profile.
 
+    Images also need the model to be of a family known to read them
+    (:func:`known_to_read_images`): a profile says images unless it knows better.
+
     The agent advertises ``promptCapabilities.image`` / ``.audio`` from this, so a client
     does not send a pasted image to a model that cannot read it. ``None`` when a model cannot
     be built (e.g. no API key yet): the caller takes that as neither, and does not remember it
@@ -106,10 +127,13 @@ def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:
     image = audio = bool(config.models)
     for choice in model_choices(config):
         try:
-            profile = choice.build().profile
+            model = choice.build()
         except Exception:
             return None
+        profile = model.profile
         image = image and bool(profile.get("supports_image_input", True))
+        # the profile's default is images on: only a model known to read them keeps it
+        image = image and known_to_read_images(model.model_name)
         audio = audio and bool(profile.get("supports_audio_file_input", False))
     return image, audio
 

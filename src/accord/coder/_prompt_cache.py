@@ -10,10 +10,15 @@ depends on:
 * the configured model ids and the ``base_url`` (a served model gets a text-only profile);
 * the installed pydantic-ai version, read from its package metadata (no import): profiles
   change with pydantic-ai releases;
-* accord's own version (the profile it gives served models is accord's code).
+* accord's own version (the profile it gives served models is accord's code);
+* the file's format, bumped when accord's reading of a profile changes (format 2: images only
+  for model families known to read them, so ``gpt-3.5-turbo`` is no longer remembered with
+  images).
 
-Decision: a cache rather than a table of model names kept in accord (that would be guessing
-again, and drift from pydantic-ai) or a background check after ``initialize`` (capabilities
+Decision: a cache rather than a table of every model's capabilities kept in accord (that would
+drift from pydantic-ai; accord keeps only the short list of families known to read images,
+which the profiles cannot say, see :func:`._agent.known_to_read_images`) or a background check
+after ``initialize`` (capabilities
 cannot change after the answer). Only the first start with a new configuration, or after an
 upgrade, waits for the import in ``initialize``; later starts read a small JSON file.
 
@@ -52,7 +57,7 @@ CACHE_FILE: Final = "prompt-support.json"
 MAX_ENTRIES: Final = 32
 """How many configurations the cache keeps (the most recently written)."""
 
-_FORMAT: Final = 1
+_FORMAT: Final = 2
 
 
 def cache_path() -> Path:
