@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,19 @@ import orjson
 import pytest
 from helpers.stores import open_store
 
-from accord.client import connect
+from accord.client import (
+    CompactionState,
+    CompactionSummaryDelta,
+    CompactionUpdated,
+    Message,
+    SessionView,
+    TextDelta,
+    connect,
+)
 from accord.coder import CoderConfig, CoderRuntime
 from accord.engines import MODEL_PURPOSE_HEADER
 from accord.events import COMPACTED_MARKER
+from accord.schema import SessionNotification
 from accord.store import MemorySessionStore, SessionStore, SqliteSessionStore
 from accord.testing import (
     FakeOpenAIServer,
@@ -66,11 +75,38 @@ def user_texts(messages: Sequence[Any]) -> list[str]:
     return [m.text for m in messages if m.role == "user"]
 
 
+def compaction_kinds(kinds: list[str]) -> Callable[[SessionNotification], None]:
+    """An update listener noting the compaction updates received (their wire tags)."""
+
+    def listen(notification: SessionNotification) -> None:
+        tag = notification.update.session_update
+        if tag.startswith("compaction"):
+            kinds.append(tag)
+
+    return listen
+
+
+def shape(view: SessionView) -> list[str]:
+    """The timeline as kinds and texts: what a replay must reproduce."""
+    shown: list[str] = []
+    for item in view.timeline:
+        if isinstance(item, CompactionState):
+            shown.append(f"compaction {item.status}: {item.summary_text or item.error}")
+        elif isinstance(item, Message):
+            shown.append(f"{item.role}: {item.text}")
+        else:
+            shown.append(f"tool {item.tool_call_id}")
+    return shown
+
+
+@pytest.mark.parametrize("advertised", [False, True], ids=["marker", "updates"])
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_from_it(
-    kind: str, project: Path, tmp_path: Path
+    kind: str, advertised: bool, project: Path, tmp_path: Path
 ) -> None:
     # The third answer leaves 3,020 tokens in a 3,000-token window: the fourth prompt compacts.
+    # A client that advertised session.compaction gets the compaction's updates (live and
+    # replayed), any other the marker message; every message on the wire is schema-checked.
     script = [
         reply("one", 100),
         reply("two", 200),
@@ -81,20 +117,40 @@ async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_fr
         reply("after resume", 900),
     ]
     side = {"compact": [ScriptedReply(text=[SUMMARY])]}
+    kinds: list[str] = []
+    options: dict[str, Any] = {"compaction": advertised, "update_listener": compaction_kinds(kinds)}
     async with open_store(kind, tmp_path) as store:
         with FakeOpenAIServer(script, models=("qwen-local",), side_scripts=side) as server:
             settings = config(server, 3000)
             first = CoderRuntime(settings, store=store)
             try:
-                async with connect(first, cwd=project) as connection:
+                async with connect(first, cwd=project, **options) as connection:
                     session = await connection.new_session(project)
                     for prompt in ("first", "second", "third"):
                         await session.prompt(prompt)
-                    result = await session.prompt("fourth")
-                    assert result.text.endswith("four")
-                    assert COMPACTED_MARKER in agent_texts(session.view.messages)
+                    events = [event async for event in session.stream("fourth")]
+                    live = shape(session.view)
+                    live_compactions = list(session.view.compactions.values())
             finally:
                 await first.aclose()
+            text = "".join(e.text for e in events if isinstance(e, TextDelta))
+            assert text.endswith("four")
+            if advertised:
+                assert COMPACTED_MARKER not in text
+                update, chunk = "compaction_update", "compaction_summary_chunk"
+                assert kinds == [update, chunk, update]
+                assert [
+                    (e.kind, getattr(e, "text", None))
+                    for e in events
+                    if isinstance(e, CompactionUpdated | CompactionSummaryDelta)
+                ] == [("compaction", None), ("compaction_summary", SUMMARY), ("compaction", None)]
+                [done] = live_compactions
+                assert (done.status, done.summary_text, done.error) == ("completed", SUMMARY, None)
+                assert live[-2:] == [f"compaction completed: {SUMMARY}", "agent: four"]
+            else:
+                assert kinds == []
+                assert COMPACTED_MARKER in agent_texts(session.view.messages)
+                assert live_compactions == []
             session_id = session.session_id
             [compact] = compactions(server)
             # The summary request holds the older turns (first and its answer), not the kept.
@@ -106,7 +162,8 @@ async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_fr
 
             second = CoderRuntime(settings, store=store)
             try:
-                async with connect(second, cwd=project) as connection:
+                async with connect(second, cwd=project, **options) as connection:
+                    kinds.clear()
                     loaded = await connection.load_session(session_id, project)
                     # The replay is the conversation as it was, with the marker.
                     assert user_texts(loaded.view.messages) == [
@@ -115,13 +172,14 @@ async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_fr
                         "third",
                         "fourth",
                     ]
-                    assert agent_texts(loaded.view.messages) == [
-                        "one",
-                        "two",
-                        "three",
-                        COMPACTED_MARKER,
-                        "four",
-                    ]
+                    expected = ["one", "two", "three", "four"]
+                    if not advertised:
+                        expected.insert(3, COMPACTED_MARKER)
+                    assert agent_texts(loaded.view.messages) == expected
+                    # Replayed identically: the same timeline, the same compaction.
+                    assert shape(loaded.view) == live
+                    assert list(loaded.view.compactions.values()) == live_compactions
+                    assert len(kinds) == (3 if advertised else 0)
                     await loaded.prompt("after load")
                     forked = await connection.fork_session(session_id, project)
                     await forked.prompt("in the fork")
@@ -129,7 +187,7 @@ async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_fr
                 await second.aclose()
             third = CoderRuntime(settings, store=store)
             try:
-                async with connect(third, cwd=project) as connection:
+                async with connect(third, cwd=project, **options) as connection:
                     resumed = await connection.resume_session(session_id, project)
                     await resumed.prompt("after resume")
             finally:
@@ -142,20 +200,27 @@ async def test_a_compaction_is_replayed_on_load_and_load_fork_resume_continue_fr
     assert "after load" in body(requests[6])  # resume continues the loaded session's turns
 
 
+@pytest.mark.parametrize("advertised", [False, True], ids=["marker", "updates"])
 async def test_compact_with_an_instruction_sends_it_and_the_model_sees_the_summary(
-    project: Path,
+    advertised: bool, project: Path
 ) -> None:
     script = [reply("one", 100), reply("two", 100), reply("three", 100), reply("four", 100)]
     side = {"compact": [ScriptedReply(text=[SUMMARY])]}
     with FakeOpenAIServer(script, models=("qwen-local",), side_scripts=side) as server:
         runtime = CoderRuntime(config(server, 100_000), store=MemorySessionStore())
         try:
-            async with connect(runtime, cwd=project) as connection:
+            async with connect(runtime, cwd=project, compaction=advertised) as connection:
                 session = await connection.new_session(project)
                 for prompt in ("first", "second", "third"):
                     await session.prompt(prompt)
                 result = await session.prompt("/compact keep the file names")
-                assert result.text == COMPACTED_MARKER
+                if advertised:
+                    assert result.text == ""
+                    [done] = session.view.compactions.values()
+                    assert (done.status, done.summary_text) == ("completed", SUMMARY)
+                else:
+                    assert result.text == COMPACTED_MARKER
+                    assert session.view.compactions == {}
                 await session.prompt("fourth")
         finally:
             await runtime.aclose()
@@ -166,8 +231,9 @@ async def test_compact_with_an_instruction_sends_it_and_the_model_sees_the_summa
     assert SUMMARY in last and '"first"' not in last and "third" in last
 
 
+@pytest.mark.parametrize("advertised", [False, True], ids=["marker", "updates"])
 async def test_a_failed_summary_leaves_the_history_as_it_was_and_says_so(
-    project: Path, tmp_path: Path
+    advertised: bool, project: Path, tmp_path: Path
 ) -> None:
     script = [reply("one", 100), reply("two", 100), reply("three", 100), reply("four", 100)]
     refused = ScriptedError(status=400, message="the summariser is down")
@@ -177,20 +243,34 @@ async def test_a_failed_summary_leaves_the_history_as_it_was_and_says_so(
             settings = config(server, 100_000)
             runtime = CoderRuntime(settings, store=store)
             try:
-                async with connect(runtime, cwd=project) as connection:
+                async with connect(runtime, cwd=project, compaction=advertised) as connection:
                     session = await connection.new_session(project)
                     for prompt in ("first", "second", "third"):
                         await session.prompt(prompt)
-                    result = await session.prompt("/compact")
-                    assert "failed" in result.text and "kept as it was" in result.text
-                    assert "the summariser is down" in result.text
+                    stream = session.stream("/compact")
+                    events = [event async for event in stream]
+                    result = stream.result
+                    live = list(session.view.compactions.values())
             finally:
                 await runtime.aclose()
+            assert result is not None
+            if advertised:
+                assert result.text == ""
+                statuses = [e.compaction.status for e in events if isinstance(e, CompactionUpdated)]
+                assert statuses == ["in_progress", "failed"]
+                [failed] = live
+                assert failed.summary == () and "the summariser is down" in (failed.error or "")
+            else:
+                assert "failed" in result.text and "kept as it was" in result.text
+                assert "the summariser is down" in result.text
+                assert live == []
             again = CoderRuntime(settings, store=store)
             try:
-                async with connect(again, cwd=project) as connection:
+                async with connect(again, cwd=project, compaction=advertised) as connection:
                     loaded = await connection.load_session(session.session_id, project)
-                    assert any("failed" in t for t in agent_texts(loaded.view.messages))
+                    assert list(loaded.view.compactions.values()) == live
+                    if not advertised:
+                        assert any("failed" in t for t in agent_texts(loaded.view.messages))
                     await loaded.prompt("fourth")
             finally:
                 await again.aclose()
@@ -198,17 +278,24 @@ async def test_a_failed_summary_leaves_the_history_as_it_was_and_says_so(
     assert all(said in last for said in ('"first"', '"one"', "second", "third", "fourth"))
 
 
-async def test_compact_with_nothing_to_summarise_says_so(project: Path) -> None:
+@pytest.mark.parametrize("advertised", [False, True], ids=["marker", "updates"])
+async def test_compact_with_nothing_to_summarise_says_so(advertised: bool, project: Path) -> None:
     with FakeOpenAIServer([reply("one", 100)], models=("qwen-local",)) as server:
         runtime = CoderRuntime(config(server, 100_000), store=MemorySessionStore())
         try:
-            async with connect(runtime, cwd=project) as connection:
+            async with connect(runtime, cwd=project, compaction=advertised) as connection:
                 session = await connection.new_session(project)
                 await session.prompt("first")
                 result = await session.prompt("/compact")
+                said = list(session.view.compactions.values())
         finally:
             await runtime.aclose()
-    assert "no earlier turns to summarise" in result.text
+    if advertised:
+        [failed] = said
+        assert failed.status == "failed"
+        assert "no earlier turns to summarise" in (failed.error or "")
+    else:
+        assert "no earlier turns to summarise" in result.text
     assert compactions(server) == []
 
 
@@ -246,7 +333,7 @@ async def _long_conversation(store: SessionStore, project: Path, turns: int) -> 
     with FakeOpenAIServer(_refusing_model, models=("qwen-local",), side_scripts=side) as server:
         runtime = CoderRuntime(config(server, WINDOW), store=store)
         try:
-            async with connect(runtime, cwd=project) as connection:
+            async with connect(runtime, cwd=project, compaction=False) as connection:
                 session = await connection.new_session(project)
                 for number in range(turns):
                     result = await session.prompt(f"turn {number}: " + "words " * 60)
@@ -290,7 +377,7 @@ async def test_a_300_turn_conversation_stays_under_the_window_and_load_replays_e
         with FakeOpenAIServer([], models=("qwen-local",)) as server:
             runtime = CoderRuntime(config(server, WINDOW), store=store)
             try:
-                async with connect(runtime, cwd=project) as connection:
+                async with connect(runtime, cwd=project, compaction=False) as connection:
                     loaded = await connection.load_session(session_id, project)
                     prompts = user_texts(loaded.view.messages)
                     answers = agent_texts(loaded.view.messages)

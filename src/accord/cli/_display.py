@@ -36,6 +36,8 @@ import orjson
 
 from ..client import (
     CommandsUpdated,
+    CompactionSummaryDelta,
+    CompactionUpdated,
     ConfigUpdated,
     ModeUpdated,
     OtherUpdate,
@@ -413,7 +415,18 @@ class Display:
             case TitleUpdated(title=title):
                 if title is not None:
                     self.line(self.style.dim(f"[title] {neutralise(title, multiline=False)}"))
-            case CommandsUpdated() | OtherUpdate():
+            case CompactionUpdated(compaction=compaction):
+                # One line when it ends (the summary itself is the model's, not the reader's).
+                if compaction.status == "completed":
+                    self.line(self.style.dim("[compaction] earlier turns summarised"))
+                elif compaction.finished:
+                    status = neutralise(compaction.status, multiline=False)
+                    reason = neutralise(compaction.error or compaction.status, multiline=False)
+                    self.line(
+                        self.style.red(f"[compaction {status}]")
+                        + f" {reason}; the history is kept as it was"
+                    )
+            case CommandsUpdated() | OtherUpdate() | CompactionSummaryDelta():
                 pass  # bookkeeping the person does not need to watch scroll by
             case TurnFinished(usage=usage):
                 self.usage = usage

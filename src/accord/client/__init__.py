@@ -31,6 +31,8 @@ from ._elicitation import ElicitationDecision as ElicitationDecision
 from ._elicitation import ElicitationModeName as ElicitationModeName
 from ._elicitation import ElicitationPolicy as ElicitationPolicy
 from ._events import CommandsUpdated as CommandsUpdated
+from ._events import CompactionSummaryDelta as CompactionSummaryDelta
+from ._events import CompactionUpdated as CompactionUpdated
 from ._events import ConfigUpdated as ConfigUpdated
 from ._events import ModeUpdated as ModeUpdated
 from ._events import OtherUpdate as OtherUpdate
@@ -66,6 +68,7 @@ from ._render import TurnRenderer as TurnRenderer
 from ._render import render_event as render_event
 from ._session import ClientSession as ClientSession
 from ._session import PromptContent as PromptContent
+from ._state import CompactionState as CompactionState
 from ._state import Message as Message
 from ._state import MessageRole as MessageRole
 from ._state import ToolCallState as ToolCallState
@@ -93,6 +96,9 @@ __all__ = (
     "Cancel",
     "ClientSession",
     "CommandsUpdated",
+    "CompactionState",
+    "CompactionSummaryDelta",
+    "CompactionUpdated",
     "CompletionListener",
     "ConfigUpdated",
     "ConnectedAgent",

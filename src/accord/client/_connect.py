@@ -96,6 +96,7 @@ async def connect(
     reconnect: bool = True,
     on_status: Callable[[str], None] | None = None,
     mcp_servers: Sequence[object] = (),
+    compaction: bool = True,
 ) -> AsyncGenerator[ConnectedAgent]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
@@ -142,6 +143,14 @@ async def connect(
             (``acp`` MCP servers, ``mcp/message``): every session this connection opens names
             them (see :mod:`accord.client._mcp_host`). The agent must advertise
             ``mcpCapabilities.acp``.
+        compaction: advertise the unstable ``session.compaction`` capability (the
+            default): the agent reports a compaction of its context as
+            ``compaction_update`` / ``compaction_summary_chunk`` updates, folded into the
+            view (:attr:`~accord.client.SessionView.compactions`, the timeline) and streamed
+            as :class:`~accord.client.CompactionUpdated` /
+            :class:`~accord.client.CompactionSummaryDelta`. ``False``: the agent shows it as
+            it would to any client (an accord agent: an agent message, "earlier turns
+            summarised").
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
@@ -222,6 +231,7 @@ async def connect(
                 mcp=mcp_host is not None,
                 writes=not read_only,
             )(router, client_info or accord_client_info())
+            client.session_compaction = compaction
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if mcp_host is not None:
                 mcp_host.attach(calls.mcp_notification)

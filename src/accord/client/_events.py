@@ -28,10 +28,12 @@ from ..schema import (
     Usage,
 )
 from ._permissions import PermissionDecision
-from ._state import ToolCallState
+from ._state import CompactionState, ToolCallState
 
 __all__ = (
     "CommandsUpdated",
+    "CompactionSummaryDelta",
+    "CompactionUpdated",
     "ConfigUpdated",
     "ModeUpdated",
     "OtherUpdate",
@@ -199,6 +201,38 @@ class TitleUpdated:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionUpdated:
+    """The agent began, finished or failed a compaction of its context (unstable
+    ``compaction_update``): it summarised earlier turns for its model.
+
+    Attributes:
+        compaction: the compaction's snapshot after the update.
+        changed: the :class:`~accord.client.CompactionState` fields the update carried
+            (``status`` always; ``summary`` and ``error`` when sent: ACP's patch rule).
+    """
+
+    compaction: CompactionState
+    changed: frozenset[str]
+    kind: Literal["compaction"] = "compaction"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionSummaryDelta:
+    """A piece of a compaction's summary (unstable ``compaction_summary_chunk``).
+
+    Attributes:
+        text: the piece's text ("" when it is not text).
+        content: the piece as sent.
+        compaction: the compaction's snapshot with the piece appended.
+    """
+
+    text: str
+    content: ContentBlock
+    compaction: CompactionState
+    kind: Literal["compaction_summary"] = "compaction_summary"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OtherUpdate:
     """An update the view does not model (unstable ACP variants this client does not
     advertise, such as notices or plan operations); kept so nothing is lost silently."""
@@ -270,6 +304,8 @@ TurnEvent: TypeAlias = (
     | ConfigUpdated
     | CommandsUpdated
     | TitleUpdated
+    | CompactionUpdated
+    | CompactionSummaryDelta
     | OtherUpdate
     | PermissionRequested
     | PermissionResolved

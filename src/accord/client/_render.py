@@ -21,6 +21,8 @@ from typing import assert_never
 from ..schema import BooleanSessionConfigOption, SessionConfigOption
 from ._events import (
     CommandsUpdated,
+    CompactionSummaryDelta,
+    CompactionUpdated,
     ConfigUpdated,
     ModeUpdated,
     OtherUpdate,
@@ -38,7 +40,7 @@ from ._events import (
     UserMessageDelta,
 )
 from ._neutralise import neutralise
-from ._state import ToolCallState
+from ._state import CompactionState, ToolCallState
 
 __all__ = ("TurnRenderer", "render_event")
 
@@ -85,6 +87,10 @@ def _describe(event: TurnEvent) -> str:
             return "[commands] " + " ".join(f"/{command.name}" for command in commands)
         case TitleUpdated(title=title):
             return f"[title] {title}" if title is not None else "[title cleared]"
+        case CompactionUpdated(compaction=compaction):
+            return compaction_line(compaction)
+        case CompactionSummaryDelta(text=text, content=content):
+            return f"[compaction summary] {_first_line(text) if text else '[' + content.type + ']'}"
         case OtherUpdate(update=update):
             return f"[{update.session_update}]"
         case PermissionRequested(tool_call=call, options=options):
@@ -138,6 +144,27 @@ class TurnRenderer:
             return ""
         self._at_line_start = True
         return "\n"
+
+
+def compaction_line(compaction: CompactionState) -> str:
+    """The one-line marker of a compaction (not neutralised): ``[compaction in_progress]
+    summarising earlier turns``, ``[compaction completed] earlier turns summarised``,
+    ``[compaction failed] <error>; history kept``."""
+    match compaction.status:
+        case "in_progress":
+            return "[compaction in_progress] summarising earlier turns"
+        case "completed":
+            summary = _first_line(compaction.summary_text)
+            tail = f": {summary}" if summary else ""
+            return f"[compaction completed] earlier turns summarised{tail}"
+        case status:
+            reason = compaction.error or status
+            return f"[compaction {status}] {reason}; history kept as it was"
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0][:80] if lines else ""
 
 
 def _tool_label(call: ToolCallState) -> str:

@@ -1,4 +1,4 @@
-"""The pieces of a session's state that the client keeps: messages and tool calls.
+"""The pieces of a session's state that the client keeps: messages, tool calls, compactions.
 
 A :class:`Message` is the text (and other content) the user, the agent or the agent's
 reasoning produced, grouped by ``messageId``; it grows chunk by chunk and joins its text only
@@ -6,7 +6,9 @@ when asked (plain text chunks are kept as ``str``, so a long streamed answer cos
 string per chunk and no quadratic concatenation). A :class:`ToolCallState` (the engine contract's
 one model of a tool call, :class:`accord.engines.ToolCallState`) is a frozen snapshot of one
 tool call; every update replaces it with a new snapshot, so a snapshot handed out in an event
-never changes under its holder.
+never changes under its holder. A :class:`CompactionState` is the same for one compaction of
+the agent's context (the unstable ``compaction_update`` / ``compaction_summary_chunk``
+updates): frozen, replaced by each update.
 
 Above: :mod:`accord.client._view` (folds updates into these) and the per-turn events. Below:
 the wire models of :mod:`accord.schema`, the tool-call model of :mod:`accord.engines`.
@@ -14,12 +16,13 @@ the wire models of :mod:`accord.schema`, the tool-call model of :mod:`accord.eng
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
 from ..engines import ToolCallPhase, ToolCallState
 from ..schema import ContentBlock, TextContentBlock
 
-__all__ = ("Message", "MessageRole", "ToolCallState", "ToolCallStatusView")
+__all__ = ("CompactionState", "Message", "MessageRole", "ToolCallState", "ToolCallStatusView")
 
 MessageRole: TypeAlias = Literal["user", "agent", "thought"]
 """Who produced a message: the user, the agent, or the agent's visible reasoning."""
@@ -103,3 +106,34 @@ class Message:
     def chunk_count(self) -> int:
         """How many parts the message holds (plain text runs are merged once read)."""
         return len(self._parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionState:
+    """One compaction of the agent's context, as the client last heard of it (a snapshot).
+
+    The agent summarised earlier turns for its model (the transcript stays whole); each
+    ``compaction_update`` or ``compaction_summary_chunk`` for its id replaces the snapshot.
+
+    Attributes:
+        compaction_id: the agent's id for it.
+        status: ``in_progress``, ``completed``, ``failed`` or ``cancelled`` (ACP's enum is
+            open: another agent may send another value, kept as sent).
+        summary: the summary the agent keeps, block by block as received.
+        error: why it failed, when the agent says.
+    """
+
+    compaction_id: str
+    status: str = "in_progress"
+    summary: tuple[ContentBlock, ...] = ()
+    error: str | None = None
+
+    @property
+    def summary_text(self) -> str:
+        """The summary's text (its text blocks joined)."""
+        return "".join(b.text for b in self.summary if isinstance(b, TextContentBlock))
+
+    @property
+    def finished(self) -> bool:
+        """Whether the compaction ended (any status but ``in_progress``)."""
+        return self.status != "in_progress"

@@ -12,6 +12,11 @@ Folding rules (ACP v1):
   the whole collection); an update for an unknown id creates the call; an update marked
   ``_meta.accord.status = "cancelled"`` (an accord agent's call cut short by
   ``session/cancel``, live or replayed by ``session/load``) shows the call ``cancelled``;
+* compactions (unstable ``compaction_update`` / ``compaction_summary_chunk``, sent only to
+  a client that advertised ``session.compaction``) are keyed by ``compactionId``: the first
+  update with a new id (either kind) places the compaction in the timeline, a chunk
+  appends to its summary, a ``compaction_update`` sets its status and patches ``summary``
+  and ``error`` when it carries them (omitted: unchanged; ``null`` or ``[]``: cleared);
 * the plan, the command list and the config options are replaced whole; the latest usage,
   mode, title and ``updatedAt`` win.
 
@@ -74,6 +79,8 @@ from ..schema import (
 )
 from ._events import (
     CommandsUpdated,
+    CompactionSummaryDelta,
+    CompactionUpdated,
     ConfigUpdated,
     ModeUpdated,
     OtherUpdate,
@@ -87,7 +94,7 @@ from ._events import (
     new_thought_delta,
     new_user_message_delta,
 )
-from ._state import Message, MessageRole
+from ._state import CompactionState, Message, MessageRole
 
 __all__ = ("SessionView", "clean_name")
 
@@ -99,8 +106,18 @@ def clean_name(text: str) -> str | None:
     return shown or None
 
 
+class _CompactionSlot:
+    """A compaction's place in the timeline (the snapshot is looked up by its id)."""
+
+    __slots__ = ("compaction_id",)
+
+    def __init__(self, compaction_id: str) -> None:
+        self.compaction_id = compaction_id
+
+
 class SessionView:
-    """The state of one session: messages, tool calls, plan, usage, mode, config, title.
+    """The state of one session: messages, tool calls, compactions, plan, usage, mode,
+    config, title.
 
     A view is built and fed by :class:`~accord.client.ClientSession`; :meth:`apply` also folds
     updates from any other source (a recorded transcript, say).
@@ -108,6 +125,7 @@ class SessionView:
 
     __slots__ = (
         "_by_id",
+        "_compactions",
         "_echo",
         "_echo_message",
         "_messages",
@@ -141,8 +159,9 @@ class SessionView:
         # (role, messageId) -> message, for chunks that name their message.
         self._by_id: dict[tuple[MessageRole, str], Message] = {}
         self._tool_calls: dict[str, ToolCallState] = {}
-        # Messages and tool-call ids in the order they first appeared.
-        self._timeline: list[Message | str] = []
+        self._compactions: dict[str, CompactionState] = {}
+        # Messages, tool-call ids and compactions in the order they first appeared.
+        self._timeline: list[Message | str | _CompactionSlot] = []
         # The prompt this client sent, and its blocks the agent has not echoed yet.
         self._echo_message: Message | None = None
         self._echo: list[ContentBlock] = []
@@ -202,10 +221,24 @@ class SessionView:
         return self._tool_calls
 
     @property
-    def timeline(self) -> tuple[Message | ToolCallState, ...]:
-        """Messages and tool calls interleaved in the order each first appeared."""
-        calls = self._tool_calls
-        return tuple(calls[item] if isinstance(item, str) else item for item in self._timeline)
+    def compactions(self) -> Mapping[str, CompactionState]:
+        """Every compaction the agent reported, by id, in the order each started (latest
+        snapshots; empty unless the client advertised ``session.compaction``)."""
+        return self._compactions
+
+    @property
+    def timeline(self) -> tuple[Message | ToolCallState | CompactionState, ...]:
+        """Messages, tool calls and compactions interleaved in the order each first
+        appeared."""
+        calls, compactions = self._tool_calls, self._compactions
+        return tuple(
+            calls[item]
+            if isinstance(item, str)
+            else compactions[item.compaction_id]
+            if isinstance(item, _CompactionSlot)
+            else item
+            for item in self._timeline
+        )
 
     def agent_text(self, since_message: int = 0) -> str:
         """The text of the agent's messages from message index ``since_message`` on."""
@@ -251,12 +284,23 @@ class SessionView:
             case SessionInfoUpdateSessionUpdate():
                 self._session_info(update)
                 return TitleUpdated(title=self.title, updated_at=self.updated_at)
+            case CompactionUpdateSessionUpdate():
+                return self._compaction_update(update)
+            case CompactionSummaryChunkSessionUpdate(compaction_id=compaction_id, content=content):
+                known = self._compaction(compaction_id)
+                state = CompactionState(
+                    compaction_id=compaction_id,
+                    status=known.status,
+                    summary=(*known.summary, content),
+                    error=known.error,
+                )
+                self._compactions[compaction_id] = state
+                text = content.text if isinstance(content, TextContentBlock) else ""
+                return CompactionSummaryDelta(text=text, content=content, compaction=state)
             case (
                 PlanUpdateSessionUpdate()
                 | PlanRemovedSessionUpdate()
                 | NoticeSessionUpdate()
-                | CompactionUpdateSessionUpdate()
-                | CompactionSummaryChunkSessionUpdate()
                 | SubagentUpdateSessionUpdate()
                 | SessionMessageSessionUpdate()
                 | SessionMessageChunkSessionUpdate()
@@ -314,6 +358,34 @@ class SessionView:
         state = merge_tool_call(known, changes)
         self._tool_calls[state.tool_call_id] = state
         return ToolCallUpdated(tool_call=state, changed=frozenset(changes))
+
+    def _compaction(self, compaction_id: str) -> CompactionState:
+        """The compaction with that id; a first-seen id starts one (in progress) and
+        takes its place in the timeline."""
+        known = self._compactions.get(compaction_id)
+        if known is None:
+            known = CompactionState(compaction_id=compaction_id)
+            self._compactions[compaction_id] = known
+            self._timeline.append(_CompactionSlot(compaction_id))
+        return known
+
+    def _compaction_update(self, update: CompactionUpdateSessionUpdate) -> TurnEvent:
+        """A ``compaction_update``: the status, and ``summary`` / ``error`` patched when sent."""
+        known = self._compaction(update.compaction_id)
+        given = update.model_fields_set
+        changed = {"status"}
+        summary, error = known.summary, known.error
+        if "summary" in given:
+            summary = tuple(update.summary or ())
+            changed.add("summary")
+        if "error" in given:
+            error = update.error
+            changed.add("error")
+        state = CompactionState(
+            compaction_id=update.compaction_id, status=update.status, summary=summary, error=error
+        )
+        self._compactions[state.compaction_id] = state
+        return CompactionUpdated(compaction=state, changed=frozenset(changed))
 
     def _session_info(self, update: SessionInfoUpdateSessionUpdate) -> None:
         given = update.model_fields_set

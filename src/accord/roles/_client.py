@@ -60,6 +60,10 @@ class Client(ClientHandlers):
     client_info: Implementation | None = None
     #: Advertise boolean config options (``session.configOptions.boolean``).
     boolean_config_options: bool = True
+    #: Advertise the unstable ``session.compaction`` capability: this client folds the
+    #: ``compaction_update`` / ``compaction_summary_chunk`` session updates (default: no; an
+    #: agent then shows a compaction as an ordinary message).
+    session_compaction: bool = False
     #: The position encodings this client speaks for NES positions, in order of preference
     #: (sent as ``positionEncodings`` when not empty; ``utf-16`` is assumed either way).
     position_encodings: tuple[str, ...] = ()
@@ -76,6 +80,8 @@ class Client(ClientHandlers):
         tree = capability_tree(CLIENT_METHODS[m] for m in sorted(implemented))
         if self.boolean_config_options:
             tree["session"] = {"configOptions": {"boolean": {}}}
+        if self.session_compaction:
+            tree.setdefault("session", {})["compaction"] = {}
         nes = self.nes_capabilities()
         if nes is not None:
             tree["nes"] = nes.to_wire()

@@ -36,13 +36,14 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
-from ..client import Message, SessionView, ToolCallState
+from ..client import CompactionState, Message, SessionView, ToolCallState
 from ..schema import ResourceLinkContentBlock, TextContentBlock
 from ._safe import clean, plain
 from ._tool_card import TerminalReader, ToolCard
 
 __all__ = (
     "AgentMessage",
+    "CompactionNote",
     "ConversationView",
     "Notice",
     "ReplyPart",
@@ -476,7 +477,57 @@ class ThoughtBlock(Vertical):
             self._text.update(plain(self.message.text.strip()))
 
 
-_Item = UserMessage | AgentMessage | ThoughtBlock | ToolCard
+class CompactionNote(Static):
+    """A compaction of the agent's context: it summarised earlier turns for its model.
+
+    One line while it runs ("summarising earlier turns…"), then "earlier turns summarised"
+    with the summary under it (dim), or why it failed (the history is kept as it was).
+    The summary is the agent's text, shown as it is (never as markup).
+    """
+
+    DEFAULT_CSS = """
+    CompactionNote {
+        margin: 0 0 1 0;
+        padding: 0 1;
+        color: $text-muted;
+        border-left: thick $secondary;
+    }
+    CompactionNote.-failed { color: $text-error; border-left: thick $error; }
+    """
+
+    def __init__(self, state: CompactionState) -> None:
+        super().__init__(plain(self._text(state)))
+        self.state = state
+        self.set_class(state.finished and state.status != "completed", "-failed")
+
+    @staticmethod
+    def _text(state: CompactionState) -> str:
+        summary = state.summary_text.strip()
+        match state.status:
+            case "in_progress":
+                head = "⟳ summarising earlier turns…"
+            case "completed":
+                head = "✓ earlier turns summarised (the model now sees the summary)"
+            case status:
+                head = f"✗ compaction {status}: {state.error or status}; the history is kept"
+        return f"{head}\n{summary}" if summary else head
+
+    @property
+    def text(self) -> str:
+        """What the note shows."""
+        return self._text(self.state)
+
+    def show(self, state: CompactionState) -> None:
+        """Show a newer snapshot of the compaction."""
+        self.state = state
+        self.set_class(state.finished and state.status != "completed", "-failed")
+        self.update(plain(self._text(state)))
+
+    def catch_up(self) -> None:
+        """Nothing to do: :meth:`show` brings it up to date."""
+
+
+_Item = UserMessage | AgentMessage | ThoughtBlock | ToolCard | CompactionNote
 
 
 class ConversationView(VerticalScroll):
@@ -591,8 +642,13 @@ class ConversationView(VerticalScroll):
             self._items.append(widget)
             new.append(widget)
         calls = self.view.tool_calls
+        compactions = self.view.compactions
         for widget in self._items:
-            if isinstance(widget, ToolCard):
+            if isinstance(widget, CompactionNote):
+                latest = compactions.get(widget.state.compaction_id)
+                if latest is not None and latest is not widget.state:
+                    widget.show(latest)
+            elif isinstance(widget, ToolCard):
                 state = calls.get(widget.tool_call_id)
                 if state is not None and state is not widget.state:
                     widget.show(state)
@@ -678,8 +734,14 @@ class ConversationView(VerticalScroll):
             self._away.clear()
 
     def _widget_for(
-        self, item: Message | ToolCallState, before: object = ..., *, lazy_width: int = 0
+        self,
+        item: Message | ToolCallState | CompactionState,
+        before: object = ...,
+        *,
+        lazy_width: int = 0,
     ) -> _Item:
+        if isinstance(item, CompactionState):
+            return CompactionNote(item)
         if isinstance(item, ToolCallState):
             card = ToolCard(item, cwd=self._cwd, terminals=self._terminals, expanded=self._expanded)
             self._cards[item.tool_call_id] = card
