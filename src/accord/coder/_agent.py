@@ -56,6 +56,7 @@ from ._translator import CoderTranslator
 __all__ = (
     "build_agent",
     "build_engine",
+    "forget_models",
     "model_choices",
     "served_window",
     "server_priced",
@@ -111,6 +112,12 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
     # the agent's prompt capabilities follow (``prompt_support``).
     text_only = ModelProfile(supports_image_input=False, supports_audio_file_input=False)
     return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url), profile=text_only)
+
+
+def forget_models() -> None:
+    """Drop every model built so far (and the keys their clients hold): the next session
+    builds its own from the credentials there are then. Sessions holding one keep it."""
+    shared_model.cache_clear()
 
 
 def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:

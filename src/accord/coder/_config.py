@@ -164,21 +164,39 @@ class CoderConfig:
             return None
         return f"No model is configured for the accord coding agent. {_HOW_TO}"
 
-    def missing_key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        """The variable the default model's provider reads its key from, when it is unset.
+    def key_variable(self) -> str | None:
+        """The variable the default model's provider reads its key from, when known here.
 
-        ``None`` with a ``base_url`` (local servers mostly take none), for providers whose
-        variable is not known here, and when the variable is set in ``environ`` (default: this
-        process's environment).
+        ``None`` without a model, with a ``base_url`` (local servers mostly take none) and for
+        providers whose variable is not known here.
         """
         model = self.default_model
         if model is None or self.base_url is not None:
             return None
-        env = os.environ if environ is None else environ
         for prefixes, variable in _KEY_VARIABLES:
             if model.startswith(prefixes):
-                return None if env.get(variable) else variable
+                return variable
         return None
+
+    def missing_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The variable the default model's provider reads its key from, when it is unset.
+
+        ``None`` when :meth:`key_variable` is, and when the variable is set in ``environ``
+        (default: this process's environment).
+        """
+        variable = self.key_variable()
+        env = os.environ if environ is None else environ
+        return None if variable is None or env.get(variable) else variable
+
+    def key_problem(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """Why sessions cannot start for want of a key (:meth:`missing_key`), or ``None``."""
+        missing = self.missing_key(environ)
+        if missing is None:
+            return None
+        return (
+            f"{missing} is not set, nor saved by `accord serve --configure`: the model "
+            f"{self.default_model!r} cannot be used without it."
+        )
 
     def auth_methods(
         self, *, terminal: bool = False, environ: Mapping[str, str] | None = None

@@ -9,6 +9,10 @@ Two things are kept, apart:
   backend is available, otherwise in ``<user config dir>/accord/credentials.json``, a file
   created ``0600`` in a ``0700`` directory (:data:`CREDENTIALS_FILE`).
 
+The same store keeps other secrets by name (:func:`store_secret`, :func:`read_secret`,
+:func:`delete_secret`): the headers ``providers/set`` gives (:mod:`._providers`).
+:func:`forget_saved_key` is ``logout``'s: the saved key removed from both places.
+
 ``accord serve`` reads them when neither ``--model`` nor :data:`~._config.MODEL_ENV` says
 otherwise (:func:`load_saved_model`); the key is put in the provider's own environment variable
 (``OPENAI_API_KEY``, ...) for this process only, unless that variable is already set. Nothing
@@ -40,8 +44,12 @@ __all__ = (
     "ModelProvider",
     "SavedModel",
     "accord_config_dir",
+    "delete_secret",
+    "forget_saved_key",
     "load_saved_model",
+    "read_secret",
     "save_model",
+    "store_secret",
 )
 
 _log = logging.getLogger("accord.coder")
@@ -165,6 +173,66 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
+def store_secret(directory: Path, name: str, value: str) -> Literal["keyring", "file"]:
+    """Keep ``value`` under ``name``: in the keyring when it takes it, else in the ``0600`` file.
+
+    Raises:
+        OSError: the file is needed and cannot be written.
+    """
+    keyring = _keyring()
+    if keyring is not None:
+        try:
+            keyring.set_password(KEYRING_SERVICE, name, value)
+        except Exception as exc:  # a locked or refusing keyring: fall back to the file
+            _log.warning("the keyring refused the key (%s); using a private file", exc)
+        else:
+            return "keyring"
+    path = directory / CREDENTIALS_FILE
+    keys = _read_json(path) or {}
+    keys[name] = value
+    _write_private(path, keys)
+    return "file"
+
+
+def read_secret(directory: Path, name: str) -> str | None:
+    """The value kept under ``name`` (keyring first, then the file), or ``None``."""
+    keyring = _keyring()
+    if keyring is not None:
+        try:
+            value = keyring.get_password(KEYRING_SERVICE, name)
+        except Exception as exc:
+            _log.warning("the keyring could not be read: %s", exc)
+        else:
+            if value:
+                return value
+    value = (_read_json(directory / CREDENTIALS_FILE) or {}).get(name)
+    return value if isinstance(value, str) and value else None
+
+
+def delete_secret(directory: Path, name: str) -> bool:
+    """Remove what is kept under ``name`` from the keyring and the file; whether there was any.
+
+    Raises:
+        OSError: the file holds it and cannot be rewritten.
+    """
+    removed = False
+    keyring = _keyring()
+    if keyring is not None:
+        try:
+            if keyring.get_password(KEYRING_SERVICE, name) is not None:
+                keyring.delete_password(KEYRING_SERVICE, name)
+                removed = True
+        except Exception as exc:
+            _log.warning("the keyring could not remove the key: %s", exc)
+    path = directory / CREDENTIALS_FILE
+    keys = _read_json(path)
+    if keys is not None and name in keys:
+        del keys[name]
+        _write_private(path, keys)
+        removed = True
+    return removed
+
+
 def save_model(
     provider: ModelProvider, model: str, *, base_url: str | None, key: str | None, directory: Path
 ) -> SavedModel:
@@ -175,28 +243,30 @@ def save_model(
     """
     store: Literal["keyring", "file", "none"] = "none"
     if key:
-        keyring = _keyring()
-        stored = False
-        if keyring is not None:
-            try:
-                keyring.set_password(KEYRING_SERVICE, provider.key_variable, key)
-                stored = True
-            except Exception as exc:  # a locked or refusing keyring: fall back to the file
-                _log.warning("the keyring refused the key (%s); using a private file", exc)
-        if stored:
-            store = "keyring"
-        else:
-            path = directory / CREDENTIALS_FILE
-            keys = _read_json(path) or {}
-            keys[provider.key_variable] = key
-            _write_private(path, keys)
-            store = "file"
+        store = store_secret(directory, provider.key_variable, key)
     saved = SavedModel(provider.id, model, base_url, store)
     _write_private(
         directory / SETTINGS_FILE,
         {"provider": provider.id, "model": model, "baseUrl": base_url, "keyStore": store},
     )
     return saved
+
+
+def forget_saved_key(directory: Path, variable: str) -> bool:
+    """Forget the key saved for ``variable`` (``logout``): removed from the keyring and the
+    file, and the saved choice no longer says a key is kept. Whether a key was there.
+
+    Raises:
+        OSError: the configuration directory cannot be written.
+    """
+    removed = delete_secret(directory, variable)
+    settings = _read_json(directory / SETTINGS_FILE)
+    if settings is not None and settings.get("keyStore") in ("keyring", "file"):
+        provider = next((p for p in MODEL_PROVIDERS if p.id == settings.get("provider")), None)
+        if provider is None or provider.key_variable == variable:
+            settings["keyStore"] = "none"
+            _write_private(directory / SETTINGS_FILE, settings)
+    return removed
 
 
 def load_saved_model(directory: Path, environ: MutableMapping[str, str]) -> SavedModel | None:
@@ -215,17 +285,7 @@ def load_saved_model(directory: Path, environ: MutableMapping[str, str]) -> Save
     variable = saved.key_variable
     if environ.get(variable):
         return saved
-    key: str | None = None
-    if saved.key_store == "keyring":
-        keyring = _keyring()
-        if keyring is not None:
-            try:
-                key = keyring.get_password(KEYRING_SERVICE, variable)
-            except Exception as exc:
-                _log.warning("the keyring could not be read: %s", exc)
-    elif saved.key_store == "file":
-        value = (_read_json(directory / CREDENTIALS_FILE) or {}).get(variable)
-        key = value if isinstance(value, str) else None
+    key = read_secret(directory, variable) if saved.key_store != "none" else None
     if key:
         environ[variable] = key
     elif saved.key_store != "none":

@@ -150,6 +150,12 @@ class CoderEngine(Engine):
         except Exception:
             _log.warning("loading the model code failed", exc_info=True)
 
+    def forget_models(self) -> None:
+        """Drop the models built so far (``logout``, a provider changed): the next session
+        builds its model again, from the credentials there are then. Live sessions keep theirs."""
+        if _loaded:
+            _loaded[0].forget_models()
+
     async def open_session(self, context: SessionContext) -> EngineSession:
         """Open a coder session (see :mod:`._open`).
 
@@ -157,7 +163,7 @@ class CoderEngine(Engine):
             AuthRequired: no usable model is configured (-32000, saying what to do).
             InternalError: the stored state cannot be read back.
         """
-        problem = self._config.problem()
+        problem = self._config.problem() or self._config.key_problem()
         if problem is not None:
             raise AuthRequired(problem)
         module = await _load_heavy()

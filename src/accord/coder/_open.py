@@ -26,7 +26,7 @@ from pydantic_ai.exceptions import UserError
 from ..engines import EngineSession, SessionContext
 from ..engines.pydantic_ai import PydanticAIEngine
 from ..errors import AuthRequired, InternalError
-from ._agent import build_engine, prompt_support
+from ._agent import build_engine, forget_models, prompt_support
 from ._config import CoderConfig
 from ._deps import CoderDeps
 from ._files import Workspace
@@ -35,7 +35,7 @@ from ._paths import Roots
 from ._prompt import CoderState, StateError, build_system_prompt, read_project_notes
 from ._session import CoderSession
 
-__all__ = ("open_coder_session", "prompt_support")
+__all__ = ("forget_models", "open_coder_session", "prompt_support")
 
 _KEYLESS_HINT: Final = " To try Pydantic AI without an API key"
 

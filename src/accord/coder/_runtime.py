@@ -9,6 +9,12 @@
   cannot be configured over ACP; restarting the agent with ``--model`` is the way);
 * while serving (:meth:`CoderRuntime.serve`), answering ``initialize`` starts loading the model
   code in the background, so ``initialize`` is fast and the first ``session/new`` rarely waits;
+* ``logout`` (``auth.logout``) is offered exactly when it can work: the default model's key
+  is one ``accord serve --configure`` saved (keyring or file) and this process's variable
+  holds that key or nothing (a key the user exported is not the agent's to forget). It
+  removes the saved key, takes it out of this process's environment and drops the models
+  built with it: the next ``session/new`` answers -32000 again, with the sign-in methods;
+  live sessions keep the model they have until they close;
 * a session that has no stored engine state yet (new, or created and never prompted) gets its
   state, the system prompt just built, saved before the response: the runtime stores engine
   state only from turns, and the prompt must be stored from the start;
@@ -41,6 +47,8 @@ from ..schema import (
     InitializeResponse,
     LoadSessionRequest,
     LoadSessionResponse,
+    LogoutRequest,
+    LogoutResponse,
     NewSessionRequest,
     NewSessionResponse,
     PromptRequest,
@@ -50,7 +58,7 @@ from ..schema import (
 )
 from ..store import SessionStore
 from ._config import SAVED_MODEL_AUTH_METHOD_ID, CoderConfig
-from ._credentials import accord_config_dir, load_saved_model
+from ._credentials import accord_config_dir, forget_saved_key, load_saved_model, read_secret
 from ._engine import CoderEngine
 from ._heap import freeze_heap
 from ._session import CoderSession
@@ -207,6 +215,39 @@ class CoderRuntime(AgentRuntime):
             live.engine_state = live.engine.opening_state_json()
             await live.save(self.store)
 
+    def _stored_key(self) -> tuple[str, str] | None:
+        """The default model's key variable and the saved key, when ``logout`` can forget it."""
+        variable = self._coder.config.key_variable()
+        if variable is None:
+            return None
+        stored = read_secret(accord_config_dir(), variable)
+        if stored is None or os.environ.get(variable, stored) != stored:
+            return None
+        return variable, stored
+
+    def offered_methods(self) -> set[str]:
+        """The runtime's methods; ``logout`` only while there is a saved key to forget."""
+        offered = super().offered_methods()
+        if self._stored_key() is None:
+            offered.discard("logout")
+        return offered
+
+    async def logout(self, request: LogoutRequest) -> LogoutResponse:
+        """Forget the saved key (module docstring); nothing to do when it is already gone.
+
+        Raises:
+            OSError: the configuration directory cannot be rewritten.
+        """
+        found = await anyio.to_thread.run_sync(self._stored_key)
+        variable = self._coder.config.key_variable()
+        if variable is not None:
+            await anyio.to_thread.run_sync(forget_saved_key, accord_config_dir(), variable)
+        if found is not None and os.environ.get(found[0]) == found[1]:
+            del os.environ[found[0]]
+        self._coder.forget_models()
+        self.auth_methods = self._coder.config.auth_methods()
+        return LogoutResponse()
+
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
         """Sign in with an advertised method; nothing to do once sessions can start.
 
@@ -227,13 +268,7 @@ class CoderRuntime(AgentRuntime):
         config = self._coder.config
         if request.method_id == SAVED_MODEL_AUTH_METHOD_ID and config.missing_key() is not None:
             await anyio.to_thread.run_sync(load_saved_model, accord_config_dir(), os.environ)
-        problem = config.problem()
-        missing = config.missing_key()
-        if problem is None and missing is not None:
-            problem = (
-                f"{missing} is not set, nor saved by `accord serve --configure`: the model "
-                f"{config.default_model!r} cannot be used without it."
-            )
+        problem = config.problem() or config.key_problem()
         if problem is not None:
             raise AuthRequired(problem, {"methodId": request.method_id})
         return AuthenticateResponse()
