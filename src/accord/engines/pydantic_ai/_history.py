@@ -211,7 +211,7 @@ class PackedHistory:
 
     def __del__(self) -> None:
         """Leave the hot histories."""
-        PackedHistory._hot.pop(id(self), None)
+        type(self)._hot.pop(id(self), None)
 
 
 try:  # pydantic-ai >= 2.56 knows responses whose usage sums several requests
