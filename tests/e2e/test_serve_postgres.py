@@ -33,6 +33,7 @@ from accord.client import (
 )
 from accord.errors import RequestError
 from accord.schema import TerminalToolCallContent
+from accord.store import PostgresSessionStore, iter_events
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
 from accord.transports import spawn_agent
 
@@ -129,7 +130,25 @@ async def test_the_owner_killed_mid_turn_is_taken_over_by_another_server(project
                 (command,) = loaded.view.tool_calls.values()
                 assert command.status not in ("pending", "in_progress")
                 result = await loaded.prompt("Go on.")
+            chain = await _stored_chain(url, session_id)
     assert result.text == "Picked up where it stopped."
+    # The stored chain, the killed owner's events then the new owner's: no gap, no duplicate.
+    assert [seq for seq, _ in chain] == list(range(1, len(chain) + 1))
+    kinds = [kind for _, kind in chain]
+    assert kinds.count("user_message_chunk") == 2  # each prompt stored once
+    assert kinds.count("tool_call_started") == kinds.count("tool_call_ended") == 1
+    # the killed turn never completed; the taken-over one did, last
+    assert kinds.count("turn_completed") == 1 and kinds[-1] == "turn_completed"
+
+
+async def _stored_chain(url: str, session_id: str) -> list[tuple[int, str]]:
+    """Every stored event of ``session_id`` as ``(seq, kind)``, read straight from the database."""
+    async with PostgresSessionStore(url) as store:
+        return [
+            (event.seq, event.kind)
+            async for batch in iter_events(store, session_id)
+            for event in batch
+        ]
 
 
 def _command_running(session: ClientSession) -> bool:
