@@ -16,6 +16,8 @@ from accord.client import SessionView, TurnFinished
 from accord.schema import (
     AgentMessageChunkSessionUpdate,
     AgentThoughtChunkSessionUpdate,
+    CompactionSummaryChunkSessionUpdate,
+    CompactionUpdateSessionUpdate,
     ContentToolCallContent,
     DiffToolCallContent,
     TextContentBlock,
@@ -153,3 +155,23 @@ def test_a_new_file_diffs_against_dev_null_and_long_diffs_are_cut() -> None:
 )
 def test_the_command_line_of_a_tool_call(raw: object, line: str | None) -> None:
     assert command_line_of(raw) == line
+
+
+def test_accord_run_prints_one_line_when_a_compaction_ends() -> None:
+    out = io.StringIO()
+    display = Display(out, terminal=False, colour=False)
+    fed(
+        display,
+        CompactionUpdateSessionUpdate(compaction_id="c", status="in_progress"),
+        CompactionSummaryChunkSessionUpdate(
+            compaction_id="c", content=TextContentBlock(text="the summary")
+        ),
+        CompactionUpdateSessionUpdate(compaction_id="c", status="completed"),
+        CompactionUpdateSessionUpdate(compaction_id="d", status="in_progress"),
+        CompactionUpdateSessionUpdate(compaction_id="d", status="failed", error="down\x1b[2J"),
+    )
+    display.end()
+    assert out.getvalue().splitlines() == [
+        "[compaction] earlier turns summarised",
+        "[compaction failed] down^[[2J; the history is kept as it was",
+    ]
