@@ -222,3 +222,25 @@ def test_mode_uses_the_mode_config_option_of_an_agent_without_modes() -> None:
     unknown = accord("run", "--agent", agent("mode_option"), "--mode", "yolo", "x")
     assert unknown.returncode == 1
     assert unknown.stderr == "accord: unknown --mode 'yolo': the agent offers ask, code\n"
+
+
+def test_auth_signs_in_with_an_agent_method_and_says_which_methods_exist() -> None:
+    # issue 26: agent-type auth methods are used with --auth; without one, the error lists them
+    done = accord("run", "--agent", agent("signin"), "--auth", "token", "hello")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "signed in with token"
+    needed = accord("run", "--agent", agent("signin"), "hello")
+    assert needed.returncode == 3
+    assert needed.stderr == (
+        "accord: the agent needs you to sign in first: the agent offers token (agent: Use the"
+        " saved token); run again with --auth METHOD\n"
+    )
+    unknown = accord("run", "--agent", agent("signin"), "--auth", "nope", "hello")
+    assert unknown.returncode == 1
+    assert unknown.stderr == (
+        "accord: unknown --auth 'nope': the agent offers token (agent: Use the saved token)\n"
+    )
+    terminal = accord("run", "--agent", agent("signin", "--terminal"), "hello")
+    assert terminal.returncode == 3
+    assert "setup (terminal: Set up)" in terminal.stderr
+    assert "offered when accord run runs on a terminal" in terminal.stderr

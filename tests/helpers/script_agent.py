@@ -34,6 +34,10 @@ over its stdio through ``accord.roles.run_agent_stdio``; sessions are ``NAME-1``
   half in the prompt) with blocking writes, so it stalls unless the client drains its stderr;
   then answers ``quiet now``.
 * ``refusal``: declines every prompt: ``I cannot help with that.``, then ``refusal``.
+* ``signin [--terminal]``: needs authentication: ``session/new`` answers -32000 until
+  ``authenticate`` named its ``agent`` method ``token`` (``Use the saved token``); another id is
+  -32602. ``--terminal``: it offers only a ``terminal`` method (``setup``) instead. A prompt is
+  answered ``signed in with token``.
 * ``slow_start``: an echo agent whose ``initialize`` says ``loading the model...`` on stderr
   and takes ``SLOW_START`` seconds (default 2), like an agent that downloads or compiles
   first; it stops waiting when the client goes away.
@@ -81,10 +85,19 @@ from typing import Any, ClassVar
 
 import anyio
 
-from accord.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
+from accord.errors import (
+    AuthRequired,
+    InternalError,
+    InvalidParams,
+    RequestError,
+    ResourceNotFound,
+)
 from accord.roles import Agent, run_agent_stdio
 from accord.schema import (
     AgentThoughtChunkSessionUpdate,
+    AuthenticateRequest,
+    AuthenticateResponse,
+    AuthMethodAgent,
     CancelNotification,
     Cost,
     DeleteSessionRequest,
@@ -115,6 +128,7 @@ from accord.schema import (
     SessionUpdate,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
+    TerminalAuthMethod,
     TextContentBlock,
     ToolCallLocation,
     ToolCallSessionUpdate,
@@ -224,6 +238,34 @@ class ModeOptionAgent(ScriptAgent):
 
     async def prompt(self, request: PromptRequest) -> PromptResponse:
         await self.say(request.session_id, f"mode: {self.modes[request.session_id]}")
+        return PromptResponse(stop_reason="end_turn")
+
+
+class SignInAgent(ScriptAgent):
+    name = "signin"
+
+    def __init__(self, args: list[str]) -> None:
+        super().__init__(args)
+        self.signed_in = False
+        if "--terminal" in args:
+            terminal = {"type": "terminal", "id": "setup", "name": "Set up", "args": ["--setup"]}
+            self.auth_methods = [TerminalAuthMethod.model_validate(terminal)]
+        else:
+            self.auth_methods = [AuthMethodAgent(id="token", name="Use the saved token")]
+
+    async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
+        if request.method_id != "token" or "--terminal" in self.args:
+            raise InvalidParams(f"no auth method {request.method_id!r}")
+        self.signed_in = True
+        return AuthenticateResponse()
+
+    async def new_session(self, request: NewSessionRequest) -> NewSessionResponse:
+        if not self.signed_in:
+            raise AuthRequired("sign in first")
+        return await super().new_session(request)
+
+    async def prompt(self, request: PromptRequest) -> PromptResponse:
+        await self.say(request.session_id, "signed in with token")
         return PromptResponse(stop_reason="end_turn")
 
 
@@ -582,6 +624,7 @@ AGENTS: dict[str, type[ScriptAgent]] = {
         ModeOptionAgent,
         NoisyAgent,
         RefusalAgent,
+        SignInAgent,
         SlowStartAgent,
         StoreAgent,
         StuckAgent,

@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mode", help="the session mode, e.g. ask, code or auto for the built-in agent"
     )
+    run.add_argument(
+        "--auth",
+        metavar="METHOD",
+        help="authenticate with the agent's auth method METHOD (an agent-type method id) "
+        "before opening the session",
+    )
     shown = run.add_mutually_exclusive_group()
     shown.add_argument(
         "--json",

@@ -58,6 +58,7 @@ from ..schema import (
     SessionConfigSelectGroup,
     SessionNotification,
     StopReason,
+    TerminalAuthMethod,
 )
 from ..transports import SubprocessTransport
 from ._agent_spec import (
@@ -367,14 +368,17 @@ async def _connected(
             on_status=_say_connection_status,
         ) as conn:
             waiting.cancel()
+            if args.auth is not None:
+                await _authenticate(conn, args.auth)
             try:
                 session = await _open_session(conn, args, choice)
             except RequestError as error:  # -32000: sign in first, if the agent says how
-                if error.code != -32000 or not sign_in:
-                    raise
-                if not await offer_terminal_auth(conn, spec, args.cwd, ask):
-                    raise
-                raise SignedIn from None
+                if error.code != -32000 or (choice.builtin and args.auth is None):
+                    raise  # the built-in agent's explanation names its --model and key
+                offer = sign_in and args.auth is None
+                if offer and await offer_terminal_auth(conn, spec, args.cwd, ask):
+                    raise SignedIn from None
+                raise _Failed(_auth_needed(conn), ExitCode.AGENT_FAILED) from None
             outcome.session_id = session.session_id
             await _set_mode(session, args.mode)
             who = session.turn_client
@@ -402,6 +406,49 @@ async def _connected(
 def _say_connection_status(line: str) -> None:
     """A served agent's connection dropped or is back: one line on stderr."""
     print(f"accord: {line}", file=sys.stderr, flush=True)
+
+
+async def _authenticate(conn: ConnectedAgent, method_id: str) -> None:
+    """``--auth METHOD``: ``authenticate`` with the agent's ``agent``-type method ``METHOD``.
+
+    Raises:
+        _Failed: the agent offers no such method (exit 1), or it is a terminal method (exit 1).
+    """
+    method = next((m for m in conn.auth_methods if m.id == method_id), None)
+    if method is None:
+        raise _Failed(
+            f"unknown --auth {neutralise(method_id)!r}: {_methods_offered(conn)}",
+            ExitCode.ERROR,
+        )
+    if isinstance(method, TerminalAuthMethod):
+        raise _Failed(
+            f"--auth {neutralise(method_id)!r} is a terminal method: run accord run without"
+            " --auth on a terminal, and it is offered when the agent asks to sign in",
+            ExitCode.ERROR,
+        )
+    await conn.authenticate(method_id)
+
+
+def _methods_offered(conn: ConnectedAgent) -> str:
+    """What ``conn``'s agent offers to sign in with, in one clause."""
+    if not conn.auth_methods:
+        return "the agent offers no auth method"
+    listed = ", ".join(
+        f"{neutralise(m.id)} ({'terminal' if isinstance(m, TerminalAuthMethod) else 'agent'}:"
+        f" {neutralise(m.name)})"
+        for m in conn.auth_methods
+    )
+    return f"the agent offers {listed}"
+
+
+def _auth_needed(conn: ConnectedAgent) -> str:
+    """The message for a ``session/new`` that asks for authentication nothing could give."""
+    hint = ""
+    if any(not isinstance(m, TerminalAuthMethod) for m in conn.auth_methods):
+        hint = "; run again with --auth METHOD"
+    if any(isinstance(m, TerminalAuthMethod) for m in conn.auth_methods):
+        hint += "; terminal methods are offered when accord run runs on a terminal"
+    return f"the agent needs you to sign in first: {_methods_offered(conn)}{hint}"
 
 
 async def _open_session(
