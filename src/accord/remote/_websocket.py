@@ -7,7 +7,9 @@ after its handshake, because the client is the side that parses the stream of up
 websockets' frame parser costs about a third of wsproto's per frame (docs/benchmarks.md).
 Messages are text frames (binary frames are ignored, as the RFD says, with a log line); a
 message over the size limit closes the connection with code 1009 (message too big), as soon
-as a frame's header declares more than the limit or more than it arrives; a protocol error
+as a frame's header declares more than the limit or more than it arrives, or when a message
+comes in more pieces than one per 64 bytes of the limit (a flood of empty fragments adds
+nothing to the size, yet each piece held costs memory); a protocol error
 wsproto finds (an unmasked or fragmented control frame, RSV bits with no extension, text
 that is not UTF-8) closes it with the code wsproto names (1002, 1007); no extension
 (permessage-deflate) is ever negotiated. A message that is not JSON becomes a
@@ -53,6 +55,10 @@ _READ_SIZE = 65536
 #: Bytes of frames queued behind a write before senders wait for it (backpressure).
 WRITE_HIGH_WATER = 1 << 20
 
+#: A message may arrive in at most one piece per this many bytes of the message limit: empty
+#: or tiny fragments add (almost) nothing to the size, yet each piece held costs memory.
+BYTES_PER_PART = 64
+
 
 class WebSocketTransport:
     """A :class:`~accord.transports.Transport` over one WebSocket connection."""
@@ -73,6 +79,7 @@ class WebSocketTransport:
         self._stream = stream
         self._ws = ws
         self._max = max_message_bytes
+        self._max_parts = max(1, max_message_bytes // BYTES_PER_PART)
         from websockets.exceptions import InvalidState
         from websockets.protocol import Protocol
         from wsproto.connection import Connection
@@ -225,7 +232,7 @@ class WebSocketTransport:
         for event in ws.events():
             if isinstance(event, TextMessage | BytesMessage):
                 self._size += len(event.data)
-                if self._size > self._max:
+                if self._size > self._max or len(self._parts) >= self._max_parts:
                     await self._close(CLOSE_TOO_BIG, f"message over the limit of {self._max} bytes")
                     return
                 self._parts.append(event.data)
@@ -266,7 +273,7 @@ class WebSocketTransport:
                 if opcode is not Opcode.CONT:
                     self._binary = opcode is Opcode.BINARY
                 self._size += len(frame.data)
-                if self._size > self._max:
+                if self._size > self._max or len(self._parts) >= self._max_parts:
                     await self._close(CLOSE_TOO_BIG, f"message over the limit of {self._max} bytes")
                     return
                 self._parts.append(bytes(frame.data))

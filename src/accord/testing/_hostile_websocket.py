@@ -238,6 +238,16 @@ def _attacks() -> dict[str, WebSocketAttack]:
             _closes_with(1009),
         ),
         WebSocketAttack(
+            "empty-fragments",
+            "a message begun, then empty continuation frames without end (no size, many pieces)",
+            lambda limit: [
+                frame(_TEXT, b"{", fin=False)
+                + frame(_CONTINUATION, b"", fin=False) * (limit // 32 + 2)
+            ],
+            _closes_with(1009),
+            wait=2.0,
+        ),
+        WebSocketAttack(
             "interleaved-ping",
             "a ping between the fragments of a message: answered, the message served",
             lambda limit: [
