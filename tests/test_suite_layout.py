@@ -43,6 +43,7 @@ PRIVATE_MODULES_KEPT = frozenset(
         "accord.client._session",
         "accord.client._terminals",
         "accord.coder._acp_mcp",
+        "accord.engines.pydantic_ai._history",
         "accord.coder._commands",
         "accord.coder._config",
         "accord.coder._files",
