@@ -26,7 +26,8 @@ repeated. Meanwhile:
 Bounded in time (``--duration``, plus a minute for shutdown) and in count (sessions, chunks);
 loopback and pipes only. Exit status 1 if anything was lost or a bound was missed.
 
-Run: ``python benchmarks/bench_soak.py`` (10 minutes), ``--duration 5`` for a smoke run.
+Run: ``python benchmarks/bench_soak.py`` (10 minutes, conversations of 200 turns), ``--hog``
+beside two busy-looping processes, ``--duration 5`` for a smoke run.
 ``--probe DIR`` runs the agent under ``benchmarks/soak_probe.py`` (event-loop iterations,
 garbage-collector pauses, where a listing's time goes; tracemalloc snapshots on request) and
 leaves its measurements in ``DIR`` at every sample; the figures then include its overhead.
@@ -41,6 +42,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -265,7 +267,7 @@ def main() -> None:
     parser.add_argument(
         "--turns-per-session",
         type=int,
-        default=30,
+        default=200,
         help="turns of one conversation before its session is closed and a new one opened "
         "in its place (0: one conversation per stream, growing for the whole run)",
     )
@@ -280,8 +282,22 @@ def main() -> None:
         default=None,
         help="run the agent under benchmarks/soak_probe.py, its stats in this directory",
     )
+    parser.add_argument(
+        "--hog",
+        action="store_true",
+        help="run two busy-looping processes beside it (load >= 2, as users' machines are)",
+    )
     args = parser.parse_args()
-    tally = anyio.run(soak, args)
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+        for _ in range(2 if args.hog else 0)
+    ]
+    try:
+        tally = anyio.run(soak, args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     sys.exit(0 if report(args, tally) else 1)
 
 
