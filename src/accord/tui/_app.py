@@ -33,6 +33,7 @@ import anyio
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -660,7 +661,13 @@ class ChatApp(App[int]):
         self._update_footer()
 
     def _update_footer(self, state: str | None = None) -> None:
-        pane = self.active_pane
+        try:
+            pane = self.active_pane
+            footer = self.query_one(StatusFooter)
+            area = self.query_one(PromptBar).area
+        except NoMatches:
+            # The footer's timer can tick while the app shuts down and its widgets are gone.
+            return
         if state is None:
             if self._failed:
                 state = "failed"
@@ -671,11 +678,9 @@ class ChatApp(App[int]):
             else:
                 state = pane.session.state
         view = pane.session.view if pane else None
-        footer = self.query_one(StatusFooter)
         footer.show_status(view, state, self.agent_name)
         # The prompt says who runs the turn this client joined (its own prompt waits for it).
         runner = turn_runner(view)
-        area = self.query_one(PromptBar).area
         placeholder = "" if runner is None else " ".join(clean(runner).split())
         if placeholder:
             placeholder += " is running a turn"
