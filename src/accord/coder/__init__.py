@@ -22,6 +22,10 @@ What it offers (details in the private modules named):
 * **MCP servers** from ``session/new`` / ``load`` (stdio and HTTP), their tools offered under
   the server's name (:mod:`._mcp`);
 * **slash commands** ``/help``, ``/mode``, ``/clear`` (:mod:`._commands`);
+* **next edit suggestions** (:mod:`._nes`, :mod:`._nes_model`; unstable ACP ``nes/*``, with a
+  model configured): one small request to the default model per ``nes/suggest``, marked
+  ``x-accord-purpose: nes``, with the lines around the cursor, the recent edits and the
+  verdicts on the NES session's earlier suggestions;
 * **the system prompt**, built once at ``session/new`` and stored with the session
   (:mod:`._prompt`);
 * **models**: any pydantic-ai model name, or any model of an OpenAI-compatible server

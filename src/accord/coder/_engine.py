@@ -24,11 +24,20 @@ from typing import TYPE_CHECKING, Final
 
 import anyio.to_thread
 
-from ..engines import Engine, EngineCapabilities, EngineSession, SessionContext
+from ..engines import (
+    EditFeedback,
+    EditRequest,
+    Engine,
+    EngineCapabilities,
+    EngineSession,
+    SessionContext,
+    SuggestedEdit,
+)
 from ..errors import AuthRequired, InternalError
 from ._commands import COMMANDS
 from ._config import CoderConfig
 from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
+from ._nes import Verdicts
 from ._prompt_cache import cached_support, remember_support
 
 if TYPE_CHECKING:
@@ -77,6 +86,11 @@ async def _load_heavy(*, abandon_on_cancel: bool = False) -> ModuleType:
 class CoderEngine(Engine):
     """The accord coding agent's engine (module docstring).
 
+    With a model configured it also suggests next edits (``EngineCapabilities.nes``, the
+    :class:`~accord.engines.EditSuggester` methods): one small request to the default model
+    per ``nes/suggest`` (:mod:`._nes`, :mod:`._nes_model`), the client's verdicts on earlier
+    suggestions fed into the next request of the same NES session.
+
     Args:
         config: The models to use (none: sessions are refused with instructions).
     """
@@ -85,12 +99,14 @@ class CoderEngine(Engine):
         """Derive the capabilities from ``config``; nothing heavy is loaded."""
         self._config = config
         self._prompt_support_resolved = False
+        self._verdicts = Verdicts()
         option = config.model_option()
         self._capabilities = EngineCapabilities(
             image=False,  # until resolve_prompt_support() read the models' profiles
             embedded_context=True,
             mcp_http=True,
             mcp_acp=True,
+            nes=config.configured,
             modes=session_modes(),
             default_mode_id=DEFAULT_MODE_ID,
             config_options=(mode_option(),) if option is None else (mode_option(), option),
@@ -104,8 +120,9 @@ class CoderEngine(Engine):
 
     @property
     def capabilities(self) -> EngineCapabilities:
-        """Modes (also as the ``mode`` option), the model option, commands, MCP over HTTP,
-        images and audio as the models' profiles say (see :meth:`resolve_prompt_support`)."""
+        """Modes (also as the ``mode`` option), the model option, commands, MCP over HTTP and
+        over ACP, next edit suggestions (with a model configured), images and audio as the
+        models' profiles say (see :meth:`resolve_prompt_support`)."""
         return self._capabilities
 
     async def resolve_prompt_support(self) -> None:
@@ -169,3 +186,22 @@ class CoderEngine(Engine):
         module = await _load_heavy()
         session: EngineSession = await module.open_coder_session(self._config, context)
         return session
+
+    async def suggest_edits(self, request: EditRequest) -> list[SuggestedEdit]:
+        """``nes/suggest``: the default model's suggestion (:mod:`._nes_model`).
+
+        Raises:
+            AuthRequired: no usable model (-32000, saying what to do).
+            InternalError: the model failed or its answer is unusable (``data.reason``).
+        """
+        problem = self._config.problem() or self._config.key_problem()
+        if problem is not None:
+            raise AuthRequired(problem)
+        module = await _load_heavy()
+        verdicts = self._verdicts.lines(request.nes_session_id)
+        made: list[SuggestedEdit] = await module.suggest_with_model(self._config, request, verdicts)
+        return made
+
+    async def edit_feedback(self, feedback: EditFeedback) -> None:
+        """``nes/accept`` / ``nes/reject``: remembered for the session's next requests."""
+        self._verdicts.note(feedback)

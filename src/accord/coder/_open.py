@@ -12,6 +12,9 @@ are loaded:
    (unknown name, missing API key, provider package not installed) is -32000 too, with
    pydantic-ai's reason (which names the variable to set, never its value).
 
+It also hands over :func:`~._nes_model.suggest_with_model` (next edit suggestions), which
+needs the model code as sessions do.
+
 This module imports pydantic-ai (through :mod:`._agent`).
 """
 
@@ -31,11 +34,12 @@ from ._config import CoderConfig
 from ._deps import CoderDeps
 from ._files import Workspace
 from ._mcp import McpServers
+from ._nes_model import suggest_with_model
 from ._paths import Roots
 from ._prompt import CoderState, StateError, build_system_prompt, read_project_notes
 from ._session import CoderSession
 
-__all__ = ("forget_models", "open_coder_session", "prompt_support")
+__all__ = ("forget_models", "open_coder_session", "prompt_support", "suggest_with_model")
 
 _KEYLESS_HINT: Final = " To try Pydantic AI without an API key"
 
