@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from accord.agent import AgentRuntime
-from accord.client import ClientSession, ConnectedAgent, connect
+from accord.client import ClientSession, ConnectedAgent, NesSession, connect
 from accord.coder import CoderRuntime
 from accord.engines import SessionContext, TerminalHandle, TurnContext
 from accord.roles import Agent
@@ -37,6 +37,7 @@ NAMESPACE: dict[str, type[Any]] = {
     "TerminalHandle": TerminalHandle,
     "ConnectedAgent": ConnectedAgent,
     "ClientSession": ClientSession,
+    "NesSession": NesSession,
 }
 SERVING_RUNTIMES = (AgentRuntime, CoderRuntime)
 ROLE_WORDS = ("serves:", "calls:", "both:", "not yet")

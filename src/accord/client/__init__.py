@@ -8,7 +8,9 @@ session.stream("...")``: a closed union of :data:`TurnEvent` dataclasses ending 
 :class:`TurnFinished`), and folds everything the agent reports into its :class:`SessionView`.
 The host services (files, terminals) are advertised only when enabled and confined to each
 session's directories; permission requests go to a :class:`PermissionPolicy`, questions
-(``elicitation/create``) to an :class:`ElicitationPolicy`.
+(``elicitation/create``) to an :class:`ElicitationPolicy`. Next edit suggestions:
+:meth:`ConnectedAgent.start_nes` gives a :class:`NesSession` that keeps documents in sync
+with the agent and asks for :class:`Suggestion` values (:mod:`accord.client._nes`).
 
 Above: programs, ``accord run`` / ``accord sessions``, a terminal UI. Below:
 :mod:`accord.roles` (typed calls, capability enforcement), :mod:`accord.transports`.
@@ -52,6 +54,9 @@ from ._fs import FileSystemHost as FileSystemHost
 from ._handlers import MAX_EARLY_UPDATE_BYTES as MAX_EARLY_UPDATE_BYTES
 from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
 from ._handlers import UpdateListener as UpdateListener
+from ._nes import NesSession as NesSession
+from ._nes import Suggestion as Suggestion
+from ._nes import SuggestionEdit as SuggestionEdit
 from ._neutralise import neutralise as neutralise
 from ._permissions import AllowAll as AllowAll
 from ._permissions import AskCallback as AskCallback
@@ -115,6 +120,7 @@ __all__ = (
     "Message",
     "MessageRole",
     "ModeUpdated",
+    "NesSession",
     "OtherUpdate",
     "PermissionContext",
     "PermissionDecision",
@@ -129,6 +135,8 @@ __all__ = (
     "Select",
     "SessionState",
     "SessionView",
+    "Suggestion",
+    "SuggestionEdit",
     "TerminalAuthFailed",
     "TerminalHost",
     "TextDelta",

@@ -25,6 +25,7 @@ from typing import NoReturn, TypeAlias, cast
 
 import anyio
 
+from ..documents import POSITION_ENCODINGS, PositionEncoding
 from ..errors import LocalProtocolError
 from ..remote import is_remote_url
 from ..roles import (
@@ -97,6 +98,7 @@ async def connect(
     on_status: Callable[[str], None] | None = None,
     mcp_servers: Sequence[object] = (),
     compaction: bool = True,
+    position_encodings: Sequence[PositionEncoding] = (),
 ) -> AsyncGenerator[ConnectedAgent]:
     """Connect to an agent, initialize it, and yield the connection; close everything on exit.
 
@@ -151,6 +153,10 @@ async def connect(
             :class:`~accord.client.CompactionSummaryDelta`. ``False``: the agent shows it as
             it would to any client (an accord agent: an agent message, "earlier turns
             summarised").
+        position_encodings: the position encodings offered for next edit suggestions
+            (``positionEncodings``, in order of preference; ``utf-16``, assumed by every
+            side, when empty); the agent picks one and :class:`~accord.client.NesSession`
+            speaks it.
 
     Raises:
         TimeoutError: ``initialize`` took longer than ``initialize_timeout``.
@@ -159,8 +165,9 @@ async def connect(
         FileNotFoundError: the agent's program does not exist.
         ConnectionRefused: a served agent refused the connection (401: the token).
         OSError: a served agent cannot be reached.
-        ValueError: ``elicitation_modes`` is empty or names an unknown mode, or
-            ``read_only`` is given with ``terminals``.
+        ValueError: ``elicitation_modes`` is empty or names an unknown mode,
+            ``read_only`` is given with ``terminals``, or ``position_encodings`` names an
+            unknown encoding.
         TypeError: an entry of ``mcp_servers`` is not an MCP server of the ``mcp`` package.
         LocalProtocolError: ``mcp_servers`` were given and the agent does not advertise
             ``mcpCapabilities.acp``.
@@ -183,6 +190,11 @@ async def connect(
         checked_modes(elicitation_modes)
     if read_only and terminals:
         raise ValueError("a read-only client hosts no terminals: pass terminals=False")
+    unknown = [e for e in position_encodings if e not in POSITION_ENCODINGS]
+    if unknown:
+        raise ValueError(
+            f"unknown position encoding {unknown[0]!r}: one of {', '.join(POSITION_ENCODINGS)}"
+        )
     fs_host = FileSystemHost() if fs is True else (fs or None)
     owns_terminals = terminals is True
     terminal_host = TerminalHost() if terminals is True else (terminals or None)
@@ -232,6 +244,7 @@ async def connect(
                 writes=not read_only,
             )(router, client_info or accord_client_info())
             client.session_compaction = compaction
+            client.position_encodings = tuple(position_encodings)
             calls = await stack.enter_async_context(ClientSideConnection(client, transport))
             if mcp_host is not None:
                 mcp_host.attach(calls.mcp_notification)

@@ -50,9 +50,11 @@ from ..schema import (
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionInfo,
+    WorkspaceFolder,
 )
 from ..transports import Transport
 from ._handlers import SessionRouter
+from ._nes import NesSession, start_nes_session
 from ._session import ClientSession, _SessionShared
 from ._view import clean_name
 
@@ -194,6 +196,25 @@ class ConnectedAgent:
             LocalProtocolError: the agent does not offer ``logout``.
         """
         await self._calls.logout(LogoutRequest())
+
+    # ------------------------------------------------------------------ next edit suggestions
+
+    async def start_nes(
+        self,
+        *,
+        workspace_uri: str | None = None,
+        workspace_folders: Sequence[WorkspaceFolder] | None = None,
+    ) -> NesSession:
+        """Start a next-edit-suggestion session (``nes/start``): documents are opened,
+        changed and asked about through it (see :class:`~accord.client.NesSession`).
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``nes`` (nothing is sent).
+            RequestError: the agent refused (e.g. too many NES sessions).
+        """
+        return await start_nes_session(
+            self._calls, workspace_uri=workspace_uri, workspace_folders=workspace_folders
+        )
 
     # ------------------------------------------------------------------ sessions
 
