@@ -21,7 +21,14 @@ import anyio.abc
 import pytest
 from helpers.timeouts import TIMEOUT
 
-from accord.client import AllowAll, DenyAll, PermissionContext, PermissionDecision, connect
+from accord.client import (
+    AllowAll,
+    DenyAll,
+    PermissionContext,
+    PermissionDecision,
+    PermissionRequested,
+    connect,
+)
 from accord.errors import CURSOR_META_KEY
 from accord.remote import open_remote
 from accord.schema import SessionNotification
@@ -466,6 +473,49 @@ async def test_the_first_answer_wins_and_the_other_client_gets_cancel_request() 
                     await seen.changed.wait()
             statuses = [u.get("status") for u, _ in seen.updates if u.get("status")]
             assert "completed" in statuses
+
+
+@dataclass
+class Withdrawn:
+    """Never answers; records when its question was called off (cancelled)."""
+
+    asked: anyio.Event = field(default_factory=anyio.Event)
+    cancelled_at: list[float] = field(default_factory=list[float])
+
+    async def decide(self, context: PermissionContext) -> PermissionDecision:
+        self.asked.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled_at.append(anyio.current_time())
+            raise
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("scheme", ["ws", "http"])
+async def test_closing_the_client_while_its_question_is_open_ends_at_once(scheme: str) -> None:
+    """The client leaves ``connect()`` while its permission handler waits, the turn still
+    running on a server whose grace period (60 s) keeps the question open: the handler is
+    cancelled and the close returns at once, not when the agent withdraws the question."""
+    policy = Withdrawn()
+    async with agent_process("ask", grace=60) as server:
+        closing = 0.0
+        with anyio.fail_after(TIMEOUT):
+            async with connect(
+                server.url(scheme=scheme), token=TOKEN, permission_policy=policy
+            ) as client:
+                session = await client.new_session()
+                async with session.stream("deploy") as stream:
+                    async for event in stream:
+                        if isinstance(event, PermissionRequested):
+                            break
+                await policy.asked.wait()
+                closing = anyio.current_time()
+            closed = anyio.current_time()
+        assert closed - closing < 2.0, f"closing took {closed - closing:.1f} s"
+        assert len(policy.cancelled_at) == 1 and policy.cancelled_at[0] - closing < 2.0
+        # The server is still serving (the session lives on in its grace period).
+        assert (await server.command("live")) == "live 1"
 
 
 # ---------------------------------------------------------------------- the grace period
