@@ -260,6 +260,15 @@ def test_delay_between_chunks(client_factory: ClientFactory) -> None:
     assert arrivals[2] - arrivals[0] >= 0.09
 
 
+def test_a_non_streaming_reply_waits_its_deltas_delays(client_factory: ClientFactory) -> None:
+    with FakeOpenAIServer([ScriptedReply(text=["a", "b"], delay=0.1)]) as server:
+        started = time.monotonic()
+        completion = client_factory(server).chat.completions.create(model="m", messages=USER)
+        took = time.monotonic() - started
+    assert completion.choices[0].message.content == "ab"
+    assert took >= 0.19
+
+
 @pytest.mark.parametrize(("hang_after", "expected"), [(1, "a"), (9, "ab")])
 def test_hang_times_out_and_drops_the_connection(
     client_factory: ClientFactory, hang_after: int, expected: str

@@ -312,6 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not request.get("stream"):
             if reply.hang_after is not None:
                 self._hang(reply.hang_timeout)
+            if reply.delay:  # the time the deltas would have taken, before the one body
+                self._pause(reply.delay * max(1, len(reply.text) + len(reply.reasoning)))
             self._send_json(200, frames.completion())
             return "completed"
         self.send_response(200)

@@ -117,7 +117,9 @@ class ScriptedReply:
             divided by 4, completion: the number of deltas).
         include_usage: `False` sends no usage at all, even if the request asked for it.
         finish_reason: Defaults to `"tool_calls"` when there are tool calls, else `"stop"`.
-        delay: Seconds to wait before each delta (at most `MAX_DELAY`).
+        delay: Seconds to wait before each delta (at most `MAX_DELAY`); a non-streaming
+            request waits that long per text and reasoning delta (at least once) before its
+            one body.
         hang_after: When streaming, stop after this many deltas (0: right after the role chunk;
             more than there are: after the last one, before `finish_reason`) and wait until the
             client disconnects, the server closes or `hang_timeout` passes, then drop the
