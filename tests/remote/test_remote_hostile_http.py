@@ -165,3 +165,61 @@ def test_a_listener_that_is_not_loopback_serves_any_host_unless_told() -> None:
     assert named.host_allowed("AGENT.example:443")
     assert not named.host_allowed("other.example")
     assert not named.host_allowed("127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", b"HTTP/2 is not served here: speak HTTP/1.1\n"),
+        (
+            b"GET /acp HTTP/1.1\nHost: 127.0.0.1\n\n",
+            b"a line ending in a bare LF (CRLF required)\n",
+        ),
+        (
+            b"GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\r\n b\r\n\r\n",
+            b"a folded header line (obsolete line folding)\n",
+        ),
+    ],
+)
+async def test_refusals_of_framing_and_version_say_why(data: bytes, reason: bytes) -> None:
+    async with served_agent() as server:
+        response = await raw_request(server.port, data)
+    assert response.status in (400, 505)
+    assert response.body == reason
+
+
+async def test_a_bad_head_pipelined_behind_a_good_request_is_refused_on_its_own() -> None:
+    async with served_agent() as server:
+        good = request_bytes("GET", target="/nothing")
+        folded = request_bytes("GET", headers=[("X-Note", "a\r\n b")])
+        statuses = await _exchange(server.port, good + folded)
+    assert statuses == [404, 400]
+
+
+async def test_bodies_with_bare_lf_are_not_looked_at() -> None:
+    async with served_agent() as server:
+        body = orjson.dumps({**orjson.loads(_INIT), "params": {"protocolVersion": 1, "x": "\n"}})
+        body = body.replace(b'"x"', b'\n"x"')
+        request = request_bytes("POST", headers=[("Content-Type", "application/json")], body=body)
+        statuses = await _exchange(server.port, request)
+    assert statuses == [200]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\r\n\tb\r\n\r\n",
+        b"GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nX: a\rb\r\n\r\n",
+        b"GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\n\n",
+    ],
+)
+async def test_bad_framing_is_found_when_the_head_arrives_a_byte_at_a_time(data: bytes) -> None:
+    answer = b""
+    async with served_agent() as server, await anyio.connect_tcp("127.0.0.1", server.port) as s:
+        for i in range(len(data)):
+            await s.send(data[i : i + 1])
+            with anyio.move_on_after(0.02):
+                answer = await s.receive()  # the refusal: stop sending (or the socket resets)
+            if answer:
+                break
+    assert answer.startswith(b"HTTP/1.1 400 ")

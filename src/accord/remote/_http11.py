@@ -16,7 +16,10 @@ import anyio
 import anyio.abc
 import h11
 
+from ._request_head import HeadFraming
+
 __all__ = (
+    "BadFraming",
     "BodyTooLarge",
     "HttpChannel",
     "header_map",
@@ -27,6 +30,11 @@ _READ_SIZE = 65536
 
 class BodyTooLarge(Exception):
     """A request or response body is over the message limit."""
+
+
+class BadFraming(h11.RemoteProtocolError):
+    """A request head whose lines h11 would accept but this server refuses (a bare LF, a
+    folded header line); its message is the reason, safe to send back (no client bytes)."""
 
 
 def header_map(headers: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
@@ -43,25 +51,56 @@ class HttpChannel:
     def __init__(
         self, stream: anyio.abc.ByteStream, role: Any, *, max_header_bytes: int = 16384
     ) -> None:
-        """Wrap ``stream``; ``role`` is ``h11.SERVER`` or ``h11.CLIENT``."""
+        """Wrap ``stream``; ``role`` is ``h11.SERVER`` or ``h11.CLIENT``.
+
+        As a server it checks each request head's line framing before h11 reads it
+        (:class:`~._request_head.HeadFraming`).
+        """
         self.stream = stream
         self.h11 = h11.Connection(role, max_incomplete_event_size=max_header_bytes)
+        self._framing = HeadFraming() if role is h11.SERVER else None
+        self._framing_idle = False  # whether _framing is checking the current head
 
     async def next_event(self) -> Any:
         """The next h11 event, reading as needed (``h11.ConnectionClosed`` at EOF).
 
         Raises:
-            h11.RemoteProtocolError: the peer sent malformed HTTP.
+            h11.RemoteProtocolError: the peer sent malformed HTTP (:class:`BadFraming` for
+                a head this server refuses though h11 would not).
         """
         while True:
+            framing = self._head_framing()
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
+                if isinstance(event, h11.Request):
+                    self._framing_idle = False
                 return event
             try:
                 data = await self.stream.receive(_READ_SIZE)
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 data = b""
+            if framing is not None:
+                self._check_framing(framing, data)
             self.h11.receive_data(data)
+
+    def _head_framing(self) -> HeadFraming | None:
+        """The framing check for the head being read, if one is being read; a new head's
+        check first runs over what h11 already holds (a request pipelined behind the last)."""
+        if self._framing is None or self.h11.their_state is not h11.IDLE:
+            return None
+        if not self._framing_idle:
+            self._framing.restart()
+            self._framing_idle = True
+            self._check_framing(self._framing, self.h11.trailing_data[0])
+        return self._framing
+
+    @staticmethod
+    def _check_framing(framing: HeadFraming, data: bytes) -> None:
+        if framing.done:
+            return
+        problem = framing.feed(data)
+        if problem is not None:
+            raise BadFraming(problem.reason, error_status_hint=problem.status)
 
     async def read_body(self, limit: int) -> bytes:
         """The rest of the current message's body, at most ``limit`` bytes.

@@ -39,7 +39,7 @@ from ..errors import ConnectionClosed
 from ..transports import Transport, encode_message
 from ._admission import Admission, Ticket, address_key
 from ._auth import AccessPolicy, Refusal
-from ._http11 import BodyTooLarge, HttpChannel, header_map
+from ._http11 import BadFraming, BodyTooLarge, HttpChannel, header_map
 from ._limits import ServerLimits
 from ._request_head import HeadProblem, read_head
 from ._streamable import HttpAcpConnection, OutboundStream, session_of
@@ -175,10 +175,14 @@ class _Server:
 
     async def _refuse_bad_http(self, channel: HttpChannel, exc: h11.RemoteProtocolError) -> None:
         status = exc.error_status_hint
-        _log.info("refused malformed HTTP (%d): %s", status, exc)
+        # h11's messages quote the client's bytes (a request line with a token in its query,
+        # say): only this server's own reasons are logged and sent back.
+        reason = str(exc) if isinstance(exc, BadFraming) else "bad request"
+        _log.info("refused malformed HTTP (%d): %s", status, reason)
         if channel.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             try:
-                await channel.respond(status, b"bad request\n", [("Connection", "close")])
+                body = reason.encode() + b"\n"
+                await channel.respond(status, body, [("Connection", "close")])
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, h11.LocalProtocolError):
                 pass
 
@@ -190,6 +194,7 @@ class _Server:
             request.headers,
             max_bytes=self._limits.max_header_bytes,
             max_headers=self._limits.max_headers,
+            version=request.http_version,
         )
         if isinstance(head, HeadProblem):
             reason = head.reason.encode() + b"\n"

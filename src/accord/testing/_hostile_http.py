@@ -246,6 +246,48 @@ def _attacks() -> dict[str, HttpAttack]:
             _statuses(400, 501, then_close=True),
         ),
         HttpAttack(
+            "bare-lf",
+            "the right request with bare LF line endings (CRLF required)",
+            lambda t: _request(t, "GET", headers=_UPGRADE).replace(b"\r\n", b"\n"),
+            _statuses(400, then_close=True),
+        ),
+        HttpAttack(
+            "bare-cr",
+            "a CR inside a header line (a proxy may take it for a line end)",
+            lambda t: _request(t, "GET", headers=[("X-Note", "a\rInjected: b"), *_UPGRADE]),
+            _statuses(400, then_close=True),
+        ),
+        HttpAttack(
+            "obs-fold",
+            "a header folded onto a second line (obsolete line folding)",
+            lambda t: _request(t, "GET", headers=[("X-Note", "a\r\n b"), *_UPGRADE]),
+            _statuses(400, then_close=True),
+        ),
+        HttpAttack(
+            "obs-fold-first",
+            "whitespace before the first header line",
+            lambda t: _request(t, "GET", headers=_UPGRADE).replace(b"\r\nHost:", b"\r\n Host:"),
+            _statuses(400, then_close=True),
+        ),
+        HttpAttack(
+            "http10-chunked",
+            "HTTP/1.0 with Transfer-Encoding: chunked (RFC 9112, 6.1)",
+            post(version="1.0", headers=[_JSON, chunked], body=b"0\r\n\r\n", length=False),
+            _statuses(400, then_close=True),
+        ),
+        HttpAttack(
+            "http2-preface",
+            "the HTTP/2 connection preface (PRI * HTTP/2.0) on an HTTP/1.1 port",
+            lambda t: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+            _statuses(505, then_close=True),
+        ),
+        HttpAttack(
+            "http-version-unknown",
+            "a request line saying HTTP/3.0",
+            lambda t: _request(t, "GET", version="3.0", host=t.authority, headers=_UPGRADE),
+            _statuses(505, then_close=True),
+        ),
+        HttpAttack(
             "header-flood",
             "2,000 headers (about 40 KiB) before the request ends",
             lambda t: _request(t, "GET", headers=[(f"X-Pad-{i}", "a" * 10) for i in range(2000)]),
