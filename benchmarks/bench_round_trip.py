@@ -18,7 +18,8 @@ the load than wall-clock ones. Printed per run with the load average, then the m
 the rounds, and each way's p50 and CPU over the reference's (medians of the per-round ratios).
 
 Run: ``python benchmarks/bench_round_trip.py [--pings 2000] [--rounds 5] [--tree DIR ...]
-[--no-python-sdk]`` (default tree: this checkout). One run is ``python
+[--no-python-sdk] [--hog]`` (default tree: this checkout; ``--hog`` runs two busy-looping
+processes beside the rounds, for the figures at load >= 2). One run is ``python
 benchmarks/bench_round_trip.py --one accord|sdk|ts-sdk``, which prints one JSON line.
 """
 
@@ -171,6 +172,7 @@ def main() -> None:
     parser.add_argument(
         "--no-python-sdk", action="store_true", help="leave out the official Python SDK"
     )
+    parser.add_argument("--hog", action="store_true", help="two busy processes beside it")
     parser.add_argument("--one", choices=("accord", "sdk", "ts-sdk"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one == "ts-sdk":
@@ -179,6 +181,20 @@ def main() -> None:
     if args.one:
         _run_one(args.one, args.pings)
         return
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+        for _ in range(2 if args.hog else 0)
+    ]
+    try:
+        _rounds(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def _rounds(args: argparse.Namespace) -> None:
+    """Run the ways in turn, ``args.rounds`` times, and print the figures."""
     trees: list[Path] = [tree.resolve() for tree in args.tree or [ROOT]]
     ways: list[tuple[str, str, Path | None]] = [(f"accord {t}", "accord", t) for t in trees]
     if not args.no_python_sdk:
