@@ -31,8 +31,10 @@ Before and after side by side: `--tree DIR` (repeatable) adds one accord way per
 ratios of every accord way are then to pydantic-ai alone in the same run.
 
 Run: `python benchmarks/bench_pydantic_ai.py [--deltas 5000] [--runs 5] [--store memory]
-[--chunk-interval 0.01|none] [--no-acpkit] [--tree DIR ...]`. The script re-runs itself as the
-agent processes (`--serve accord|acpkit`).
+[--chunk-interval 0.01|none] [--no-acpkit] [--tree DIR ...] [--hog]` (`--hog` runs two
+busy-looping processes beside the runs, for the figures at load >= 2). After the table, the
+spread (min-max over the runs) of each way's rate and agent CPU per delta. The script re-runs
+itself as the agent processes (`--serve accord|acpkit`).
 """
 
 from __future__ import annotations
@@ -304,6 +306,15 @@ def report(samples: dict[str, list[Sample]], deltas: int, text: int, acpkit_vers
         client = f"{client_cpu:>12.1f}" if client_cpu else f"{'-':>12}"
         print(f"{way:<{width}} {rate:>9,.0f} {best:>9,.0f} {agent_cpu:>11.1f} {client}", end="")
         print(f" {wall:>9.0f} {events:>7,.0f} {rate / base:>8.0%}")
+    print("spread over the runs (min-max): deltas/s, agent µs/δ")
+    for way, runs in samples.items():
+        if runs:
+            rates = [deltas / s.wall for s in runs]
+            cpus = [s.agent_cpu / deltas * 1e6 for s in runs]
+            print(
+                f"{way:<{width}} {min(rates):,.0f}-{max(rates):,.0f}"
+                f"  {min(cpus):.1f}-{max(cpus):.1f}"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -325,6 +336,7 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         help="another accord checkout to serve as one more way (repeatable)",
     )
+    parser.add_argument("--hog", action="store_true", help="two busy processes beside it")
     parser.add_argument("--src", type=Path, default=SRC, help=argparse.SUPPRESS)
     parser.add_argument("--serve", choices=("accord", "acpkit"), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -338,14 +350,30 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     sys.path.insert(0, str(SRC))
-    import anyio
-    from bench_pydantic_ai_alone import fake_server, make_reply
-
     acpkit, acpkit_version = (None, "") if args.no_acpkit else acpkit_python()
     trees = {f"accord {tree}": tree.resolve() for tree in args.tree}
     for tree in trees.values():
         if not (tree / "src" / "accord").is_dir():
             parser.error(f"--tree {tree}: no src/accord in it")
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+        for _ in range(2 if args.hog else 0)
+    ]
+    try:
+        _compare(args, trees, acpkit, acpkit_version)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def _compare(
+    args: argparse.Namespace, trees: dict[str, Path], acpkit: Path | None, acpkit_version: str
+) -> None:
+    """Run the ways against one fake server and print the table."""
+    import anyio
+    from bench_pydantic_ai_alone import fake_server, make_reply
+
     requests = 2 * (args.runs + 1) * (len(WAYS) + len(trees)) + 10  # two prompts per run; a margin
     with tempfile.TemporaryDirectory() as tmp:
         store = "memory" if args.store == "memory" else str(Path(tmp) / "sessions.db")
