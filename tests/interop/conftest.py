@@ -15,8 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 INTEROP = ROOT / ".interop"
-SDK1_EXAMPLES = INTEROP / "acp-sdk-1" / "node_modules" / "@agentclientprotocol" / "sdk" / "dist"
-SDK1_EXAMPLES = SDK1_EXAMPLES / "examples"
+SDK1_MODULES = INTEROP / "acp-sdk-1" / "node_modules"
+SDK1_EXAMPLES = SDK1_MODULES / "@agentclientprotocol" / "sdk" / "dist" / "examples"
 SDK2_MODULES = INTEROP / "acp-sdk-2" / "node_modules"
 FAST_AGENT = INTEROP / "fast-agent" / "venv" / "bin" / "fast-agent"
 GEMINI = INTEROP / "gemini-cli" / "node_modules" / ".bin" / "gemini"
@@ -77,19 +77,12 @@ def sdk2_nes_types() -> Path:
     return _require(sdk / "dist" / "nes" / "acp.d.ts", "@agentclientprotocol/sdk 2.x")
 
 
-@pytest.fixture
-def sdk2_program(tmp_path: Path) -> object:
-    """Run a program of ``tests/interop/remote_sdk/`` with @agentclientprotocol/sdk 2.x.
-
-    Returns ``program(name) -> [node, path]``: the script is copied next to a link to the
-    installed ``node_modules``, so its imports resolve there. A name with a directory
-    (``nes_sdk/nes_client.mjs``) is a program of that directory of ``tests/interop/``.
-    """
-    modules = _require(
-        SDK2_MODULES / "@agentclientprotocol" / "sdk", "@agentclientprotocol/sdk 2.x"
-    )
+def _programs(modules: Path, what: str, tmp_path: Path) -> object:
+    """``program(name) -> [node, path]`` for a program of ``tests/interop/`` run with the SDK
+    under ``modules`` (see :func:`sdk2_program`)."""
+    sdk = _require(modules / "@agentclientprotocol" / "sdk", what)
     node = _node()
-    (tmp_path / "node_modules").symlink_to(modules.parent.parent)
+    (tmp_path / "node_modules").symlink_to(sdk.parent.parent)
     here = Path(__file__).resolve().parent
 
     def program(name: str) -> list[str]:
@@ -99,3 +92,20 @@ def sdk2_program(tmp_path: Path) -> object:
         return [node, str(target)]
 
     return program
+
+
+@pytest.fixture
+def sdk1_program(tmp_path: Path) -> object:
+    """Like :func:`sdk2_program`, with @agentclientprotocol/sdk 1.x (1.9.0)."""
+    return _programs(SDK1_MODULES, "@agentclientprotocol/sdk 1.x", tmp_path)
+
+
+@pytest.fixture
+def sdk2_program(tmp_path: Path) -> object:
+    """Run a program of ``tests/interop/remote_sdk/`` with @agentclientprotocol/sdk 2.x.
+
+    Returns ``program(name) -> [node, path]``: the script is copied next to a link to the
+    installed ``node_modules``, so its imports resolve there. A name with a directory
+    (``nes_sdk/nes_client.mjs``) is a program of that directory of ``tests/interop/``.
+    """
+    return _programs(SDK2_MODULES, "@agentclientprotocol/sdk 2.x", tmp_path)

@@ -4,7 +4,7 @@
 frozen TypeScript module (method table, types, zod validators). accord's NES definitions come
 from 1.4.0's JSON schema (``scripts/schema_sources.py``); the first test holds them to that
 module, definition by definition. The others drive accord over stdio with the module, in both
-roles (``nes_sdk/*.mjs``).
+roles (``nes_sdk/*.mjs``): the SDK's NES client (1.9.0 and 2.4.0) against the accord coder.
 
 Install the SDK with ``scripts/fetch_interop_agents.sh``; without it these tests skip.
 """
@@ -22,7 +22,11 @@ from _interop_schema_shape import differences, shape
 from helpers.acp_schema import load_schema, sources
 from helpers.timeouts import TIMEOUT
 
+from accord.coder import CoderConfig, CoderRuntime
 from accord.schema.methods import AGENT_METHODS
+from accord.store import MemorySessionStore
+from accord.testing import FakeOpenAIServer, ScriptedReply
+from accord.transports import spawn_agent
 
 pytestmark = [pytest.mark.interop, pytest.mark.subprocess]
 
@@ -79,3 +83,63 @@ def test_the_schema_files_are_the_pinned_ones() -> None:
     assert (cached / sources.PRIMARY_VERSION / "v1" / "schema.unstable.json").exists()
     for supplement in sources.SUPPLEMENTS:
         assert supplement.file.exists(), f"run scripts/fetch_schema.sh ({supplement.file})"
+
+
+def _region(*lines: str) -> ScriptedReply:
+    return ScriptedReply(text=["\n".join(["<<<REGION_START>>>", *lines, "<<<REGION_END>>>"])])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["1.9.0", "2.4.0"])
+async def test_the_sdks_nes_client_drives_the_accord_coder(
+    version: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    programs: Program = request.getfixturevalue(
+        "sdk1_program" if version == "1.9.0" else "sdk2_program"
+    )
+    command = programs("nes_sdk/nes_client.mjs")
+    result = tmp_path / "result.json"
+    now = ("def greet(name):", "    s = '\U0001f600' + nme", "    return s.strip()", "")
+    fixed = (
+        "def greet(name):",
+        "    s = '\U0001f600' + name<<<CURSOR>>>",
+        "    return s.strip()",
+        "",
+    )
+    side = {"nes": [_region(*fixed), _region(*now)]}
+    with FakeOpenAIServer([], side_scripts=side) as model:
+        config = CoderConfig(models=("qwen-local",), base_url=model.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            with anyio.fail_after(TIMEOUT):
+                # The SDK client on the other end of the pipes; the coder served on them here.
+                async with spawn_agent([*command, str(result)]) as pipes:
+                    await runtime.serve(pipes)
+        finally:
+            await runtime.aclose()
+        asked = [str(r.messages[-1]["content"]) for r in model.side_requests]
+    answer = json.loads(result.read_text())
+    nes = answer["agentCapabilities"]["nes"]
+    assert set(nes["events"]["document"]) == {
+        "didOpen",
+        "didChange",
+        "didClose",
+        "didSave",
+        "didFocus",
+    }
+    assert nes["events"]["document"]["didChange"]["syncKind"] == "incremental"
+    assert answer["agentCapabilities"]["positionEncoding"] == "utf-16"
+    (suggestion,) = answer["first"]["suggestions"]
+    assert suggestion["kind"] == "edit"
+    assert suggestion["uri"] == "file:///work/app.py"
+    # the emoji is two UTF-16 units: "nme" ends at unit 18, the "a" goes in at unit 16
+    point = {"line": 1, "character": 16}
+    assert suggestion["edits"] == [{"range": {"start": point, "end": point}, "newText": "a"}]
+    assert suggestion["cursorPosition"] == {"line": 1, "character": 19}
+    assert answer["second"] == {"suggestions": []}
+    assert answer["stale"]["code"] == -32602
+    assert answer["stale"]["data"]["reason"] == "version_mismatch"
+    # the coder held the SDK client's text exactly (the didChange applied), and the verdict
+    # reached the second request
+    assert "    return s.strip()\n" in asked[0]
+    assert "- accepted: insert 'a' at line 2" in asked[1]
