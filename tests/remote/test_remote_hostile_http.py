@@ -15,7 +15,7 @@ import orjson
 import pytest
 from _remote_support import UPGRADE, raw_request, request_bytes
 from helpers.served_agent import TOKEN, served_agent
-from helpers.timeouts import TIMEOUT
+from helpers.timeouts import QUIET, TIMEOUT
 
 from accord.remote import AccessPolicy
 from accord.testing import HTTP_ATTACKS, HttpTarget, read_responses, run_http_attack, server_alive
@@ -218,7 +218,8 @@ async def test_bad_framing_is_found_when_the_head_arrives_a_byte_at_a_time(data:
     async with served_agent() as server, await anyio.connect_tcp("127.0.0.1", server.port) as s:
         for i in range(len(data)):
             await s.send(data[i : i + 1])
-            with anyio.move_on_after(0.02):
+            # A short look after each byte (a 25th of QUIET): the refusal may follow any of them.
+            with anyio.move_on_after(QUIET / 25):
                 answer = await s.receive()  # the refusal: stop sending (or the socket resets)
             if answer:
                 break
