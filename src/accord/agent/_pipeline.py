@@ -576,6 +576,34 @@ class DeliveryPipeline:
                 if attachment.cursor < last_seq:
                     attachment.resync()
 
+    def forget_uncommitted(self) -> int:
+        """Give back the seqs of envelopes stamped but never committed; return how many.
+
+        A turn whose writer failed (the store went away mid-turn) leaves envelopes stamped
+        that were never committed, so never sent either (attachments are offered committed
+        envelopes only). Without this the session's next event would be numbered after
+        them and its stored chain would have a gap. The kept engine state now holds more
+        than the stored chain, so the next snapshot is stored whole. Should the store have
+        committed a batch whose acknowledgement was lost, the catch-up before the next turn
+        finds the stored chain ahead and continues after it (:meth:`continue_after`).
+
+        Raises:
+            RuntimeError: a turn's writer is attached (only once it has finished).
+        """
+        if self._writer is not None:
+            raise RuntimeError("forget_uncommitted() while a turn's writer is attached")
+        lost = self.last_seq - self.committed_seq
+        if lost <= 0:
+            return 0
+        self.observe_dropped += len(self._held)
+        self._held = []
+        self._next_seq = self.committed_seq + 1
+        kept = self.kept_state
+        kept.chained = False
+        if kept.seq is not None and kept.seq > self.committed_seq:
+            kept.seq = None
+        return lost
+
     def statistics(self) -> PipelineStatistics:
         """Return the pipeline's counts."""
         return PipelineStatistics(

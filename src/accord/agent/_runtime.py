@@ -795,6 +795,14 @@ class AgentRuntime(Agent):
                         await session.pipeline.detach_writer()
         finally:
             if turn.epoch == session.pipeline.epoch:
+                lost = session.pipeline.forget_uncommitted()
+                if lost:
+                    logger.warning(
+                        "session %s: %d events of the turn were not stored (the store failed);"
+                        " the next event follows the stored chain",
+                        session.session_id,
+                        lost,
+                    )
                 with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
                     try:
                         await session.save(self._store)
