@@ -5,15 +5,15 @@ not HTTP, a redirect to somewhere else (the token must not follow it), nothing a
 WebSocket frame or a response body cut off halfway, a frame declaring a terabyte. Each time
 ``open_remote`` (the WebSocket and the Streamable HTTP client, as ``accord bridge`` and
 ``connect`` use them) must end with a clear error, promptly, holding no more than a bounded
-amount. Then a server that keeps accepting and dropping the connection: the reconnecting
-client backs off instead of storming it.
+amount. Then a server that keeps accepting and dropping the connection: ``connect(url)``'s
+reconnecting (:class:`accord.client.Backoff`) backs off instead of storming it.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -25,7 +25,7 @@ from helpers.timeouts import TIMEOUT
 
 import accord.remote._client as remote_client
 import accord.remote._http_client as http_client
-import accord.remote._reconnect as reconnect
+from accord.client import Backoff, connect
 from accord.errors import ConnectionRefused, TransportError
 from accord.remote import AccessPolicy, open_remote, serve_remote
 from accord.transports import Transport
@@ -45,7 +45,7 @@ class _Listener:
 
 
 @asynccontextmanager
-async def _hostile(reply: Reply) -> AsyncIterator[_Listener]:
+async def _hostile(reply: Reply) -> AsyncGenerator[_Listener]:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     state = _Listener(listener.extra(anyio.abc.SocketAttribute.local_port))
 
@@ -184,7 +184,7 @@ async def test_a_server_that_drops_every_connection_is_not_stormed() -> None:
         await transport.send(
             {
                 "jsonrpc": "2.0",
-                "id": request["id"],  # pyright: ignore[reportUnknownArgumentType]
+                "id": request["id"],
                 "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []},
             }
         )
@@ -198,11 +198,7 @@ async def test_a_server_that_drops_every_connection_is_not_stormed() -> None:
         )
         url = f"ws://127.0.0.1:{port}/acp"
         with anyio.fail_after(TIMEOUT):
-            async with open_remote(
-                url, token=TOKEN, reconnect=True, on_status=statuses.append
-            ) as transport:
-                await transport.send(dict(_INIT))
-                await transport.receive()
+            async with connect(url, token=TOKEN, on_status=statuses.append):
                 await anyio.sleep(3.0)
         tg.cancel_scope.cancel()
     assert any(s.startswith("reconnected") for s in statuses)  # it did reconnect
@@ -211,11 +207,9 @@ async def test_a_server_that_drops_every_connection_is_not_stormed() -> None:
 
 def test_the_pauses_between_attempts_grow_and_are_jittered() -> None:
     draws = random.Random(7)
-    pauses = [
-        [reconnect.retry_pause(attempt, draws.random) for attempt in range(8)] for _ in range(50)
-    ]
+    pauses = [[Backoff.pause(attempt, draws.random) for attempt in range(8)] for _ in range(50)]
     for attempt in range(8):
-        base = reconnect.BACKOFF[min(attempt, len(reconnect.BACKOFF) - 1)]
+        base = Backoff.PAUSES[min(attempt, len(Backoff.PAUSES) - 1)]
         at = [p[attempt] for p in pauses]
         assert all(base / 2 <= pause <= base for pause in at), (attempt, at)
         # Fifty clients dropped at once do not come back at the same instants.

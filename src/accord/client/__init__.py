@@ -69,6 +69,8 @@ from ._permissions import Rule as Rule
 from ._permissions import RuleAction as RuleAction
 from ._permissions import Rules as Rules
 from ._permissions import Select as Select
+from ._reconnect import RECONNECT_DEADLINE as RECONNECT_DEADLINE
+from ._reconnect import Backoff as Backoff
 from ._render import TurnRenderer as TurnRenderer
 from ._render import render_event as render_event
 from ._session import ClientSession as ClientSession
@@ -92,12 +94,14 @@ __all__ = (
     "INITIALIZE_TIMEOUT",
     "MAX_EARLY_UPDATES",
     "MAX_EARLY_UPDATE_BYTES",
+    "RECONNECT_DEADLINE",
     "TURN_EVENT_BUFFER",
     "Accept",
     "AcceptDefaults",
     "AgentSpec",
     "AllowAll",
     "AskCallback",
+    "Backoff",
     "Cancel",
     "ClientSession",
     "CommandsUpdated",

@@ -20,7 +20,7 @@ import itertools
 import os
 import ssl
 from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import NoReturn, TypeAlias, cast
 
 import anyio
@@ -49,6 +49,7 @@ from ._fs import FileSystemHost
 from ._handlers import SessionRouter, UpdateListener, client_class
 from ._mcp_host import McpHost
 from ._permissions import DenyAll, PermissionPolicy
+from ._reconnect import Reconnector
 from ._session import _SessionShared
 from ._terminals import TerminalHost
 from ._turn import TURN_EVENT_BUFFER
@@ -203,24 +204,20 @@ async def connect(
     try:
         async with AsyncExitStack() as stack:
             in_process: tuple[Agent, Transport] | None = None
-            transport: Transport
+            transport: Transport | None
             if isinstance(agent, Agent):
                 transport, agent_side = memory_transport_pair()
                 in_process = (agent, agent_side)
             elif isinstance(agent, Transport):
                 transport = agent
-            elif isinstance(agent, str):
+            elif isinstance(agent, str) and not reconnect:
                 from ..remote import open_remote
 
                 transport = await stack.enter_async_context(
-                    open_remote(
-                        agent,
-                        token=token,
-                        ssl_context=ssl_context,
-                        reconnect=reconnect,
-                        on_status=on_status,
-                    )
+                    open_remote(agent, token=token, ssl_context=ssl_context)
                 )
+            elif isinstance(agent, str):
+                transport = None  # the reconnector opens each link (below)
             else:
                 transport = await stack.enter_async_context(
                     spawn_agent(list(agent), cwd=cwd, env=env)
@@ -245,20 +242,38 @@ async def connect(
             )(router, client_info or accord_client_info())
             client.session_compaction = compaction
             client.position_encodings = tuple(position_encodings)
-            calls = await stack.enter_async_context(ClientSideConnection(client, transport))
-            if mcp_host is not None:
-                mcp_host.attach(calls.mcp_notification)
-            if in_process is not None:
-                task_group.start_soon(serve_agent, *in_process, name="in-process agent")
-            await _initialize(calls, client, transport, initialize_timeout, terminal_auth)
-            if mcp_host is not None and not is_advertised(
-                calls.agent_capabilities, ("mcpCapabilities", "acp")
-            ):
-                raise LocalProtocolError(
-                    "the agent does not take MCP servers over ACP (it did not advertise "
-                    "mcpCapabilities.acp), so the mcp_servers given to connect() cannot be "
-                    "offered to it"
+
+            async def setup(calls: ClientSideConnection, transport: Transport) -> None:
+                if mcp_host is not None:
+                    mcp_host.attach(calls.mcp_notification)
+                await _initialize(calls, client, transport, initialize_timeout, terminal_auth)
+                if mcp_host is not None and not is_advertised(
+                    calls.agent_capabilities, ("mcpCapabilities", "acp")
+                ):
+                    raise LocalProtocolError(
+                        "the agent does not take MCP servers over ACP (it did not advertise "
+                        "mcpCapabilities.acp), so the mcp_servers given to connect() cannot be "
+                        "offered to it"
+                    )
+
+            reconnector: Reconnector | None = None
+            if transport is None:
+                assert isinstance(agent, str)
+                reconnector = Reconnector(
+                    _remote_opener(agent, token, ssl_context),
+                    lambda link: ClientSideConnection(client, link),
+                    setup,
+                    on_status,
                 )
+                calls = await task_group.start(reconnector.run)
+                stack.push_async_callback(reconnector.aclose)
+                assert reconnector.transport is not None
+                transport = reconnector.transport
+            else:
+                calls = await stack.enter_async_context(ClientSideConnection(client, transport))
+                if in_process is not None:
+                    task_group.start_soon(serve_agent, *in_process, name="in-process agent")
+                await setup(calls, transport)
             shared = _SessionShared(
                 calls=calls,
                 task_group=task_group,
@@ -268,7 +283,9 @@ async def connect(
                 permission_ids=itertools.count(1),
                 event_buffer=event_buffer,
             )
-            connection = ConnectedAgent(calls, router, shared, transport, default_cwd)
+            connection = ConnectedAgent(calls, router, shared, transport, default_cwd, reconnector)
+            if reconnector is not None:
+                reconnector.serve(connection)
             try:
                 yield connection
             finally:
@@ -278,6 +295,16 @@ async def connect(
         if single is None:
             raise
         _reraise_alone(single)
+
+
+def _remote_opener(
+    url: str, token: str | None, ssl_context: ssl.SSLContext | None
+) -> Callable[[], AbstractAsyncContextManager[Transport]]:
+    """Opens a new plain transport to the served agent at ``url`` each time it is called
+    (the token read again each time when ``None``: ``ACCORD_TOKEN``)."""
+    from ..remote import open_remote
+
+    return lambda: open_remote(url, token=token, ssl_context=ssl_context)
 
 
 async def _initialize(

@@ -55,6 +55,7 @@ from ..schema import (
 from ..transports import Transport
 from ._handlers import SessionRouter
 from ._nes import NesSession, start_nes_session
+from ._reconnect import Reconnector
 from ._session import ClientSession, _SessionShared
 from ._view import clean_name
 
@@ -101,8 +102,10 @@ class ConnectedAgent:
         shared: _SessionShared,
         transport: Transport,
         default_cwd: str,
+        reconnector: Reconnector | None = None,
     ) -> None:
         self._calls = calls
+        self._reconnector = reconnector
         self._router = router
         self._shared = shared
         self._transport = transport
@@ -150,13 +153,22 @@ class ConnectedAgent:
 
     @property
     def transport(self) -> Transport:
-        """The transport to the agent (a ``SubprocessTransport`` for a spawned agent)."""
+        """The transport to the agent (a ``SubprocessTransport`` for a spawned agent; after
+        a reconnect, the new one)."""
         return self._transport
 
     @property
     def closed(self) -> bool:
-        """Whether the agent's side has ended (it exited, or closed the transport)."""
+        """Whether the agent's side has ended (it exited, or closed the transport) and, for a
+        served agent, reconnecting stopped; False while reconnecting."""
+        if self._reconnector is not None and not self._reconnector.gave_up:
+            return False
         return self._calls.closed
+
+    @property
+    def reconnects(self) -> int:
+        """How many times a dropped connection to a served agent was re-established."""
+        return 0 if self._reconnector is None else self._reconnector.reconnects
 
     def supports(self, *capability: str) -> bool:
         """Whether the agent advertised a capability, by its wire path.
@@ -518,6 +530,42 @@ class ConnectedAgent:
         session = ClientSession(self._shared, session_id, cwd, extra)
         self._router.add(session)
         return session
+
+    def _relink(self, calls: ClientSideConnection, transport: Transport) -> None:
+        """A new link to the agent (a reconnect): later calls of every session go on it."""
+        response = calls.initialize_response
+        assert response is not None
+        self._calls = calls
+        self._shared.calls = calls
+        self._transport = transport
+        self._initialize_response = response
+
+    def _drop(self, session_id: str) -> None:
+        """Forget a session the agent would not resume after a reconnect."""
+        session = self._router.sessions.get(session_id)
+        if session is not None:
+            session._answer_pending_cancelled()
+        self._router.forget(session_id)
+
+    async def _resume_in_place(self, session_id: str, *, with_cursor: bool) -> None:
+        """``session/resume`` of a session this connection tracks, on a new link, from the
+        cursor of the last update its view folded (``with_cursor``); its updates go on
+        folding into the same :class:`ClientSession`.
+
+        Raises:
+            LocalProtocolError: the agent no longer offers ``session/resume``.
+            RequestError: the agent refused (the cursor: :func:`is_cursor_rejection`).
+        """
+        session = self._router.sessions[session_id]
+        request = ResumeSessionRequest(
+            session_id=session_id, cwd=session.cwd, mcp_servers=self._with_hosted(())
+        )
+        if session.additional_directories:
+            request.additional_directories = list(session.additional_directories)
+        if with_cursor and session.cursor is not None:
+            request.meta = {CURSOR_META_KEY: session.cursor}
+        response = await self._calls.resume_session(request)
+        session._apply_setup(response.modes, response.config_options)
 
     async def _shutdown(self, owns_terminals: bool) -> None:
         """Leave every session (answering pending permission requests ``cancelled``)."""
