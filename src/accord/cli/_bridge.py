@@ -45,6 +45,7 @@ def bridge_command(args: argparse.Namespace) -> int:
     try:
         RemoteEndpoint.parse(args.url)
         token = read_token(args.token_file, os.environ)
+        RemoteEndpoint.parse(args.url, token=token)
     except (ValueError, OSError) as exc:
         _status(str(exc))
         return ExitCode.USAGE if isinstance(exc, ValueError) else ExitCode.ERROR

@@ -3,15 +3,19 @@
 Every HTTP request and every WebSocket upgrade is checked here before anything else is read
 or created. The token travels only in ``Authorization: Bearer <token>``; it is compared in
 constant time (:func:`hmac.compare_digest`), never logged, and a request that carries one in
-its URL (``?token=``, ``?access_token=``) is refused outright, so it cannot leak through logs,
-proxies or browser history. ``Origin`` is what a browser adds to a page's requests: a page on
-another site must not drive a local agent, so only the origins allowed here pass (none is
-fine: editors, the CLI and the SDKs send no ``Origin``). ``Host`` is what a browser sends as
-the name it looked up: a page that rebinds its own name to 127.0.0.1 (DNS rebinding) sends its
-name, so a loopback server serves only loopback names and the names it was told to
-(``--allow-host``).
+its URL is refused outright (401), so it cannot leak through logs, proxies or browser
+history: a query parameter whose name is a credential's (:func:`is_credential_parameter`,
+the one rule the client applies too), or whose name or value is the token itself
+(``?TOKEN``, ``?x=TOKEN``, ``?x=Bearer%20TOKEN``); ``&`` and ``;`` separate parameters,
+percent-escapes are decoded. The query is never logged. ``Origin`` is what a browser adds
+to a page's requests: a page on another site must not drive a local agent, so only the
+origins allowed here pass (none is fine: editors, the CLI and the SDKs send no ``Origin``).
+``Host`` is what a browser sends as the name it looked up: a page that rebinds its own name
+to 127.0.0.1 (DNS rebinding) sends its name, so a loopback server serves only loopback names
+and the names it was told to (``--allow-host``).
 
-Above: :mod:`._server`. Below: the standard library only.
+Above: :mod:`._server`, :mod:`._endpoint` (the client's URL check). Below: the standard library
+only.
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 __all__ = (
     "TOKEN_ENV",
     "AccessPolicy",
     "Refusal",
     "generate_token",
+    "is_credential_parameter",
     "is_loopback_host",
+    "query_carries_credential",
     "read_token",
     "split_authority",
 )
@@ -38,8 +44,106 @@ __all__ = (
 #: The environment variable holding the token, on both sides.
 TOKEN_ENV = "ACCORD_TOKEN"
 
-#: Query parameters that would put a credential in a URL; refused wherever they appear.
-_TOKEN_PARAMETERS = frozenset({"token", "access_token", "accesstoken", "auth", "bearer", "key"})
+#: Words that make a query parameter's name a credential's, wherever they stand in it.
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "credential",
+        "credentials",
+        "jwt",
+        "key",
+        "passwd",
+        "password",
+        "secret",
+        "token",
+    }
+)
+
+#: Endings that make one word of a name a credential's (``accesstoken``, ``clientsecret``);
+#: plain ``key`` is not among them, so ``monkey`` and ``hotkey`` stay ordinary names.
+_CREDENTIAL_ENDINGS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "accesskey",
+    "authkey",
+    "privatekey",
+    "secretkey",
+    "signingkey",
+)
+
+
+def is_credential_parameter(name: str) -> bool:
+    """Whether a URL query parameter called ``name`` (already percent-decoded) holds a credential.
+
+    The name is cut into words at every character that is not a letter or a digit and where
+    a lower-case letter or a digit is followed by an upper-case one (``apiKey`` is ``api``,
+    ``key``; ``X-Api-Key`` is ``x``, ``api``, ``key``), each word lower-cased. It is a
+    credential's if one word is ``token``, ``key``, ``apikey``, ``auth``, ``authorization``,
+    ``bearer``, ``secret``, ``password``, ``passwd``, ``jwt``, ``credential(s)``, or ends in
+    ``token``, ``secret``, ``password``, ``passwd``, ``apikey``, ``accesskey``, ``authkey``,
+    ``privatekey``, ``secretkey`` or ``signingkey``. So ``access_token``, ``accessToken``,
+    ``api-key``, ``APIKEY``, ``key``, ``sort_key`` and ``client_secret`` are credentials;
+    ``monkey``, ``keyboard``, ``keys``, ``hotkey``, ``author`` and ``tokens`` are not.
+    """
+    return any(
+        word in _CREDENTIAL_WORDS or word.endswith(_CREDENTIAL_ENDINGS)
+        for word in _name_words(name)
+    )
+
+
+def query_carries_credential(query: bytes, token: str | None = None) -> bool:
+    """Whether a URL's ``query`` (without ``?``) names a credential or carries ``token``.
+
+    Parameters are separated by ``&`` or ``;``; each name and value is percent-decoded (``+``
+    as a space). A name :func:`is_credential_parameter` accepts is a credential whatever its
+    value. With ``token`` (the server always has it, a client when it knows it), every name
+    and value is also compared with it in constant time, after a ``Bearer`` prefix too, so
+    ``?TOKEN`` and ``?q=TOKEN`` are caught; an empty name or value never matches.
+    """
+    secret = token.encode("ascii") if token else None
+    found = False
+    for part in query.replace(b";", b"&").split(b"&"):
+        name, _, value = part.partition(b"=")
+        name = unquote_to_bytes(name.replace(b"+", b" "))
+        value = unquote_to_bytes(value.replace(b"+", b" "))
+        if is_credential_parameter(name.decode("latin-1")):
+            found = True
+        if secret is None:
+            continue
+        for item in (name, value):
+            item = item.strip()
+            if item[:7].lower() == b"bearer ":
+                item = item[7:].strip()
+            # No early exit: every parameter costs the same whether or not one matched.
+            found = hmac.compare_digest(item, secret) or found
+    return found
+
+
+def _name_words(name: str) -> list[str]:
+    words: list[str] = []
+    current: list[str] = []
+    previous = ""
+    for ch in name:
+        if not ch.isascii() or not ch.isalnum():
+            if current:
+                words.append("".join(current))
+            current, previous = [], ""
+            continue
+        if ch.isupper() and (previous.islower() or previous.isdigit()) and current:
+            words.append("".join(current))
+            current = []
+        current.append(ch)
+        previous = ch
+    if current:
+        words.append("".join(current))
+    return [word.lower() for word in words]
+
 
 #: Shortest token accepted from a file or the environment: a guessable token is no token.
 MIN_TOKEN_LENGTH = 16
@@ -82,9 +186,13 @@ def read_token(token_file: str | os.PathLike[str] | None, environ: Mapping[str, 
             return None
     if len(token) < MIN_TOKEN_LENGTH:
         raise ValueError(f"the token from {source} is shorter than {MIN_TOKEN_LENGTH} characters")
-    if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) > 0x7E for ch in token):
+    if not _printable(token):
         raise ValueError(f"the token from {source} must be printable ASCII without spaces")
     return token
+
+
+def _printable(token: str) -> bool:
+    return all(0x21 <= ord(ch) <= 0x7E for ch in token)
 
 
 def is_loopback_host(host: str) -> bool:
@@ -139,6 +247,16 @@ class AccessPolicy:
     loopback: bool = True
     allowed_hosts: frozenset[str] = field(default_factory=frozenset[str])
 
+    def __post_init__(self) -> None:
+        # An empty token would let ``Authorization: Bearer`` in, and match every empty query
+        # parameter: a policy always has a real one (``accord serve`` generates it if none
+        # was given).
+        if len(self.token) < MIN_TOKEN_LENGTH or not _printable(self.token):
+            raise ValueError(
+                f"the token must be at least {MIN_TOKEN_LENGTH} printable ASCII characters "
+                "without spaces"
+            )
+
     @classmethod
     def build(
         cls,
@@ -172,8 +290,7 @@ class AccessPolicy:
         Checked in this order: a credential in the URL (401, before anything reveals whether
         it was right), the ``Host`` (403), the bearer token (401), then ``Origin`` (403).
         """
-        pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True)
-        if any(name.lower() in _TOKEN_PARAMETERS for name, _ in pairs):
+        if query and query_carries_credential(query, self.token):
             return _UNAUTHORIZED
         if authority is not None and not self.host_allowed(authority.decode("latin-1")):
             return _HOST_REFUSED
@@ -183,6 +300,13 @@ class AccessPolicy:
         if origin is not None and not self.origin_allowed(origin.decode("latin-1")):
             return _ORIGIN_REFUSED
         return None
+
+    def credential_in_query(self, query: bytes) -> bool:
+        """Whether ``query`` (without ``?``) names a credential or carries this token.
+
+        :func:`query_carries_credential` with the policy's token.
+        """
+        return query_carries_credential(query, self.token)
 
     def host_allowed(self, authority: str) -> bool:
         """Whether a request naming ``authority`` (a ``Host`` value) is for this server."""

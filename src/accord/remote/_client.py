@@ -80,8 +80,9 @@ async def open_remote(
         OSError: the server cannot be reached.
         TimeoutError: the connection took longer than :data:`CONNECT_TIMEOUT`.
     """
-    endpoint = RemoteEndpoint.parse(url)
+    RemoteEndpoint.parse(url)  # a bad URL is told before a missing token
     secret = resolve_token(token)
+    endpoint = RemoteEndpoint.parse(url, token=secret)
 
     def opener() -> AbstractAsyncContextManager[Transport]:
         return _open(endpoint, secret, ssl_context, heartbeat_interval)

@@ -3,7 +3,8 @@
 :class:`RemoteEndpoint` (scheme, host, port, target; the TCP/TLS connection) and
 :func:`refusal` (the :class:`~accord.errors.ConnectionRefused` for an HTTP error status) are
 shared by both client transports. Above: :mod:`._client` (WebSocket) and :mod:`._http_client`
-(Streamable HTTP). Below: anyio and the standard library.
+(Streamable HTTP). Below: :mod:`._auth` (which query parameters are credentials, the rule the
+server applies), anyio and the standard library.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import anyio
 import anyio.abc
 
 from ..errors import ConnectionRefused
+from ._auth import query_carries_credential
 
 __all__ = ("RemoteEndpoint", "is_remote_url", "refusal")
 
@@ -53,8 +55,13 @@ class RemoteEndpoint:
     secure: bool
 
     @classmethod
-    def parse(cls, url: str) -> RemoteEndpoint:
-        """Parse ``url``.
+    def parse(cls, url: str, *, token: str | None = None) -> RemoteEndpoint:
+        """Parse ``url``; ``token``, when known, must not appear in it either.
+
+        A credential in the URL is refused by the same rule the server applies
+        (:func:`~._auth.query_carries_credential`): user information, a query parameter
+        named like a credential (``token``, ``api_key``, ``accessToken``, ...), or a
+        parameter whose name or value is ``token``.
 
         Raises:
             ValueError: not a ws/wss/http/https URL, no host, or a credential in it.
@@ -65,7 +72,11 @@ class RemoteEndpoint:
             raise ValueError(f"not an agent URL (ws://, wss://, http://, https://): {url!r}")
         if not parts.hostname:
             raise ValueError(f"the agent URL has no host: {url!r}")
-        if parts.username or parts.password or "token=" in parts.query.lower():
+        if (
+            parts.username
+            or parts.password
+            or query_carries_credential(parts.query.encode("utf-8", "surrogateescape"), token)
+        ):
             raise ValueError("put the token in ACCORD_TOKEN or --token-file, never in the URL")
         secure = _SCHEMES[scheme]
         port = parts.port or (443 if secure else 80)

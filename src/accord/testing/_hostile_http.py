@@ -356,6 +356,32 @@ def _attacks() -> dict[str, HttpAttack]:
             _statuses(401),
         ),
         HttpAttack(
+            "token-in-query-api-key",
+            "the token as ?api_key= beside the right Authorization (a URL leaks into logs)",
+            lambda t: _request(t, "GET", path=f"{t.path}?api_key={t.token}", headers=_UPGRADE),
+            _statuses(401),
+        ),
+        HttpAttack(
+            "token-in-query-camel",
+            "the token as ?accessToken= beside the right Authorization",
+            lambda t: _request(t, "GET", path=f"{t.path}?accessToken={t.token}", headers=_UPGRADE),
+            _statuses(401),
+        ),
+        HttpAttack(
+            "token-in-query-bare",
+            "the token as the bare query (?TOKEN) beside the right Authorization",
+            lambda t: _request(t, "GET", path=f"{t.path}?{t.token}", headers=_UPGRADE),
+            _statuses(401),
+        ),
+        HttpAttack(
+            "token-in-query-semicolon",
+            "the token behind a ';' separator (?a=1;access%5Ftoken=) beside the right token",
+            lambda t: _request(
+                t, "GET", path=f"{t.path}?a=1;access%5Ftoken={t.token}", headers=_UPGRADE
+            ),
+            _statuses(401),
+        ),
+        HttpAttack(
             "expect-unauthenticated",
             "Expect: 100-continue without the token: no 100 may come",
             post(
