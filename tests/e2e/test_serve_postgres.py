@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -192,7 +193,7 @@ async def test_a_client_on_another_server_sees_the_turn_live_then_takes_over(
                     with pytest.raises(RequestError) as busy:
                         await watched.prompt("Me too.")
                     assert busy.value.code == -32602
-                    assert busy.value.data["reason"] == "busy"  # type: ignore[index]
+                    assert busy.value.data["reason"] == "busy"
                     os.kill(a_transport.pid, signal.SIGKILL)
                     await a_transport.process.wait()  # reaped: B can tell it is gone
                     tg.cancel_scope.cancel()
@@ -348,3 +349,63 @@ async def test_a_prompt_through_the_watching_server_continues_from_the_other_s_t
         ("user", "Which number?"),
         ("agent", "You said 42."),
     ]
+
+
+RACE_ROUNDS = 4
+
+
+async def _race_prompt(
+    side: str,
+    session: ClientSession,
+    text: str,
+    go: anyio.Event,
+    ran: list[str],
+    refused: list[tuple[int, object]],
+) -> None:
+    """Prompt ``text`` through ``session`` once ``go`` is set; note whether it ran or how it
+    was refused."""
+    await go.wait()
+    try:
+        await session.prompt(text)
+    except RequestError as error:
+        data = cast(dict[str, Any], error.data or {})
+        refused.append((error.code, data.get("reason")))
+    else:
+        ran.append(side)
+
+
+async def test_two_listening_servers_racing_to_prompt_one_session_run_exactly_one_turn(
+    project: Path,
+) -> None:
+    """Two ``accord serve --listen`` processes on one database, a client of each with the
+    session open; both prompt at the same instant, round after round. Each round exactly one
+    turn runs and the other client is refused busy (-32602, reason ``busy``); the stored chain
+    has no gap and exactly one prompt and one completed turn per round."""
+    script = [ScriptedReply(text=[f"Answer {n}", "."], delay=0.1) for n in range(RACE_ROUNDS)]
+    with fresh_schema() as url, FakeOpenAIServer(script) as server:
+        with anyio.fail_after(SCENARIO_TIMEOUT):
+            async with (
+                listening_server(server, project, url) as url_a,
+                listening_server(server, project, url) as url_b,
+                connect(url_a, token=TOKEN, reconnect=False) as on_a,
+                connect(url_b, token=TOKEN, reconnect=False) as on_b,
+            ):
+                session = await on_a.new_session(project)
+                watched = await on_b.load_session(session.session_id, project)
+                refused: list[tuple[int, object]] = []
+                for n in range(RACE_ROUNDS):
+                    ran: list[str] = []
+                    go = anyio.Event()
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_race_prompt, "a", session, f"round {n}", go, ran, refused)
+                        tg.start_soon(_race_prompt, "b", watched, f"round {n}", go, ran, refused)
+                        await anyio.sleep(0.05)
+                        go.set()
+                    assert len(ran) == 1, (n, ran, refused)
+            chain = await _stored_chain(url, session.session_id)
+    assert refused == [(-32602, "busy")] * RACE_ROUNDS
+    assert len(server.requests) == RACE_ROUNDS  # the model was asked once per round
+    assert [seq for seq, _ in chain] == list(range(1, len(chain) + 1))
+    kinds = [kind for _, kind in chain]
+    assert kinds.count("user_message_chunk") == RACE_ROUNDS
+    assert kinds.count("turn_completed") == RACE_ROUNDS
