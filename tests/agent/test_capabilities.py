@@ -12,7 +12,7 @@ from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.engines import EngineCapabilities
-from accord.errors import MethodNotFound, RequestError
+from accord.errors import InvalidParams, MethodNotFound, RequestError
 from accord.roles import Agent, is_advertised
 from accord.roles._capabilities import capability_tree, implemented_methods
 from accord.roles._generated_roles import AGENT_HANDLER_NAMES
@@ -22,13 +22,18 @@ from accord.schema import (
     CloseSessionRequest,
     ContentBlock,
     DeleteSessionRequest,
+    DisableProviderRequest,
     ForkSessionRequest,
     HttpMcpServer,
     ImageContentBlock,
+    ListProvidersRequest,
     ListSessionsRequest,
     LoadSessionRequest,
+    ProviderCurrentConfig,
+    ProviderInfo,
     ResourceContentBlock,
     ResumeSessionRequest,
+    SetProviderRequest,
     SseMcpServer,
     TextContentBlock,
 )
@@ -139,13 +144,16 @@ async def test_unadvertised_prompt_content_is_refused() -> None:
 @pytest.mark.wire_unchecked("sends bare requests to methods the agent does not offer")
 async def test_every_unadvertised_method_answers_method_not_found() -> None:
     runtime = AgentRuntime(ScriptedEngine(capabilities=EVERYTHING))
-    implemented = implemented_methods(runtime, Agent, AGENT_HANDLER_NAMES) | {"initialize"}
+    # What the runtime offers: its handlers, less those its engine cannot back (NES without
+    # ``nes``, ``providers/*`` for an engine that is no ``ProviderSettings``).
+    implemented = runtime.offered_methods() | {"initialize"}
     missing = sorted(
         spec.method
         for spec in AGENT_METHODS.values()
         if spec.kind == "request" and spec.method not in implemented
     )
     assert "authenticate" in missing and "session/set_title" in missing
+    assert {"providers/list", "providers/set", "providers/disable"} <= set(missing)
     async with serve(runtime=runtime) as h:
         advertised = _advertised(h)
         for method in missing:
@@ -155,3 +163,49 @@ async def test_every_unadvertised_method_answers_method_not_found() -> None:
             with anyio.fail_after(TIMEOUT), pytest.raises(MethodNotFound) as caught:
                 await h.conn.connection.request(method, {})
             assert caught.value.code == -32601, method
+
+
+class _RoutingEngine(ScriptedEngine):
+    """A scripted engine that is a ``ProviderSettings``: one provider, set and disabled."""
+
+    def __init__(self) -> None:
+        super().__init__(capabilities=EVERYTHING)
+        self.current: ProviderCurrentConfig | None = ProviderCurrentConfig(
+            api_type="openai", base_url="http://127.0.0.1:9/v1"
+        )
+
+    async def list_providers(self) -> list[ProviderInfo]:
+        return [
+            ProviderInfo(
+                provider_id="main", supported=["openai"], required=False, current=self.current
+            )
+        ]
+
+    async def set_provider(self, request: SetProviderRequest) -> None:
+        self.current = ProviderCurrentConfig(api_type=request.api_type, base_url=request.base_url)
+
+    async def disable_provider(self, provider_id: str) -> None:
+        if provider_id != "main":
+            raise InvalidParams(f"unknown provider {provider_id!r}")
+        self.current = None
+
+
+async def test_providers_are_advertised_exactly_for_a_provider_settings_engine() -> None:
+    engine = _RoutingEngine()
+    async with serve(engine) as h:
+        assert is_advertised(_advertised(h), ("providers",))
+        with anyio.fail_after(TIMEOUT):
+            listed = await h.conn.list_providers(ListProvidersRequest())
+            assert [p.provider_id for p in listed.providers] == ["main"]
+            await h.conn.set_provider(
+                SetProviderRequest(
+                    provider_id="main", api_type="anthropic", base_url="http://127.0.0.1:9"
+                )
+            )
+            assert engine.current is not None and engine.current.api_type == "anthropic"
+            with pytest.raises(RequestError) as refused:
+                await h.conn.disable_provider(DisableProviderRequest(provider_id="other"))
+            assert refused.value.code == -32602
+            await h.conn.disable_provider(DisableProviderRequest(provider_id="main"))
+            (shown,) = (await h.conn.list_providers(ListProvidersRequest())).providers
+            assert shown.current is None

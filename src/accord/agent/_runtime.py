@@ -9,8 +9,9 @@ What it advertises is derived, never written by hand: every session method is im
 so ``loadSession`` and ``sessionCapabilities`` (``list``, ``delete``, ``resume``, ``close``,
 ``fork``, ``additionalDirectories``) are advertised by :class:`~accord.roles.Agent` from the
 overridden handlers; ``promptCapabilities`` and ``mcpCapabilities`` come from the engine's
-:class:`EngineCapabilities`. Methods not implemented (``authenticate``, ``logout``, NES,
-providers, ...) answer -32601.
+:class:`EngineCapabilities`. Methods not implemented (``authenticate``, ``logout``, ...) answer
+-32601; so do NES and document sync for an engine without ``nes``, and ``providers/*`` for an
+engine that is no :class:`~accord.engines.ProviderSettings` (each then unadvertised).
 
 Per method (details in the modules named):
 
@@ -64,6 +65,7 @@ from ..engines import (
     EditSuggester,
     Engine,
     ModeChanged,
+    ProviderSettings,
     check_prompt,
     new_id,
     prompt_capabilities,
@@ -104,11 +106,15 @@ from ..schema import (
     DidFocusDocumentNotification,
     DidOpenDocumentNotification,
     DidSaveDocumentNotification,
+    DisableProviderRequest,
+    DisableProviderResponse,
     ForkSessionRequest,
     ForkSessionResponse,
     Implementation,
     InitializeRequest,
     InitializeResponse,
+    ListProvidersRequest,
+    ListProvidersResponse,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
@@ -124,6 +130,8 @@ from ..schema import (
     RejectNesNotification,
     ResumeSessionRequest,
     ResumeSessionResponse,
+    SetProviderRequest,
+    SetProviderResponse,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
@@ -492,11 +500,36 @@ class AgentRuntime(Agent):
             await link.mcp.deliver(notification)
 
     def offered_methods(self) -> set[str]:
-        """The handlers overridden, less NES and document sync when the engine has no NES."""
+        """The handlers overridden, less NES and document sync when the engine has no NES,
+        less ``providers/*`` when it is no :class:`~accord.engines.ProviderSettings`."""
         offered = super().offered_methods()
         if not self._capabilities.nes:
             offered = {m for m in offered if not m.startswith(("nes/", "document/"))}
+        if not isinstance(self._engine, ProviderSettings):
+            offered = {m for m in offered if not m.startswith("providers/")}
         return offered
+
+    # ------------------------------------------------------------------ providers
+
+    def _provider_settings(self) -> ProviderSettings:
+        engine = self._engine
+        assert isinstance(engine, ProviderSettings)  # offered only then
+        return engine
+
+    async def list_providers(self, request: ListProvidersRequest) -> ListProvidersResponse:
+        """``providers/list``: the providers of the engine (a ``ProviderSettings``)."""
+        providers = await self._provider_settings().list_providers()
+        return ListProvidersResponse(providers=list(providers))
+
+    async def set_provider(self, request: SetProviderRequest) -> SetProviderResponse:
+        """``providers/set``: the engine replaces one provider's configuration."""
+        await self._provider_settings().set_provider(request)
+        return SetProviderResponse()
+
+    async def disable_provider(self, request: DisableProviderRequest) -> DisableProviderResponse:
+        """``providers/disable``: the engine stops routing through one provider."""
+        await self._provider_settings().disable_provider(request.provider_id)
+        return DisableProviderResponse()
 
     def agent_capabilities(self) -> AgentCapabilities:
         """The derived capabilities, plus the ``_accord/event`` extension and the cursor

@@ -10,7 +10,9 @@ here (:func:`build_engine`):
   (:func:`model_choices`), so the ``model`` config option switches between them; with a
   ``base_url`` each is pydantic-ai's OpenAI chat model at that URL; the model objects (with
   their HTTP clients) and the coder's tool definitions are built once per process and shared
-  by every session (:func:`shared_model`, :func:`shared_toolset`);
+  by every session (:func:`shared_model`, :func:`shared_toolset`); a provider routed by
+  ``providers/set`` (:mod:`._providers`) builds its models with the URL and headers given
+  (:func:`routed_model`, also once per process and route), a disabled one none;
 * the context meter: the configured window, else (with a ``base_url``) what the server
   reports (:func:`served_window`, asked once per process and model), else pydantic-ai's; a
   model behind a ``base_url`` has a cost only when ``genai-prices`` knows that server
@@ -30,7 +32,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic_ai import Agent
@@ -45,10 +47,12 @@ from ..engines.pydantic_ai import (
     ServedWindow,
     bound_tool_results,
 )
+from ..errors import InvalidParams
 from ._ask import ASK_USER_BEHAVIOUR, ask_user, offer_ask_user
 from ._config import CoderConfig
 from ._deps import CoderDeps
 from ._modes import ASK_USER, needs_approval, tool_allowed
+from ._providers import ProviderRoutes, Route, routable_provider
 from ._subagent import BEHAVIOURS_WITH_DELEGATE, delegate
 from ._tools import coder_toolset
 from ._translator import CoderTranslator
@@ -58,6 +62,7 @@ __all__ = (
     "build_engine",
     "forget_models",
     "model_choices",
+    "routed_model",
     "served_window",
     "server_priced",
     "shared_model",
@@ -85,8 +90,117 @@ TOOL_RESULT_LIMIT: Final = 40_000
 """The longest tool result (characters) the model sees whole; longer ones are cut with a note."""
 
 
+_NO_KEY: Final = "api-key-not-set"
+"""The key sent to a routed server when none is given: a server other than the public API
+may take none (pydantic-ai does the same for an OpenAI provider with a base URL)."""
+
+
+def _openai_provider(
+    base_url: str, headers: tuple[tuple[str, str], ...], key: str | None, *, public: bool
+) -> Any:
+    """An OpenAI provider for a route: its headers sent with every request (over the SDK's own).
+
+    The provider makes (and closes, and makes again on another event loop) its HTTP client
+    as pydantic-ai's own providers do; only the client's default headers are the route's.
+
+    Raises:
+        UserError: the public API and no key anywhere.
+    """
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    api_key = key or os.environ.get("OPENAI_API_KEY")
+    if not api_key and public:
+        raise UserError(
+            "no OpenAI key: send it as an Authorization header with providers/set, or set "
+            "OPENAI_API_KEY."
+        )
+    extra = dict(headers)
+
+    class RoutedOpenAIProvider(OpenAIProvider):
+        """pydantic-ai's OpenAI provider with the route's headers on its client."""
+
+        def _create_openai_client(
+            self,
+            *,
+            base_url: str | None,
+            api_key: Any,
+            http_client: Any,
+            default_headers: Mapping[str, str] | None = None,
+        ) -> Any:
+            merged: dict[str, str] = {**extra, **(default_headers or {})}
+            return super()._create_openai_client(
+                base_url=base_url, api_key=api_key, http_client=http_client, default_headers=merged
+            )
+
+    return RoutedOpenAIProvider(base_url=base_url, api_key=api_key or _NO_KEY)
+
+
 @functools.cache
-def shared_model(base_url: str | None, model_id: str) -> Model:
+def routed_model(route: Route, model_name: str) -> Model:
+    """The pydantic-ai model ``model_name`` with its provider's requests sent along ``route``
+    (base URL and headers of ``providers/set``), once per process and route.
+
+    The model class is pydantic-ai's for the name (``openai:`` a Responses model,
+    ``openai-chat:`` a chat model, ``anthropic:`` ...); only its provider is built here.
+
+    Raises:
+        UserError: the route is to the public API and no key is anywhere.
+    """
+    from pydantic_ai.exceptions import UserError
+    from pydantic_ai.models import infer_model
+    from pydantic_ai.providers import Provider, infer_provider
+
+    from ._providers import ROUTABLE_PROVIDERS
+
+    provider = next(p for p in ROUTABLE_PROVIDERS if p.id == route.provider_id)
+    public = route.base_url == provider.default_base_url
+
+    def factory(name: str) -> Provider[Any]:
+        if name not in provider.model_prefixes:
+            return infer_provider(name)
+        if provider.id == "openai":
+            return _openai_provider(route.base_url, route.headers, route.key(), public=public)
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        api_key = route.header("x-api-key") or None
+        token = route.key() if api_key is None and route.header("authorization") else None
+        if api_key is None and token is None:
+            api_key = os.environ.get("ANTHROPIC_API_KEY") or (None if public else _NO_KEY)
+        if api_key is None and token is None:
+            raise UserError(
+                "no Anthropic key: send it as an x-api-key header with providers/set, or set "
+                "ANTHROPIC_API_KEY."
+            )
+        client = AsyncAnthropic(
+            api_key=api_key,
+            auth_token=token,
+            base_url=route.base_url,
+            default_headers=dict(route.headers),
+        )
+        return AnthropicProvider(anthropic_client=client)
+
+    return infer_model(model_name, provider_factory=factory)
+
+
+def _disabled(provider_id: str, model_name: str) -> Model:
+    """The factory of a disabled provider's model: always refuses.
+
+    Raises:
+        InvalidParams: always (-32602: the model cannot be chosen now).
+    """
+    raise InvalidParams(
+        f"the model {model_name!r} cannot be used: its provider {provider_id!r} is disabled "
+        "(providers/disable); providers/set enables it again",
+        {"model": model_name, "providerId": provider_id},
+    )
+
+
+@functools.cache
+def shared_model(
+    base_url: str | None, model_id: str, headers: tuple[tuple[str, str], ...] = ()
+) -> Model:
     """The model ``model_id`` (at ``base_url``, else a pydantic-ai model name), once per process.
 
     Every session of the process uses the same model object, and so the same provider and
@@ -94,6 +208,9 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
     nine tenths of a session's memory (``docs/benchmarks.md``). Sharing is safe: a model
     holds no conversation state, and pydantic-ai counts the sessions that entered it, closes
     its client when the last one leaves and opens a new one when another enters.
+
+    ``headers`` (a route of ``providers/set`` to an OpenAI-compatible server) are sent with
+    every request; a bearer token among them is the key.
 
     Raises:
         Exception: what pydantic-ai raises for a model it cannot build (e.g. no API key);
@@ -111,13 +228,19 @@ def shared_model(base_url: str | None, model_id: str) -> Model:
     # profile describes, and most served models read text only: its profile says so, and
     # the agent's prompt capabilities follow (``prompt_support``).
     text_only = ModelProfile(supports_image_input=False, supports_audio_file_input=False)
-    return OpenAIChatModel(model_id, provider=OpenAIProvider(base_url=base_url), profile=text_only)
+    if headers:
+        key = Route("openai", "openai", base_url, headers).key()
+        provider = _openai_provider(base_url, headers, key, public=False)
+    else:
+        provider = OpenAIProvider(base_url=base_url)
+    return OpenAIChatModel(model_id, provider=provider, profile=text_only)
 
 
 def forget_models() -> None:
     """Drop every model built so far (and the keys their clients hold): the next session
     builds its own from the credentials there are then. Sessions holding one keep it."""
     shared_model.cache_clear()
+    routed_model.cache_clear()
 
 
 def prompt_support(config: CoderConfig) -> tuple[bool, bool] | None:
@@ -170,23 +293,42 @@ def server_priced(base_url: str) -> bool:
     return True
 
 
-def model_choices(config: CoderConfig) -> list[ModelChoice]:
-    """One choice per configured model name (see :mod:`._config` for ``base_url``)."""
+def model_choices(config: CoderConfig, routes: ProviderRoutes | None = None) -> list[ModelChoice]:
+    """One choice per configured model name (see :mod:`._config` for ``base_url``), built
+    along the provider routes of ``providers/set`` when given (:mod:`._providers`)."""
     choices: list[ModelChoice] = []
     window = config.context_window
     for name in config.models:
+        provider = routable_provider(name, base_url=config.base_url)
+        route = None if routes is None or provider is None else routes.route(provider.id)
+        if routes is not None and provider is not None and routes.disabled(provider.id):
+            build = functools.partial(_disabled, provider.id, name)
+            choices.append(ModelChoice(id=name, model=build, context_window=window))
+            continue
         if config.base_url is None:
-            build = functools.partial(shared_model, None, name)
+            if route is not None:
+                build = functools.partial(routed_model, route, name)
+            else:
+                build = functools.partial(shared_model, None, name)
             choices.append(ModelChoice(id=name, model=build, context_window=window))
             continue
         model_id = config.served_model_id(name)
+        base_url = config.base_url if route is None else route.base_url
+        headers = () if route is None else route.headers
+        lookup = None
+        if not window:
+            lookup = (
+                served_window(base_url, model_id)
+                if route is None
+                else ServedWindow(base_url, model_id, api_key=route.key())
+            )
         choices.append(
             ModelChoice(
                 id=name,
-                model=functools.partial(shared_model, config.base_url, model_id),
+                model=functools.partial(shared_model, base_url, model_id, headers),
                 context_window=window,
-                window_lookup=None if window else served_window(config.base_url, model_id),
-                priced=server_priced(config.base_url),
+                window_lookup=lookup,
+                priced=server_priced(base_url),
             )
         )
     return choices
@@ -223,6 +365,7 @@ def build_agent(
 def build_engine(
     *,
     config: CoderConfig,
+    routes: ProviderRoutes | None = None,
     system_prompt: str,
     deps: CoderDeps,
     mcp_toolsets: Sequence[AbstractToolset[Any]] = (),
@@ -236,7 +379,7 @@ def build_engine(
 
     return PydanticAIEngine(
         build_agent(system_prompt, mcp_toolsets),
-        models=model_choices(config),
+        models=model_choices(config, routes),
         tool_behaviour={**BEHAVIOURS_WITH_DELEGATE, ASK_USER: ASK_USER_BEHAVIOUR},
         needs_approval=needs_approval,
         tool_filter=tool_allowed,

@@ -47,9 +47,11 @@ __all__ = (
     "delete_secret",
     "forget_saved_key",
     "load_saved_model",
+    "read_json",
     "read_secret",
     "save_model",
     "store_secret",
+    "write_private",
 )
 
 _log = logging.getLogger("accord.coder")
@@ -150,7 +152,7 @@ def _keyring() -> Any | None:
     return keyring
 
 
-def _write_private(path: Path, data: dict[str, Any]) -> None:
+def write_private(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as JSON to ``path``, readable by the user only, replaced atomically."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     temporary = path.with_name(path.name + ".tmp")
@@ -162,7 +164,8 @@ def _write_private(path: Path, data: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` (absent, unreadable or not an object: logged)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -188,9 +191,9 @@ def store_secret(directory: Path, name: str, value: str) -> Literal["keyring", "
         else:
             return "keyring"
     path = directory / CREDENTIALS_FILE
-    keys = _read_json(path) or {}
+    keys = read_json(path) or {}
     keys[name] = value
-    _write_private(path, keys)
+    write_private(path, keys)
     return "file"
 
 
@@ -205,7 +208,7 @@ def read_secret(directory: Path, name: str) -> str | None:
         else:
             if value:
                 return value
-    value = (_read_json(directory / CREDENTIALS_FILE) or {}).get(name)
+    value = (read_json(directory / CREDENTIALS_FILE) or {}).get(name)
     return value if isinstance(value, str) and value else None
 
 
@@ -225,10 +228,10 @@ def delete_secret(directory: Path, name: str) -> bool:
         except Exception as exc:
             _log.warning("the keyring could not remove the key: %s", exc)
     path = directory / CREDENTIALS_FILE
-    keys = _read_json(path)
+    keys = read_json(path)
     if keys is not None and name in keys:
         del keys[name]
-        _write_private(path, keys)
+        write_private(path, keys)
         removed = True
     return removed
 
@@ -245,7 +248,7 @@ def save_model(
     if key:
         store = store_secret(directory, provider.key_variable, key)
     saved = SavedModel(provider.id, model, base_url, store)
-    _write_private(
+    write_private(
         directory / SETTINGS_FILE,
         {"provider": provider.id, "model": model, "baseUrl": base_url, "keyStore": store},
     )
@@ -260,18 +263,18 @@ def forget_saved_key(directory: Path, variable: str) -> bool:
         OSError: the configuration directory cannot be written.
     """
     removed = delete_secret(directory, variable)
-    settings = _read_json(directory / SETTINGS_FILE)
+    settings = read_json(directory / SETTINGS_FILE)
     if settings is not None and settings.get("keyStore") in ("keyring", "file"):
         provider = next((p for p in MODEL_PROVIDERS if p.id == settings.get("provider")), None)
         if provider is None or provider.key_variable == variable:
             settings["keyStore"] = "none"
-            _write_private(directory / SETTINGS_FILE, settings)
+            write_private(directory / SETTINGS_FILE, settings)
     return removed
 
 
 def load_saved_model(directory: Path, environ: MutableMapping[str, str]) -> SavedModel | None:
     """The saved choice, with its key put in ``environ`` (unless already set); else ``None``."""
-    data = _read_json(directory / SETTINGS_FILE)
+    data = read_json(directory / SETTINGS_FILE)
     if data is None or not isinstance(data.get("model"), str) or not data["model"]:
         return None
     base_url = data.get("baseUrl")

@@ -34,11 +34,14 @@ from ..engines import (
     SuggestedEdit,
 )
 from ..errors import AuthRequired, InternalError
+from ..schema import ProviderInfo, SetProviderRequest
 from ._commands import COMMANDS
 from ._config import CoderConfig
+from ._credentials import accord_config_dir
 from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
 from ._nes import Verdicts
 from ._prompt_cache import cached_support, remember_support
+from ._providers import ProviderRoutes, routable_provider
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -100,6 +103,7 @@ class CoderEngine(Engine):
         self._config = config
         self._prompt_support_resolved = False
         self._verdicts = Verdicts()
+        self._routes: ProviderRoutes | None = None
         option = config.model_option()
         self._capabilities = EngineCapabilities(
             image=False,  # until resolve_prompt_support() read the models' profiles
@@ -173,18 +177,80 @@ class CoderEngine(Engine):
         if _loaded:
             _loaded[0].forget_models()
 
+    # ------------------------------------------------------------------ providers (._providers)
+
+    async def _provider_routes(self) -> ProviderRoutes:
+        """The providers' routing, read from the config dir the first time (worker thread)."""
+        if self._routes is None:
+            routes = ProviderRoutes(accord_config_dir())
+            await anyio.to_thread.run_sync(routes.load)
+            if self._routes is None:
+                self._routes = routes
+        return self._routes
+
+    def _in_use(self) -> str | None:
+        """The routable provider of the default model (``required``), or ``None``."""
+        model = self._config.default_model
+        if model is None:
+            return None
+        provider = routable_provider(model, base_url=self._config.base_url)
+        return None if provider is None else provider.id
+
+    async def list_providers(self) -> list[ProviderInfo]:
+        """``providers/list`` (see :mod:`._providers`)."""
+        routes = await self._provider_routes()
+        return await anyio.to_thread.run_sync(
+            lambda: routes.describe(in_use=self._in_use(), base_url=self._config.base_url)
+        )
+
+    async def set_provider(self, request: SetProviderRequest) -> None:
+        """``providers/set``: kept (headers with the keys), and the models built so far
+        dropped, so the next session builds along the new route; live sessions keep theirs.
+
+        Raises:
+            InvalidParams: see :mod:`._providers` (-32602).
+            OSError: the configuration cannot be written.
+        """
+        routes = await self._provider_routes()
+        await anyio.to_thread.run_sync(routes.set, request)
+        self.forget_models()
+
+    async def disable_provider(self, provider_id: str) -> None:
+        """``providers/disable`` (see :mod:`._providers`); live sessions keep their models.
+
+        Raises:
+            InvalidParams: an unknown id, or the default model's provider (-32602).
+            OSError: the configuration cannot be written.
+        """
+        routes = await self._provider_routes()
+        required = self._in_use()
+        await anyio.to_thread.run_sync(lambda: routes.disable(provider_id, required=required))
+        self.forget_models()
+
+    async def key_problem(self) -> str | None:
+        """Why sessions cannot start for want of a key, or ``None``: none when a route of
+        ``providers/set`` serves the default model (the route says where its key is)."""
+        in_use = self._in_use()
+        if in_use is not None:
+            routes = await self._provider_routes()
+            if routes.route(in_use) is not None:
+                return None
+        return self._config.key_problem()
+
     async def open_session(self, context: SessionContext) -> EngineSession:
-        """Open a coder session (see :mod:`._open`).
+        """Open a coder session (see :mod:`._open`), its models built along the provider
+        routes (:mod:`._providers`).
 
         Raises:
             AuthRequired: no usable model is configured (-32000, saying what to do).
             InternalError: the stored state cannot be read back.
         """
-        problem = self._config.problem() or self._config.key_problem()
+        problem = self._config.problem() or await self.key_problem()
         if problem is not None:
             raise AuthRequired(problem)
+        routes = await self._provider_routes()
         module = await _load_heavy()
-        session: EngineSession = await module.open_coder_session(self._config, context)
+        session: EngineSession = await module.open_coder_session(self._config, context, routes)
         return session
 
     async def suggest_edits(self, request: EditRequest) -> list[SuggestedEdit]:

@@ -37,6 +37,7 @@ from ._mcp import McpServers
 from ._nes_model import suggest_with_model
 from ._paths import Roots
 from ._prompt import CoderState, StateError, build_system_prompt, read_project_notes
+from ._providers import ProviderRoutes
 from ._session import CoderSession
 
 __all__ = ("forget_models", "open_coder_session", "prompt_support", "suggest_with_model")
@@ -75,8 +76,10 @@ async def _open_inner(
         raise _model_problem(config, exc) from exc
 
 
-async def open_coder_session(config: CoderConfig, context: SessionContext) -> CoderSession:
-    """Open a coder session (module docstring).
+async def open_coder_session(
+    config: CoderConfig, context: SessionContext, routes: ProviderRoutes | None = None
+) -> CoderSession:
+    """Open a coder session (module docstring), its models built along ``routes``.
 
     Raises:
         AuthRequired: no usable model is configured (-32000, with what to do).
@@ -103,6 +106,7 @@ async def open_coder_session(config: CoderConfig, context: SessionContext) -> Co
     try:
         engine = build_engine(
             config=config,
+            routes=routes,
             system_prompt=state.system_prompt,
             deps=deps,
             mcp_toolsets=servers.toolsets,

@@ -12,6 +12,8 @@ is everything the two agree on, and nothing of the runtime's machinery:
 * next edit suggestions (``EngineCapabilities.nes``): :class:`EditSuggester`, asked with an
   :class:`EditRequest` and answering :class:`SuggestedEdit` values (:class:`TextEdit`), told
   the client's verdict with :class:`EditFeedback`;
+* the model providers an engine routes through (unstable ``providers/*``):
+  :class:`ProviderSettings`;
 * the events a turn yields (:data:`Event`: :class:`TextChunk`, :class:`ToolCallStarted`,
   :class:`PlanChanged`, :class:`TurnCompleted`, ...; :class:`SubAgentEvent`);
 * prompt content with bytes inside (:class:`TextPart`, :class:`ImagePart`, ...,
@@ -111,6 +113,7 @@ from ._protocol import TextFileReader as TextFileReader
 from ._protocol import TextFileWriter as TextFileWriter
 from ._protocol import TurnContext as TurnContext
 from ._protocol import TurnOutput as TurnOutput
+from ._providers import ProviderSettings as ProviderSettings
 from ._state_table import StateTable as StateTable
 from ._tool_calls import TRANSITIONS as TOOL_CALL_TRANSITIONS
 from ._tool_calls import ToolCallEvent as ToolCallEvent
@@ -165,6 +168,7 @@ __all__ = (
     "PermissionPending",
     "PermissionRequester",
     "PlanChanged",
+    "ProviderSettings",
     "RecentEdit",
     "ResourceLinkPart",
     "SessionContext",
