@@ -16,8 +16,13 @@ from accord.errors import ConnectionClosed
 from accord.events import event_from_json
 from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
 from accord.roles import AgentSideConnection, ClientSideConnection
-from accord.schema import CancelNotification, NewSessionRequest, PromptRequest
-from accord.store import MemorySessionStore
+from accord.schema import (
+    CancelNotification,
+    LoadSessionRequest,
+    NewSessionRequest,
+    PromptRequest,
+)
+from accord.store import MemorySessionStore, SessionStore
 from accord.testing import (
     Emit,
     Say,
@@ -221,4 +226,109 @@ async def test_cancel_request_on_a_running_prompt_cancels_the_turn(
     assert t1[-1]["status"] == "failed"
     assert t1[-1]["_meta"] == {"accord": {"status": "cancelled"}}
     assert h.engine.session(session_id).cancelled_turns == 1
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+# ------------------------------------------------------------ over every store (PostgreSQL too)
+
+
+def _gap_free(seqs: list[int]) -> bool:
+    return seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_cancel_request_on_a_prompt_over_every_store_ends_the_turn_and_its_tool_call(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``$/cancel_request`` on a running ``session/prompt`` over each store (memory, SQLite,
+    PostgreSQL): the prompt answers ``cancelled``, the open tool call is stored ended
+    (cancelled) before the completed turn, the stored chain has no gap, the next prompt runs,
+    and nothing is logged as an error."""
+    prompt_ids: list[object] = []
+
+    def tap(direction: str, message: dict[str, object]) -> None:
+        if direction == "sent" and message.get("method") == "session/prompt":
+            prompt_ids.append(message["id"])
+        if previous is not None:
+            previous(direction, message)  # type: ignore[arg-type]
+
+    started = ToolCallStarted(tool_call_id="t1", title="Long", status="in_progress")
+    engine = scripted([Emit(started), WaitForCancel()], [Say("again")])
+    previous = set_wire_observer(tap)
+    try:
+        async with serve(engine, store=store, cancel_grace=TIMEOUT) as h:
+            session_id = await h.new_session()
+            result: list[str] = []
+            async with anyio.create_task_group() as tg:
+
+                async def run() -> None:
+                    result.append((await h.prompt(session_id, "go")).stop_reason)
+
+                tg.start_soon(run)
+                await h.client.wait_until(lambda: "tool_call" in h.client.kinds(session_id))
+                await h.conn.connection.notify(CANCEL_REQUEST_METHOD, {"requestId": prompt_ids[-1]})
+            assert (await h.prompt(session_id)).stop_reason == "end_turn"
+    finally:
+        set_wire_observer(previous)
+    assert result == ["cancelled"]
+    stored = await store.read_events(session_id)
+    assert _gap_free([e.seq for e in stored])
+    kinds = [e.kind for e in stored]
+    first_turn = kinds[: kinds.index("turn_completed") + 1]
+    assert first_turn[-2:] == ["tool_call_ended", "turn_completed"]
+    assert event_from_json(stored[len(first_turn) - 1].payload) == TurnCompleted(
+        stop_reason="cancelled"
+    )
+    assert kinds.count("turn_completed") == 2
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_client_dying_during_a_permission_question_over_every_store(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The only client's connection drops while its permission question is open (each store,
+    PostgreSQL included): the question is withdrawn, the engine gets ``cancelled`` and the
+    tool never runs, the turn is stored ended (tool call ended, turn completed) with no gap,
+    nothing is logged as an error, and a new client loads the session and prompts."""
+    engine = scripted(
+        [UseTool(title="Deploy", kind="execute", ask=True, tool_call_id="t1"), Say("never")],
+        [Say("back")],
+    )
+    runtime = AgentRuntime(engine, store=store, cancel_grace=TIMEOUT)
+    client = RecordingClient(answers=["hold"])
+    agent_end, client_end = memory_transport_pair()
+    session_id = ""
+    with anyio.fail_after(TIMEOUT):
+        async with AgentSideConnection(runtime, agent_end) as agent_conn:
+            async with (
+                anyio.create_task_group() as tg,
+                ClientSideConnection(client, client_end) as conn,
+            ):
+                await conn.initialize()
+                session_id = (
+                    await conn.new_session(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+                ).session_id
+
+                async def prompt() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await conn.prompt(PromptRequest(session_id=session_id, prompt=text("x")))
+
+                tg.start_soon(prompt)
+                await client.wait_until(lambda: client.held == 1)
+            # The client died with its question open; the agent's handler ends by itself.
+            await agent_conn.wait_closed()
+    assert engine.tool_runs == []
+    assert [d.outcome for d in engine.decisions] == ["cancelled"]
+    stored = await store.read_events(session_id)
+    assert _gap_free([e.seq for e in stored])
+    kinds = [e.kind for e in stored]
+    assert kinds.count("tool_call_started") == kinds.count("tool_call_ended") == 1
+    assert kinds[-1] == "turn_completed"
+    assert event_from_json(stored[-1].payload) == TurnCompleted(stop_reason="cancelled")
+    assert "text_chunk" not in kinds
+    async with serve(runtime=runtime) as back:
+        await back.conn.load_session(
+            LoadSessionRequest(session_id=session_id, cwd="/tmp", mcp_servers=[])
+        )
+        assert (await back.prompt(session_id)).stop_reason == "end_turn"
+    assert message_texts(back.client.updates(session_id))[-1] == ("agent_message_chunk", "back")
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
