@@ -4,7 +4,8 @@ Made by :func:`~accord.client.connect`. It owns nothing itself (``connect`` owns
 the task group and the host services) and offers: what was negotiated (protocol version,
 agent info and capabilities, auth methods), sessions (``new_session``, ``load_session``,
 ``resume_session``, ``fork_session``, ``list_sessions``, ``close_session``,
-``delete_session``), authentication and extension calls. Every call the agent did not
+``delete_session``), authentication, model providers (``list_providers``,
+``set_provider``, ``disable_provider``) and extension calls. Every call the agent did not
 advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
 
 Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
@@ -36,10 +37,12 @@ from ..schema import (
     AuthMethod,
     CloseSessionRequest,
     DeleteSessionRequest,
+    DisableProviderRequest,
     ForkSessionRequest,
     ForkSessionResponse,
     Implementation,
     InitializeResponse,
+    ListProvidersRequest,
     ListSessionsRequest,
     ListSessionsResponse,
     LoadSessionRequest,
@@ -47,9 +50,11 @@ from ..schema import (
     LogoutRequest,
     McpServer,
     NewSessionRequest,
+    ProviderInfo,
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionInfo,
+    SetProviderRequest,
     WorkspaceFolder,
 )
 from ..transports import Transport
@@ -208,6 +213,66 @@ class ConnectedAgent:
             LocalProtocolError: the agent does not offer ``logout``.
         """
         await self._calls.logout(LogoutRequest())
+
+    # ------------------------------------------------------------------ model providers
+
+    def _require_providers(self, method: str) -> None:
+        if not self.supports("providers"):
+            raise LocalProtocolError(
+                "the agent does not offer provider configuration (no agentCapabilities."
+                f"providers); {method} was not sent"
+            )
+
+    async def list_providers(self) -> list[ProviderInfo]:
+        """The model providers the agent can route through (unstable ``providers/list``):
+        each with its protocols, whether it is ``required`` and its ``current`` routing
+        (``None``: disabled).
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``providers`` (nothing is sent).
+            RequestError: the agent refused.
+        """
+        self._require_providers("providers/list")
+        response = await self._calls.list_providers(ListProvidersRequest())
+        return list(response.providers)
+
+    async def set_provider(
+        self,
+        provider_id: str,
+        *,
+        api_type: str,
+        base_url: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace the whole configuration of one provider (unstable ``providers/set``).
+
+        The key goes in ``headers`` as the provider's API expects it (``Authorization:
+        Bearer ...`` for OpenAI, ``x-api-key`` for Anthropic); it is sent to the agent and
+        kept nowhere here.
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``providers`` (nothing is sent).
+            RequestError: the agent refused (-32602: an unknown id, an empty key, ...).
+        """
+        self._require_providers("providers/set")
+        await self._calls.set_provider(
+            SetProviderRequest(
+                provider_id=provider_id,
+                api_type=api_type,
+                base_url=base_url,
+                headers=dict(headers or {}),
+            )
+        )
+
+    async def disable_provider(self, provider_id: str) -> None:
+        """Stop the agent routing through one provider (unstable ``providers/disable``).
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``providers`` (nothing is sent).
+            RequestError: the agent refused (-32602: an unknown or a ``required`` provider).
+        """
+        self._require_providers("providers/disable")
+        await self._calls.disable_provider(DisableProviderRequest(provider_id=provider_id))
 
     # ------------------------------------------------------------------ next edit suggestions
 
