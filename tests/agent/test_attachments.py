@@ -388,6 +388,118 @@ async def test_a_dropped_client_resumes_from_its_cursor_with_nothing_lost_or_rep
         serving.cancel_scope.cancel()  # the leaver's serve() would wait out the grace period
 
 
+async def test_a_session_outlives_the_client_that_prompted_it_and_ends_with_its_grace() -> None:
+    """The session's tasks are its own (``LiveSession.start_soon``), not its prompter's
+    connection's: the prompter leaves mid-turn, the other client still gets the whole turn
+    and the turn's claim is still renewed past its lease; once the last client has gone and
+    the grace period has passed, no task of the session is left and the claim is free."""
+    more = anyio.Event()
+    engine = scripted([Stream(count=10, prefix="a"), WaitFor(more), Stream(count=10, prefix="b")])
+    runtime = runtime_for(engine, grace=0.3, turn_lease=0.3)
+    served: list[AgentRuntime] = []
+
+    async def serve(agent_end: Any) -> None:
+        await runtime.serve(agent_end)
+        served.append(runtime)
+
+    with anyio.fail_after(TIMEOUT * 2):
+        async with anyio.create_task_group() as serving:
+            ends = [memory_transport_pair() for _ in range(2)]
+            for agent_end, _ in ends:
+                serving.start_soon(serve, agent_end)
+            prompter, other = (
+                Peer(client, ClientSideConnection(client, client_end))
+                for client, (_, client_end) in ((RecordingClient(), e) for e in ends)
+            )
+
+            async def prompt() -> None:
+                with pytest.raises(ConnectionClosed):
+                    await prompter.prompt(session_id)
+
+            async with other.conn:
+                await other.conn.initialize(InitializeRequest(protocol_version=1))
+                async with anyio.create_task_group() as prompting, prompter.conn:
+                    await prompter.conn.initialize(InitializeRequest(protocol_version=1))
+                    session_id = await prompter.new_session()
+                    await other.resume(session_id)
+                    prompting.start_soon(prompt)
+                    await other.client.wait_until(
+                        lambda: other.client.kinds(session_id).count("agent_message_chunk") >= 10
+                    )
+                # The prompter has gone; the turn goes on, past its claim's lease.
+                live = runtime._sessions.live[session_id]
+                await anyio.sleep(1.0)
+                claim = await runtime.store.claim_session(session_id, "probe", lease_seconds=1)
+                assert not claim.held_by("probe")
+                assert live.tasks >= 2  # the other client's sender, the claim's renewal
+                more.set()
+                await other.client.wait_until(
+                    lambda: other.client.kinds(session_id).count("agent_message_chunk") == 20
+                )
+            # The last client has gone: the grace period passes, the session closes.
+    assert len(served) == 2  # both serve() calls returned on their own
+    assert session_id not in runtime._sessions.live
+    assert live.tasks == 0
+    claim = await runtime.store.claim_session(session_id, "probe", lease_seconds=1)
+    assert claim.held_by("probe")
+    stored = await runtime.store.read_events(session_id)
+    assert [e.kind for e in stored].count("text_chunk") == 20
+
+
+async def test_a_session_made_live_on_a_closed_connection_goes_on_for_the_others() -> None:
+    """A connection built without ``AgentRuntime.serve`` hosts the task group of the session it
+    makes live; when it closes mid-turn, the group opens again for the client still attached
+    (``LiveSession.host``): its sender goes on from its cursor (nothing lost, nothing twice)
+    and the turn's claim is still renewed past its lease."""
+    more = anyio.Event()
+    engine = scripted([Stream(count=10, prefix="a"), WaitFor(more), Stream(count=10, prefix="b")])
+    runtime = runtime_for(engine, turn_lease=0.3)
+    opened: list[str] = []
+    made_live, leave = anyio.Event(), anyio.Event()
+
+    async def first_client() -> None:
+        async with AsyncExitStack() as stack:
+            first = await _connect(stack, runtime, RecordingClient())
+            opened.append(await first.new_session())
+            made_live.set()
+            await leave.wait()  # then the connection closes
+
+    async with connected(runtime, 1) as (other,), anyio.create_task_group() as group:
+        group.start_soon(first_client)
+        await made_live.wait()
+        session_id = opened[0]
+        await other.resume(session_id)
+        live = runtime._sessions.live[session_id]
+
+        async def prompt() -> None:
+            response = await other.prompt(session_id)
+            assert response.stop_reason == "end_turn"
+
+        group.start_soon(prompt)
+        with anyio.fail_after(TIMEOUT):
+            await other.client.wait_until(
+                lambda: other.client.kinds(session_id).count("agent_message_chunk") >= 10
+            )
+        leave.set()  # the host of the session's task group ends
+        await anyio.sleep(1.0)
+        claim = await runtime.store.claim_session(session_id, "probe", lease_seconds=1)
+        assert not claim.held_by("probe")
+        assert live.tasks >= 2  # the other client's sender, the claim's renewal
+        more.set()
+        with anyio.fail_after(TIMEOUT):
+            await other.client.wait_until(
+                lambda: other.client.kinds(session_id).count("agent_message_chunk") == 20
+            )
+        chunks = [
+            u["content"]["text"]
+            for u, _ in other.stream(session_id)
+            if u["sessionUpdate"] == "agent_message_chunk"
+        ]
+        assert len(chunks) == len(set(chunks)) == 20
+    await runtime.aclose()
+    assert live.tasks == 0
+
+
 async def test_a_cursor_that_cannot_be_honoured_is_refused_with_its_reason() -> None:
     runtime = runtime_for(scripted([Say("one")], [Say("two")]))
     async with connected(runtime, 2) as (a, b):

@@ -4,10 +4,11 @@ Several server processes share one store (PostgreSQL); a client attached to a se
 through process B must see a turn that process A runs, live and in order. The events are in
 the store as soon as A commits them, so B needs no link to A: an :class:`ElsewhereFeed`
 follows the session in the store (:meth:`~accord.store.SessionStore.follow_events`: woken by
-``LISTEN``/``NOTIFY`` on PostgreSQL, by polling on SQLite) and offers this connection's
-:class:`~._pipeline.Attachment` every committed event that this process did not write (a
-``seq`` beyond what its own pipeline has stamped). The attachment sends them exactly as its
-own: in ``seq`` order, never twice (it skips what is at or below its cursor), catching up
+``LISTEN``/``NOTIFY`` on PostgreSQL, by polling on SQLite) and offers every committed event
+that this process did not write (a ``seq`` beyond what its own pipeline has stamped) to the
+session's pipeline (:meth:`~._pipeline.DeliveryPipeline.offer_elsewhere`), which offers it to
+every attached client's :class:`~._pipeline.Attachment`. Each attachment sends them exactly as
+its own: in ``seq`` order, never twice (it skips what is at or below its cursor), catching up
 from the store if it falls behind.
 
 What it relays does not change B's copy of the session by itself: while A's turn runs, B's
@@ -18,7 +19,8 @@ turn.
 A database that goes away ends the follower with a ``StoreError``; the feed logs it and
 follows again, from the last ``seq`` it saw, once the store answers (nothing is skipped).
 
-Above: the session table (one feed per attachment, when the runtime is asked to). Below:
+Above: the session table (one feed per live session, run in the session's task group, when
+the runtime is asked to). Below:
 :mod:`accord.store`, :mod:`accord.events`, :mod:`._pipeline`.
 """
 
@@ -31,7 +33,7 @@ import anyio
 
 from ..events import envelope_from_stored
 from ..store import StoreClosed, StoreError
-from ._pipeline import Attachment, DeliveryPipeline
+from ._pipeline import DeliveryPipeline
 
 __all__ = ("RETRY_SECONDS", "ElsewhereFeed")
 
@@ -42,58 +44,50 @@ RETRY_SECONDS: Final = 1.0
 
 
 class ElsewhereFeed:
-    """Relays to one attachment the events other processes commit to its session.
+    """Offers a session's pipeline the events other processes commit to the session.
 
     Args:
-        pipeline: The session's pipeline here (its store, and what this process stamped).
-        attachment: The client's attachment to offer the events to.
+        pipeline: The session's pipeline here (its store, what this process stamped, and the
+            attachments to offer the events to).
     """
 
-    def __init__(self, pipeline: DeliveryPipeline, attachment: Attachment) -> None:
+    def __init__(self, pipeline: DeliveryPipeline) -> None:
         """Create the feed; see the class docstring for the arguments."""
         self._pipeline = pipeline
-        self._attachment = attachment
-        self._scope = anyio.CancelScope()
         #: The last ``seq`` the feed has looked at (relayed, or passed as this process's).
-        self.followed = max(attachment.cursor, pipeline.committed_seq)
+        self.followed = pipeline.committed_seq
         #: Events relayed from other processes.
         self.relayed = 0
 
-    def stop(self) -> None:
-        """End :meth:`run` (the attachment was detached)."""
-        self._scope.cancel()
-
     async def run(self) -> None:
-        """Follow the session and relay, until :meth:`stop` or the store is closed."""
-        pipeline, attachment = self._pipeline, self._attachment
-        with self._scope:
-            while not attachment.closed:
-                try:
-                    async with pipeline.store.follow_events(
-                        pipeline.session_id, after_seq=self.followed
-                    ) as batches:
-                        async for batch in batches:
-                            for stored in batch:
-                                if stored.seq > pipeline.last_seq:
-                                    attachment.offer(envelope_from_stored(stored))
-                                    self.relayed += 1
-                            self.followed = batch[-1].seq
-                            if attachment.closed:
-                                return
-                except StoreClosed:
-                    return
-                except StoreError as exc:
-                    logger.warning(
-                        "session %s: following the store for other processes' updates failed"
-                        " (%s); trying again",
-                        pipeline.session_id,
-                        exc,
-                    )
-                    await anyio.sleep(RETRY_SECONDS)
-                except Exception:
-                    # A bug here must not take the connection (and its other sessions) down.
-                    logger.exception(
-                        "session %s: relaying other processes' updates failed; trying again",
-                        pipeline.session_id,
-                    )
-                    await anyio.sleep(RETRY_SECONDS)
+        """Follow the session and relay until cancelled (the session's task group ends) or
+        the store is closed."""
+        pipeline = self._pipeline
+        while True:
+            try:
+                async with pipeline.store.follow_events(
+                    pipeline.session_id, after_seq=self.followed
+                ) as batches:
+                    async for batch in batches:
+                        for stored in batch:
+                            if stored.seq > pipeline.last_seq:
+                                pipeline.offer_elsewhere(envelope_from_stored(stored))
+                                self.relayed += 1
+                        self.followed = batch[-1].seq
+            except StoreClosed:
+                return
+            except StoreError as exc:
+                logger.warning(
+                    "session %s: following the store for other processes' updates failed"
+                    " (%s); trying again",
+                    pipeline.session_id,
+                    exc,
+                )
+                await anyio.sleep(RETRY_SECONDS)
+            except Exception:
+                # A bug here must not take the connection (and its other sessions) down.
+                logger.exception(
+                    "session %s: relaying other processes' updates failed; trying again",
+                    pipeline.session_id,
+                )
+                await anyio.sleep(RETRY_SECONDS)

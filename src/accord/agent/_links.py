@@ -23,9 +23,9 @@ Below: :mod:`accord.roles`, :mod:`._pipeline`. Above: the runtime, the session t
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -37,7 +37,7 @@ from ._pipeline import Attachment, ClientChannel
 
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
-    from ._live_session import LiveSession
+    from ._live_session import Host, LiveSession
 
 __all__ = ("ClientLink", "OpenQuestion", "current_link", "link_context")
 
@@ -77,12 +77,14 @@ class ClientLink:
     """
 
     __slots__ = (
+        "_bound",
         "alone",
         "attachments",
         "capabilities",
         "channel",
         "connection",
         "extended",
+        "host",
         "left",
         "mcp",
         "name",
@@ -108,6 +110,32 @@ class ClientLink:
         self.alone: list[LiveSession] = []
         #: Inner MCP requests to the ``acp`` MCP servers this client hosts.
         self.mcp = AcpMcpCaller(connection)
+        #: Starts the task group of a session this client makes live (``LiveSession.run``):
+        #: the runtime's task group when :meth:`~accord.agent.AgentRuntime.serve` serves the
+        #: connection (the session outlives the connection), else the connection's.
+        self.host: Host = self._connection_host
+        self._bound: set[anyio.CancelScope] = set()
+
+    def _connection_host(self, func: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        # A connection not served by AgentRuntime.serve (built directly): no scope outlives it.
+        self.connection.connection._start_soon(func, name="accord live session")
+
+    async def bound(self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run ``func(*args)`` until it returns or this client leaves (:meth:`leave`)."""
+        with anyio.CancelScope() as scope:
+            if self.left:
+                return
+            self._bound.add(scope)
+            try:
+                await func(*args)
+            finally:
+                self._bound.discard(scope)
+
+    def leave(self) -> None:
+        """The client has gone: cancel the tasks bound to it (:meth:`bound`)."""
+        self.left = True
+        for scope in list(self._bound):
+            scope.cancel()
 
     def configure(
         self, capabilities: ClientCapabilities, *, extended: bool, name: str | None = None

@@ -6,6 +6,23 @@ with the attachment of every client attached to it (:mod:`._links`), the questio
 has open, the tool-call tracker, the lifecycle
 (:mod:`._lifecycle`), the controls, the remembered permission answers, the title, the
 slash commands and the engine's last state snapshot.
+
+A live session owns its tasks: :meth:`LiveSession.run` holds its task group from the moment
+it goes live until it is closed (``session/close``, ``session/delete``, the end of its grace
+period, the runtime closing), and the senders of its attachments, the feed of events other
+processes commit to it (:mod:`._elsewhere`, one per session), the renewal of its turn's claim
+(:mod:`._ownership`) and the turn notices to its clients run there
+(:meth:`LiveSession.start_soon`), never in a client connection's task group: a session's
+lifetime is not the lifetime of the connection that opened or prompted it. A task that serves
+one client (its sender, its notices) is bound to that client too
+(:meth:`LiveSession.start_for`): it is cancelled when the client leaves.
+
+The group is opened (:meth:`LiveSession.host`) in the host of the client that makes the
+session live (:attr:`~._links.ClientLink.host`: the runtime's ``serve()`` call for that
+connection, which returns only once the session is closed; the connection itself when it was
+built directly). Should that host end first, the group opens again in the host of a client
+still attached, or of the next client to attach or prompt, and its standing tasks (the
+senders, the feed, the claim's renewal) start again there, from where they were.
 :class:`TurnHandle` is the running prompt turn, if any: its ids and the means to stop it.
 
 The session's state record (``SessionRecord.state``) is :meth:`LiveSession.state_json`::
@@ -27,9 +44,11 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import anyio
+from anyio.abc import TaskGroup
 from pydantic import JsonValue
 
 from ..engines import ROOT_AGENT_ID, EngineSession, Event, StateTable, ToolCallTracker
@@ -49,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = (
     "STATE_FORMAT",
     "TURN_TRANSITIONS",
+    "Host",
     "LiveSession",
     "TurnHandle",
     "TurnPhase",
@@ -67,6 +87,9 @@ further output is read); ``done`` (it ended and its events are delivered)."""
 
 TurnTrigger: TypeAlias = Literal["cancel", "stop", "finish"]
 """What happens to a turn: the cancel request, the hard stop, its end."""
+
+Host: TypeAlias = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+"""Starts a session's :meth:`LiveSession.run` in a task group that outlives a request."""
 
 TURN_TRANSITIONS: Final[StateTable[TurnPhase, TurnTrigger]] = StateTable(
     {
@@ -188,6 +211,13 @@ class LiveSession:
     """Everything the runtime holds for one session while a client has it open."""
 
     __slots__ = (
+        "_ended",
+        "_group",
+        "_host",
+        "_hosted",
+        "_pending",
+        "_standing",
+        "_tasks",
         "additional_directories",
         "announced",
         "announcements",
@@ -196,7 +226,7 @@ class LiveSession:
         "cwd",
         "driver",
         "engine",
-        "feeds",
+        "feed",
         "lifecycle",
         "links",
         "mcp_servers",
@@ -238,8 +268,8 @@ class LiveSession:
         self.driver: ClientLink | None = None
         #: The questions the running turn has put to the clients and not yet settled.
         self.questions: set[OpenQuestion[Any]] = set()
-        #: Relays other processes' events to each attached client (empty: not asked for).
-        self.feeds: dict[ClientLink, ElsewhereFeed] = {}
+        #: Relays other processes' events to the attached clients (``None``: not asked for).
+        self.feed: ElsewhereFeed | None = None
         self.controls = controls
         self.permissions = permissions
         self.title = title
@@ -255,6 +285,148 @@ class LiveSession:
         self.announced = anyio.Event()
         #: How many announcements follow the activating response.
         self.announcements = 0
+        self._group: TaskGroup | None = None
+        self._host: Host | None = None
+        self._hosted = False
+        self._ended = anyio.Event()
+        self._tasks = 0
+        # Started before the group opened (started then); standing tasks (by key, see
+        # start_soon): started again when the group opens again after its host ended.
+        self._pending: list[tuple[Callable[..., Coroutine[Any, Any, None]], tuple[Any, ...], str]]
+        self._pending = []
+        self._standing: dict[
+            object, tuple[Callable[..., Coroutine[Any, Any, None]], tuple[Any, ...], str]
+        ] = {}
+
+    def host(self, start: Host) -> None:
+        """Make sure the session's task group is open or opening: if it is not, start
+        :meth:`run` with ``start`` (a client's :attr:`~._links.ClientLink.host`).
+
+        The first client makes the session live this way; a later one opens the group again
+        when its host ended before the session did (a connection built without
+        :meth:`~accord.agent.AgentRuntime.serve` closed): the standing tasks (the senders of
+        the clients still attached, the feed) start again there, nothing lost.
+
+        Raises:
+            LocalProtocolError: the session is closed.
+        """
+        if self._ended.is_set():
+            raise LocalProtocolError(f"session {self.session_id!r} is not live")
+        if self._hosted:
+            return
+        self._hosted = True
+        try:
+            start(self.run)
+        except BaseException:
+            self._hosted = False
+            raise
+        self._host = start
+
+    def _host_elsewhere(self, lost: Host | None) -> None:
+        """The group's host ended before the session: open it again in the host of a client
+        still attached (none: the next client to attach or prompt opens it)."""
+        if self._ended.is_set() or not self._standing:
+            return
+        for link in list(self.links):
+            if link.left or link.host == lost:
+                continue
+            try:
+                self.host(link.host)
+            except RuntimeError:  # that client's connection is closing too
+                continue
+            return
+
+    async def run(self) -> None:
+        """Hold the session's task group until :meth:`end`; its tasks are then cancelled.
+
+        Started by :meth:`host`. Should its host end first, the group's tasks are cancelled
+        and the standing ones start again when a client next opens the group."""
+        try:
+            if self._ended.is_set():
+                return
+            async with anyio.create_task_group() as group:
+                self._group = group
+                for key, (func, args, name) in list(self._standing.items()):
+                    group.start_soon(self._counted, key, func, *args, name=name)
+                pending, self._pending = self._pending, []
+                for func, args, name in pending:
+                    group.start_soon(self._counted, None, func, *args, name=name)
+                await self._ended.wait()
+                group.cancel_scope.cancel()
+        finally:
+            self._group = None
+            self._hosted = False
+            self._pending.clear()
+            lost, self._host = self._host, None
+            self._host_elsewhere(lost)
+
+    def end(self) -> None:
+        """The session is no longer live here: end :meth:`run` and cancel its tasks."""
+        self._ended.set()
+        self._standing.clear()
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks run in the session's task group (0 once it has ended)."""
+        return self._tasks
+
+    async def _counted(
+        self, key: object, func: Callable[..., Coroutine[Any, Any, None]], *args: Any
+    ) -> None:
+        self._tasks += 1
+        try:
+            await func(*args)
+        except anyio.get_cancelled_exc_class():
+            raise  # a standing task stays: it starts again if the group opens again
+        except BaseException:
+            self._standing.pop(key, None)
+            raise
+        else:
+            self._standing.pop(key, None)
+        finally:
+            self._tasks -= 1
+
+    def start_soon(
+        self,
+        func: Callable[..., Coroutine[Any, Any, None]],
+        *args: Any,
+        name: str,
+        key: object = None,
+    ) -> None:
+        """Run ``func(*args)`` in the session's task group (see the module docstring).
+
+        With a ``key`` (unique to the task, e.g. the attachment it serves), the task is
+        standing: should the group's host end before the session, it starts again when the
+        group is opened again (:meth:`host`); it must then be able to go on where it was.
+
+        Raises:
+            LocalProtocolError: the session is not live (closed, or its group not opened:
+                call :meth:`host` first).
+        """
+        if self._ended.is_set() or not self._hosted:
+            raise LocalProtocolError(f"session {self.session_id!r} is not live")
+        group = self._group
+        if key is not None:
+            self._standing[key] = (func, args, name)
+            if group is not None:
+                group.start_soon(self._counted, key, func, *args, name=name)
+        elif group is not None:
+            group.start_soon(self._counted, None, func, *args, name=name)
+        else:
+            self._pending.append((func, args, name))
+
+    def start_for(
+        self,
+        link: ClientLink,
+        func: Callable[..., Coroutine[Any, Any, None]],
+        *args: Any,
+        name: str,
+        key: object = None,
+    ) -> None:
+        """Run ``func(*args)`` in the session's task group until it returns or ``link``'s
+        client leaves (:meth:`~._links.ClientLink.leave`), whichever comes first (``key``:
+        see :meth:`start_soon`)."""
+        self.start_soon(link.bound, func, *args, name=name, key=key)
 
     async def publish(
         self,

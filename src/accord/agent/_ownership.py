@@ -65,12 +65,18 @@ class SessionChangedElsewhere(SessionBusy, InvalidParams):
 
 
 class StartSoon(Protocol):
-    """Starts a task in a long-lived task group (``accord.jsonrpc.Connection.start_soon``)."""
+    """Starts a task in a long-lived task group (the live session's:
+    ``LiveSession.start_soon``)."""
 
     def __call__(
-        self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
+        self,
+        func: Callable[..., Coroutine[Any, Any, None]],
+        *args: Any,
+        name: str,
+        key: object = None,
     ) -> None:
-        """Run ``func(*args)`` in a task."""
+        """Run ``func(*args)`` in a task (``key``: started again should the group be lost
+        and opened again, see ``LiveSession.start_soon``)."""
         ...
 
 
@@ -142,8 +148,9 @@ class TurnOwnership:
         Args:
             session_id: The session whose turn is about to run.
             known_seq: The last ``seq`` this process knows of the session.
-            start_soon: Starts the renewing task in a long-lived task group (the
-                connection's); the task ends with the body.
+            start_soon: Starts the renewing task in a long-lived task group (the live
+                session's, which outlives the prompting client's connection); the task ends
+                with the body.
             catch_up: Brings this process's copy up to date with the store, under the claim,
                 when the stored session has events this process has not (another process
                 continued it); without it, that is refused as "stale".
@@ -169,14 +176,22 @@ class TurnOwnership:
                 " ACP allows one prompt at a time, send it again once that turn has ended",
                 {"sessionId": session_id, "reason": "busy", "state": "running elsewhere"},
             )
-        renewal = anyio.CancelScope()
+        renewals: set[anyio.CancelScope] = set()
+        released = False
         try:
 
             async def renew() -> None:
-                with renewal:
-                    await self._renew(session_id)
+                # It may run again (key: the live session's task group opened anew).
+                with anyio.CancelScope() as scope:
+                    if released:
+                        return
+                    renewals.add(scope)
+                    try:
+                        await self._renew(session_id)
+                    finally:
+                        renewals.discard(scope)
 
-            start_soon(renew, name=f"accord session {session_id} claim")
+            start_soon(renew, name=f"accord session {session_id} claim", key=renew)
             if claim.last_seq > known_seq:
                 if catch_up is None:
                     raise SessionChangedElsewhere(
@@ -188,7 +203,9 @@ class TurnOwnership:
                 await catch_up()
             yield
         finally:
-            renewal.cancel()
+            released = True
+            for scope in list(renewals):
+                scope.cancel()
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 try:
                     await self._store.release_session(session_id, self.owner)

@@ -394,7 +394,9 @@ class Attachment:
             await self._progress.wait()
 
     async def run(self) -> None:
-        """The sender: send queued envelopes in order, catch up from the store when behind."""
+        """The sender: send queued envelopes in order, catch up from the store when behind.
+
+        Cancelled, it can run again later and loses nothing (it then reads from the store)."""
         channel = self.channel
         queue = self._queue
         try:
@@ -410,6 +412,11 @@ class Attachment:
                     continue
                 self._wake = anyio.Event()
                 await self._wake.wait()
+        except anyio.get_cancelled_exc_class():
+            # Run again (the session's task group opened anew): it goes on from the store
+            # after its cursor, the envelope cut off mid-send included.
+            self.resync()
+            raise
         except Exception:
             logger.exception("session %s: an attachment's sender failed", self._pipeline.session_id)
             self.close()
@@ -741,6 +748,12 @@ class DeliveryPipeline:
                 tap(envelope)
             for attachment in attachments:
                 attachment.offer(envelope)
+
+    def offer_elsewhere(self, envelope: Envelope) -> None:
+        """Offer every attachment an envelope another process committed to the session
+        (:mod:`._elsewhere`); never waits."""
+        for attachment in self._attachments:
+            attachment.offer(envelope)
 
     # ------------------------------------------------------------------ the turn's writer
 

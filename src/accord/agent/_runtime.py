@@ -224,11 +224,17 @@ def _tell_others(session: LiveSession, driver: ClientLink, *, running: bool) -> 
         if other is driver or other.gone:
             continue
         try:
-            other.connection.connection.start_soon(
-                _tell, other, attachment, None if running else seq, params, name="turn notice"
+            session.start_for(
+                other,
+                _tell,
+                other,
+                attachment,
+                None if running else seq,
+                params,
+                name="turn notice",
             )
-        except RuntimeError:  # its connection is closing
-            continue
+        except LocalProtocolError:  # the session is closing
+            return
 
 
 async def _tell(
@@ -413,8 +419,6 @@ class AgentRuntime(Agent):
         link = link_context.get()
         if link is not None and self._links.get(link.connection) is link:
             return link
-        if self._client is not None:
-            return self._links.get(self._client)
         return None
 
     def _link(self) -> ClientLink:
@@ -461,20 +465,25 @@ class AgentRuntime(Agent):
         runtime's sessions. It returns when the connection's work is done (a turn its client
         started included: a disconnect does not cancel it, see the module docstring) and
         the sessions the client left alone have outlived the grace period (each is then
-        closed, unless a client attached meanwhile). It does not close the runtime: call
+        closed, unless a client attached meanwhile), and the sessions it made live are closed:
+        their task groups (senders to every attached client, claim renewal, the feed of
+        other processes' events) run in this call's task group, so a session keeps serving
+        the clients still attached after this one left. It does not close the runtime: call
         :meth:`aclose` when no connection is left to serve (at the end of a stdio process).
         """
-        async with (
-            anyio.create_task_group() as lingering,
-            AgentSideConnection(self, transport) as connection,
-        ):
+        async with anyio.create_task_group() as lingering:
+            # The sessions this client makes live run their task groups here: they outlive
+            # the connection (other clients may stay attached), never this call.
+            connection = AgentSideConnection(self, transport)
             link = self._links[connection]
-            try:
-                await connection.connection.wait_peer_closed()
-            finally:
-                for session in self._leave(link):
-                    lingering.start_soon(self._sessions.expire, session)
-            await connection.wait_closed()
+            link.host = functools.partial(lingering.start_soon, name="accord live session")
+            async with connection:
+                try:
+                    await connection.connection.wait_peer_closed()
+                finally:
+                    for session in self._leave(link):
+                        lingering.start_soon(self._sessions.expire, session)
+                await connection.wait_closed()
 
     # ------------------------------------------------------------------ capabilities
 
@@ -554,7 +563,7 @@ class AgentRuntime(Agent):
                 or wants_extended_events(capabilities.meta),
                 name=None if info is None else _shown_name(info.title or info.name),
             )
-            link.connection.connection.start_soon(self._watch, link, name="accord client watch")
+            link.connection.connection._start_soon(self._watch, link, name="accord client watch")
         response = await super().initialize(request)
         encoding = response.agent_capabilities.position_encoding
         if link is not None and encoding is not None:
@@ -745,6 +754,7 @@ class AgentRuntime(Agent):
         session = self._sessions.active(request.session_id)
         check_prompt(request.prompt, self._capabilities)
         await session.announced.wait()
+        session.host(link.host)  # the claim's renewal runs in the session's task group
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         message_id = new_id()  # the prompt's, told to the prompter in the response
@@ -759,7 +769,7 @@ class AgentRuntime(Agent):
             async with self._ownership.turn(
                 session.session_id,
                 session.last_seq,
-                start_soon=link.connection.connection.start_soon,
+                start_soon=session.start_soon,
                 catch_up=functools.partial(self._sessions.catch_up, session, owned=True),
             ):
                 _tell_others(session, link, running=True)

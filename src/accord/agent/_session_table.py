@@ -430,8 +430,11 @@ class SessionTable:
             except BaseException:
                 self._detach(live, link)
                 raise
-            link.connection.connection.start_soon(
-                attachment.run, name=f"accord session {live.session_id} sender"
+            live.start_for(
+                link,
+                attachment.run,
+                name=f"accord session {live.session_id} sender",
+                key=attachment,
             )
         else:
             self._attach(live, link, after=pipeline.committed_seq)
@@ -535,6 +538,7 @@ class SessionTable:
                 engine_seq=restored.engine_seq,
             )
             self.live[session_id] = live
+            self._go_live(live, link)
             holder.append(live)
             self._attach_after(live, link, after)
             return live
@@ -619,6 +623,14 @@ class SessionTable:
             return None
         return ClientElicitation(connection, None, request_id=request_id)
 
+    def _go_live(self, live: LiveSession, link: ClientLink) -> None:
+        """Open ``live``'s task group (in ``link``'s host, see ``ClientLink.host``) and start
+        the feed of other processes' events when the runtime follows them."""
+        live.host(link.host)
+        if self._live_from_elsewhere:
+            feed = live.feed = ElsewhereFeed(live.pipeline)
+            live.start_soon(feed.run, name=f"accord session {live.session_id} feed", key=feed)
+
     def _attach_after(self, live: LiveSession, link: ClientLink, after: int | None) -> None:
         if after is None:
             # It has everything committed so far (a new session has nothing, a load replayed
@@ -642,24 +654,22 @@ class SessionTable:
         attachment = Attachment(
             pipeline, link.channel, cursor=after, max_queue=self._max_queue, catch_up=catch_up
         )
+        live.host(link.host)  # opened again if its host has ended (LiveSession.host)
         pipeline.attach(attachment)
         live.links[link] = attachment
         link.attachments[live.session_id] = attachment
-        start_soon = link.connection.connection.start_soon
         if start:
-            start_soon(attachment.run, name=f"accord session {live.session_id} sender")
-        if self._live_from_elsewhere:
-            feed = ElsewhereFeed(pipeline, attachment)
-            live.feeds[link] = feed
-            start_soon(feed.run, name=f"accord session {live.session_id} feed")
+            live.start_for(
+                link,
+                attachment.run,
+                name=f"accord session {live.session_id} sender",
+                key=attachment,
+            )
         return attachment
 
     def _detach(self, live: LiveSession, link: ClientLink | None = None) -> None:
         """Detach ``link`` (every client when ``None``) from ``live``."""
         for each in [link] if link is not None else list(live.links):
-            feed = live.feeds.pop(each, None)
-            if feed is not None:
-                feed.stop()
             attachment = live.links.pop(each, None)
             if attachment is not None:
                 live.pipeline.detach(attachment)
@@ -728,7 +738,7 @@ class SessionTable:
         with no client attached (with no grace period, their turns are cancelled)."""
         if link.left:
             return link.alone
-        link.left = True
+        link.leave()
         alone: list[LiveSession] = []
         for session_id in list(link.attachments):
             live = self.live.get(session_id)
@@ -796,6 +806,7 @@ class SessionTable:
         if live.lifecycle.state != "closed":
             live.lifecycle.state = "closed"
         self._detach(live)
+        live.end()
         if self.live.get(live.session_id) is live:
             del self.live[live.session_id]
 

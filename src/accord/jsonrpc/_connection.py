@@ -370,14 +370,15 @@ class Connection:
             closed=self.closed,
         )
 
-    def start_soon(
+    def _start_soon(
         self, func: Callable[..., Coroutine[Any, Any, None]], *args: Any, name: str | None = None
     ) -> None:
         """Run ``func(*args)`` in a task of the connection's task group.
 
         The task lives as long as the connection: it is cancelled when the connection closes
-        (what the agent runtime's per-client delivery senders need). An exception it raises
-        ends the connection, so catch what you expect.
+        (the agent runtime's watch of a client; a live session opened on a connection that
+        ``AgentRuntime.serve`` does not serve). An exception it raises ends the connection,
+        so catch what you expect.
 
         Raises:
             RuntimeError: the connection is not running (outside ``async with``).
