@@ -52,8 +52,14 @@ CLOSE_WRITE_TIMEOUT = 2.0
 
 _READ_SIZE = 65536
 
+#: Largest single write to the socket; each one taken counts as progress for the heartbeat.
+_WRITE_SLICE = 256 * 1024
+
 #: Bytes of frames queued behind a write before senders wait for it (backpressure).
 WRITE_HIGH_WATER = 1 << 20
+
+#: Close code for a peer that stopped reading (RFC 6455 1008, policy violation).
+CLOSE_POLICY = 1008
 
 #: A message may arrive in at most one piece per this many bytes of the message limit: empty
 #: or tiny fragments add (almost) nothing to the size, yet each piece held costs memory.
@@ -100,6 +106,11 @@ class WebSocketTransport:
         self._size = 0
         self._queue: list[bytes] = []
         self._queued = 0
+        # The pong to the newest ping not yet answered: one at most, whatever the peer sends
+        # (RFC 6455, 5.5.3 lets a pong answer only the most recent ping).
+        self._pong = b""
+        self._in_flight = 0
+        self._last_written = anyio.current_time()
         self._writing = False
         self._written = anyio.Event()
         self._writer_running = False
@@ -114,6 +125,16 @@ class WebSocketTransport:
     def closed(self) -> bool:
         """Whether the connection is closed (by either side)."""
         return self._closed or self._peer_closed
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of frames this side holds that the socket has not taken yet.
+
+        Frames queued, the pong waiting to go out and the write under way: bounded by
+        :data:`WRITE_HIGH_WATER` (senders wait past it) plus one frame and the pending
+        pong, however many pings the peer sends and however little it reads.
+        """
+        return self._queued + len(self._pong) + self._in_flight
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send ``message`` as one text frame.
@@ -193,8 +214,10 @@ class WebSocketTransport:
     async def keepalive(self, interval: float, idle_timeout: float) -> None:
         """Ping every ``interval`` seconds; close a dead or idle connection. Runs until closed.
 
-        A peer that has not answered the previous ping by the next one is gone (close 1001);
-        a connection with no message either way for ``idle_timeout`` seconds is closed too.
+        A peer whose socket took nothing for a whole ``interval`` while frames waited has
+        stopped reading (close 1008); one that has not answered the previous ping by the
+        next one is gone (close 1001); a connection with no message either way for
+        ``idle_timeout`` seconds is closed too.
         """
         from wsproto.events import Ping
 
@@ -202,6 +225,9 @@ class WebSocketTransport:
         while not self.closed:
             await anyio.sleep(interval)
             if self.closed:
+                return
+            if self._stalled(interval):
+                await self._close(CLOSE_POLICY, "the peer stopped reading")
                 return
             if self._awaiting_pong:
                 await self._close(CLOSE_GOING_AWAY, "no answer to the heartbeat ping")
@@ -211,9 +237,23 @@ class WebSocketTransport:
                 return
             self._awaiting_pong = True
             try:
-                await self._write(ping)
+                # A control frame: never waits behind the backpressure, or a peer that
+                # stopped reading would stop the heartbeat that finds it out.
+                await self._write(ping, control=True)
             except ConnectionClosed:
                 return
+
+    def _waiting(self) -> bool:
+        return bool(self._queue or self._pong or self._in_flight)
+
+    def _mark_waiting(self) -> None:
+        """Before a frame is queued: if nothing waited, the wait for the socket starts now."""
+        if not self._waiting():
+            self._last_written = anyio.current_time()
+
+    def _stalled(self, interval: float) -> bool:
+        """Whether frames have waited a whole ``interval`` with nothing taken by the socket."""
+        return self._waiting() and anyio.current_time() - self._last_written >= interval
 
     async def _handle_events(self) -> None:
         if self._websockets:
@@ -245,7 +285,7 @@ class WebSocketTransport:
                     text = "".join(str(p) for p in parts)
                     self._ready.append(decode_line(text.encode("utf-8", "surrogatepass")))
             elif isinstance(event, Ping):
-                await self._write(event.response())
+                await self._answer_ping(event.response())
             elif isinstance(event, Pong):
                 self._awaiting_pong = False
             elif isinstance(event, CloseConnection):
@@ -332,12 +372,31 @@ class WebSocketTransport:
                 pass
         await self._shut_socket()
 
-    async def _write(self, event: Any, *, closing: bool = False, frame: bytes = b"") -> None:
+    async def _answer_ping(self, pong: Any) -> None:
+        """Answer a ping: its pong replaces one still waiting, so a flood holds one pong."""
+        if self._closed:
+            return
+        try:
+            data = self._encode(pong)
+        except self._send_errors:
+            return
+        if not self._queue and not self._writing and not self._writer_running:
+            await self._write(None, frame=data)
+            return
+        self._mark_waiting()
+        self._pong = data
+        if self._writer_running:
+            self._has_data.set()
+
+    async def _write(
+        self, event: Any, *, closing: bool = False, frame: bytes = b"", control: bool = False
+    ) -> None:
         """Queue one frame and write the queue out (coalescing a burst into one write).
 
         The first sender writes; frames sent while it writes join the queue and are written
         with the next write, their senders returning at once unless the queue is over
-        :data:`WRITE_HIGH_WATER` (then they wait: the backpressure).
+        :data:`WRITE_HIGH_WATER` (then they wait: the backpressure); a ``control`` frame
+        (the heartbeat ping) never waits.
         """
         if self._closed and not closing:
             raise ConnectionClosed(self._close_reason or "the WebSocket connection is closed")
@@ -346,6 +405,7 @@ class WebSocketTransport:
         except self._send_errors as exc:
             self._peer_closed = True
             raise ConnectionClosed("the WebSocket connection is closed") from exc
+        self._mark_waiting()
         self._queue.append(data)
         self._queued += len(data)
         if self._writer_running and not closing:
@@ -353,7 +413,7 @@ class WebSocketTransport:
         elif not self._writing:
             await self._flush()
             return
-        while self._queued > WRITE_HIGH_WATER and not self._peer_closed:
+        while not control and self._queued > WRITE_HIGH_WATER and not self._peer_closed:
             await self._written.wait()
 
     async def run_writer(self) -> None:
@@ -370,7 +430,7 @@ class WebSocketTransport:
         self._writer_running = True
         try:
             while not self.closed:
-                if not self._queue:
+                if not self._queue and not self._pong:
                     await self._has_data.wait()
                     self._has_data = anyio.Event()
                     continue
@@ -387,16 +447,27 @@ class WebSocketTransport:
     async def _flush(self) -> None:
         self._writing = True
         try:
-            while self._queue:
+            while self._queue or self._pong:
+                if self._pong:
+                    self._queue.append(self._pong)
+                    self._pong = b""
                 chunk = b"".join(self._queue)
                 self._queue.clear()
                 self._queued = 0
-                await self._stream.send(chunk)
+                # In slices, so a peer that reads slowly shows progress (:meth:`_stalled`).
+                for start in range(0, len(chunk), _WRITE_SLICE):
+                    piece = chunk[start : start + _WRITE_SLICE]
+                    self._in_flight = len(chunk) - start
+                    await self._stream.send(piece)
+                    self._last_written = anyio.current_time()
+                self._in_flight = 0
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._peer_closed = True
             self._queue.clear()
+            self._pong = b""
             raise ConnectionClosed("the WebSocket connection is closed") from exc
         finally:
+            self._in_flight = 0
             self._writing = False
             self._written.set()
             self._written = anyio.Event()
@@ -404,7 +475,7 @@ class WebSocketTransport:
     async def _drain(self) -> None:
         while self._writing:
             await self._written.wait()
-        if self._queue:
+        if self._queue or self._pong:
             await self._flush()
 
     async def _close(self, code: int, reason: str) -> None:
