@@ -15,7 +15,7 @@ from helpers.fold import fold
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
-from accord.engines import EngineCapabilities
+from accord.engines import EngineCapabilities, ToolCallStarted
 from accord.events import EXT_EVENT_METHOD
 from accord.roles import AgentSideConnection, Client, ClientSideConnection
 from accord.schema import (
@@ -41,6 +41,7 @@ from accord.schema import (
 )
 from accord.store import MemorySessionStore, SessionStore
 from accord.testing import (
+    Emit,
     ReportUsage,
     Say,
     ScriptedEngine,
@@ -50,6 +51,7 @@ from accord.testing import (
     Stream,
     Think,
     UseTool,
+    WaitForCancel,
 )
 from accord.transports import memory_transport_pair
 
@@ -301,10 +303,14 @@ def rich_steps() -> list[ScriptStep]:
 
 
 def command_steps(prompt: str) -> list[ScriptStep]:
-    """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``; anything else echoes."""
+    """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``, ``hang`` (a tool call
+    left open, three chunks, then a wait that ignores cancel); anything else echoes."""
     words = prompt.split()
     if words[:1] == ["rich"]:
         return rich_steps()
+    if words[:1] == ["hang"]:
+        started = ToolCallStarted(tool_call_id="hung", title="Hang", status="in_progress")
+        return [Emit(started), Stream(count=3), WaitForCancel(cooperative=False)]
     if words[:1] == ["stream"]:
         return [Stream(count=int(words[1]), delay=float(words[2]) if len(words) > 2 else 0.0)]
     return [Say(prompt)]

@@ -11,7 +11,7 @@ from _agent_support import Harness, RecordingClient, message_texts, scripted, se
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
-from accord.engines import ToolCallStarted, TurnCompleted
+from accord.engines import ToolCallEnded, ToolCallStarted, TurnCompleted
 from accord.errors import ConnectionClosed
 from accord.events import event_from_json
 from accord.jsonrpc import CANCEL_REQUEST_METHOD, set_wire_observer
@@ -332,3 +332,57 @@ async def test_a_client_dying_during_a_permission_question_over_every_store(
         assert (await back.prompt(session_id)).stop_reason == "end_turn"
     assert message_texts(back.client.updates(session_id))[-1] == ("agent_message_chunk", "back")
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_turn_torn_down_with_its_connection_is_stored_closed_and_nothing_is_logged(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent's side of the connection is closed under a running turn (as a server drops
+    a connection whose client went away), with a tool call open and an engine that ignores
+    cancel: the handler is cancelled, the turn's writer with it. The end of the turn is still
+    stored (the tool call ended as cancelled, the turn completed ``cancelled``), the chain
+    has no gap, nothing is logged as a warning or an error (before: ERROR "handler for
+    'session/prompt' failed" with WriterClosed), and the session loads and prompts again."""
+    started = ToolCallStarted(tool_call_id="t1", title="Long", status="in_progress")
+    engine = ScriptedEngine(
+        [[Emit(started), Stream(count=3), WaitForCancel(cooperative=False)], [Say("back")]]
+    )
+    runtime = AgentRuntime(engine, store=store, cancel_grace=TIMEOUT)
+    client = RecordingClient()
+    agent_end, client_end = memory_transport_pair()
+    session_id = ""
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            AgentSideConnection(runtime, agent_end),
+            anyio.create_task_group() as tg,
+            ClientSideConnection(client, client_end) as conn,
+        ):
+            await conn.initialize()
+            session_id = (
+                await conn.new_session(NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+            ).session_id
+
+            async def prompt() -> None:
+                with pytest.raises(ConnectionClosed):
+                    await conn.prompt(PromptRequest(session_id=session_id, prompt=text("x")))
+
+            tg.start_soon(prompt)
+            await client.wait_until(lambda: client.kinds().count("agent_message_chunk") == 3)
+        # Both sides closed; the agent's did not wait for its running prompt handler.
+    stored = await store.read_events(session_id)
+    assert _gap_free([e.seq for e in stored])
+    kinds = [e.kind for e in stored]
+    assert kinds[-2:] == ["tool_call_ended", "turn_completed"]
+    assert event_from_json(stored[-2].payload) == ToolCallEnded(
+        tool_call_id="t1", status="cancelled"
+    )
+    assert event_from_json(stored[-1].payload) == TurnCompleted(stop_reason="cancelled")
+    assert kinds.count("text_chunk") == 3
+    async with serve(runtime=runtime) as back:
+        await back.conn.load_session(
+            LoadSessionRequest(session_id=session_id, cwd="/tmp", mcp_servers=[])
+        )
+        assert (await back.prompt(session_id)).stop_reason == "end_turn"
+    again = await store.read_events(session_id)
+    assert _gap_free([e.seq for e in again])
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -6,6 +6,7 @@ store=SqliteSessionStore(path)))``.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sqlite3
@@ -23,7 +24,9 @@ from helpers.processes import child_env
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.agent import AgentRuntime
+from accord.engines import ToolCallEnded, TurnCompleted
 from accord.errors import ConnectionClosed
+from accord.events import event_from_json
 from accord.roles import AgentSideConnection, ClientSideConnection
 from accord.schema import (
     InitializeRequest,
@@ -248,3 +251,52 @@ async def test_kill_9_mid_turn_then_load_replays_everything_the_client_saw(
     assert (kind, message_id) == streamed[:2]
     assert kept.startswith(streamed[2])
     assert kept.count(" ") < 3000  # the kill did cut the turn short
+
+
+async def test_a_client_leaving_mid_turn_leaves_no_error_in_the_agent_s_log(
+    tmp_path: Path, anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client of a real stdio agent goes away mid-turn (its tool call open, the engine
+    ignoring cancel): the agent ends the turn by itself, its stderr has no warning, error or
+    traceback, and the stored chain is gap-free and closes the turn (the tool call ended as
+    cancelled, the turn completed ``cancelled``)."""
+    path = tmp_path / "agent.sqlite3"
+    client = RecordingClient()
+    caplog.set_level(logging.INFO, logger="accord.agent.stderr")
+    with anyio.fail_after(SCENARIO_TIMEOUT):
+        async with _stdio_agent(path, anyio_backend) as transport:
+            async with ClientSideConnection(client, transport) as conn:
+                await _initialize(conn, client, extended=False)
+                session_id = (
+                    await conn.new_session(NewSessionRequest(cwd=CWD, mcp_servers=[]))
+                ).session_id
+
+                async def hang() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await conn.prompt(PromptRequest(session_id=session_id, prompt=text("hang")))
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(hang)
+                    await client.wait_until(
+                        lambda: client.kinds(session_id).count("agent_message_chunk") == 3
+                    )
+                    tg.cancel_scope.cancel()
+            # Leaving the connection closed the agent's stdin; it must exit by itself.
+            with anyio.fail_after(TIMEOUT):
+                await transport.process.wait()  # type: ignore[attr-defined]
+            assert transport.process.returncode == 0  # type: ignore[attr-defined]
+    agent_log = [r.getMessage() for r in caplog.records if r.name == "accord.agent.stderr"]
+    assert not [line for line in agent_log if any(w in line for w in _NOISE)], agent_log
+    async with SqliteSessionStore(path) as store:
+        stored = await store.read_events(session_id)
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    kinds = [e.kind for e in stored]
+    assert kinds[-2:] == ["tool_call_ended", "turn_completed"]
+    assert event_from_json(stored[-2].payload) == ToolCallEnded(
+        tool_call_id="hung", status="cancelled"
+    )
+    assert event_from_json(stored[-1].payload) == TurnCompleted(stop_reason="cancelled")
+
+
+#: What must not appear in the agent's stderr when its client merely went away.
+_NOISE = ("WARNING", "ERROR", "Traceback", "WriterClosed")

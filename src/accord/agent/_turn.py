@@ -31,6 +31,10 @@
    engine's ``TurnCompleted`` reason, or ``end_turn``. An engine exception in a turn that was
    not cancelled fails the prompt: a :class:`~accord.errors.RequestError` as raised, anything
    else as -32603 with the exception's type and message in ``data``.
+6. A turn whose request is cancelled from outside (its connection torn down under it, and the
+   turn's writer with it) gives back what the writer had not committed and stores its end
+   without the writer: open tool calls ended as ``cancelled``, then ``TurnCompleted``
+   (``cancelled``), with a debug line; the stored chain stays gap-free and closed.
 
 A turn that started in an older epoch (the session was loaded or resumed meanwhile) stops at
 its next output; its events are dropped by the pipeline and its effects are not applied.
@@ -92,7 +96,7 @@ from ..schema import (
     StopReason,
     ToolCallUpdate,
 )
-from ..store import SessionStore
+from ..store import SessionStore, StoreError, WriterClosed
 from ._elicitation import ClientElicitation
 from ._links import ClientLink, OpenQuestion
 from ._live_session import LiveSession, TurnHandle
@@ -183,6 +187,7 @@ class TurnRunner:
             ),
         )
         error: Exception | None = None
+        torn_down = False
         try:
             async with anyio.create_task_group() as watchers:
                 watchers.start_soon(self._watch_cancel)
@@ -191,9 +196,17 @@ class TurnRunner:
                 except Exception as exc:
                     error = exc
                 watchers.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            # Not the turn's own cancel (that stops the engine's step, inside): the request
+            # itself was cancelled, its connection torn down, and the turn's writer with it.
+            torn_down = True
+            raise
         finally:
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLEANUP_TIMEOUT_SECONDS):
-                await self._end_unfinished_tools()
+                if torn_down:
+                    await self._end_after_teardown((), self._tracker.unfinished())
+                else:
+                    await self._end_unfinished_tools()
         if error is not None:
             await self._publish(TurnError(error_type=type(error).__name__, message=str(error)))
         if turn.cancelled or turn.hard_cancelled:
@@ -338,10 +351,59 @@ class TurnRunner:
         # Cut short by session/cancel: cancelled (not failed); otherwise the engine let go of
         # calls it never ended, a failure.
         status: Literal["cancelled", "failed"] = "cancelled" if self._turn.cancelled else "failed"
-        for tool_call_id in self._tracker.unfinished():
+        unfinished = self._tracker.unfinished()
+        published: list[tuple[str, int]] = []
+        for index, tool_call_id in enumerate(unfinished):
             ended = ToolCallEnded(tool_call_id=tool_call_id, status=status)
             self._tracker.apply(ended)
-            await self._publish(ended, self._tool_agents.get(tool_call_id, ROOT_AGENT_ID))
+            try:
+                envelope = await self._publish(
+                    ended, self._tool_agents.get(tool_call_id, ROOT_AGENT_ID)
+                )
+            except WriterClosed as exc:
+                if exc.__cause__ is not None:
+                    raise  # the store failed: the turn fails with it (the writer says why)
+                await self._end_after_teardown(published, unfinished[index:])
+                return
+            if envelope is not None:
+                published.append((tool_call_id, envelope.seq))
+
+    async def _end_after_teardown(
+        self, published: Sequence[tuple[str, int]], rest: Sequence[str]
+    ) -> None:
+        """End the turn in the store itself after its writer was torn down.
+
+        The turn's request was cancelled from outside (its connection was torn down: the
+        client went away mid-turn), and the writer's task with it. What the writer had not
+        committed is given back; then the end of the turn is stored without the writer: the
+        open tool calls (``rest``, and those of ``published``, as ``(id, seq)``, whose end
+        was not committed) ended as cancelled, then the completed turn. The stored chain
+        closes the turn without a gap and nothing is logged as an error.
+        """
+        pipeline = self._session.pipeline
+        await pipeline.detach_writer()  # the writer's task is cancelled: nothing more commits
+        committed = pipeline.committed_seq
+        dropped = pipeline.forget_uncommitted()
+        again = [tool_call_id for tool_call_id, seq in published if seq > committed]
+        logger.debug(
+            "session %s: the turn's request was torn down mid-turn (%d uncommitted events"
+            " given back); its end is stored without the writer",
+            self._session.session_id,
+            dropped,
+        )
+        try:
+            for tool_call_id in (*again, *rest):
+                ended = ToolCallEnded(tool_call_id=tool_call_id, status="cancelled")
+                if tool_call_id in self._tracker.unfinished():
+                    self._tracker.apply(ended)
+                await self._publish(ended, self._tool_agents.get(tool_call_id, ROOT_AGENT_ID))
+            await self._publish(TurnCompleted(stop_reason="cancelled"))
+        except StoreError as exc:
+            logger.warning(
+                "session %s: storing the end of a torn-down turn failed: %s",
+                self._session.session_id,
+                exc,
+            )
 
     # ------------------------------------------------------------------ permissions
 
