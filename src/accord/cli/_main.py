@@ -49,6 +49,7 @@ examples:
   git diff | accord run --file - "Review this"      the prompt, then stdin
   accord run --continue "And now the tests"         the last session of this directory
   accord sessions show 0193...                      one session's history
+  accord providers set openai --key-stdin < key     an agent's model provider and key
   accord serve --model openai:gpt-5                 for editors (ACP over stdio)
   accord serve --listen 127.0.0.1:8765              for remote clients (ws:// and http://)
   accord bridge wss://host:8765/acp                 a remote agent for an editor (stdio)
@@ -230,6 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="print JSON lines")
     sessions.add_argument("--store", help="session store of the built-in agent")
 
+    providers = command("providers", "list, set or disable the model providers of an agent")
+    from ._providers import add_providers_arguments
+
+    add_providers_arguments(providers)
+
     bridge = command("bridge", "a remote agent (ws://, wss://, http(s)://) as a local stdio agent")
     from ._bridge import add_bridge_arguments
 
@@ -338,6 +344,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from ._chat import chat_command
 
         return chat_command(args)
+    if args.command == "providers":
+        from ._providers import providers_command
+
+        return providers_command(args)
     from ._sessions import sessions_command
 
     return sessions_command(args)
