@@ -1,0 +1,151 @@
+"""A WebSocket client that stops reading during a 50 MB turn: bounded memory, then 1008.
+
+The agent streams 50 chunks of 1 MiB; the client reads its prompt's first bytes, then
+nothing. The server's write queue makes the agent wait past ``WRITE_HIGH_WATER`` (the
+backpressure), so what it holds stays a few megabytes, not the turn's 50; once the socket
+has taken nothing for a whole heartbeat interval the connection is closed with ``1008`` and
+the log line ``the peer stopped reading``. Another client is served meanwhile. Real loopback
+sockets; the bytes held are read off the server's own transport.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import orjson
+import pytest
+from _remote_support import UPGRADE, request_bytes
+from helpers.served_agent import TOKEN, served_agent
+from helpers.timeouts import TIMEOUT
+
+from accord.client import connect
+from accord.remote import ServerLimits
+from accord.testing import Say
+
+pytestmark = pytest.mark.anyio
+
+#: Heartbeat interval under test (the default is 20 s): the stall is found after one.
+_INTERVAL = 1.0
+
+_MIB = 1024 * 1024
+
+#: The turn: 50 chunks of 1 MiB (one string object, so the script itself costs 1 MiB).
+_TURN = Say(pieces=("x" * _MIB,) * 50)
+
+
+def _text_frame(message: dict[str, object]) -> bytes:
+    """A masked client text frame (zero mask key, so the payload goes as it is)."""
+    payload = orjson.dumps(message)
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x81, 0x80 | size))
+    elif size < 65536:
+        head = bytes((0x81, 0x80 | 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x81, 0x80 | 127)) + size.to_bytes(8, "big")
+    return head + b"\0\0\0\0" + payload
+
+
+class _Reader:
+    """Reads the server's unmasked text frames off a raw socket."""
+
+    def __init__(self, stream: anyio.abc.ByteStream) -> None:
+        self.stream = stream
+        self.buffer = b""
+
+    async def _need(self, n: int) -> None:
+        while len(self.buffer) < n:
+            self.buffer += await self.stream.receive()
+
+    async def message(self) -> dict[str, object]:
+        await self._need(2)
+        size, at = self.buffer[1] & 0x7F, 2
+        if size == 126:
+            await self._need(4)
+            size, at = int.from_bytes(self.buffer[2:4], "big"), 4
+        elif size == 127:
+            await self._need(10)
+            size, at = int.from_bytes(self.buffer[2:10], "big"), 10
+        await self._need(at + size)
+        payload, self.buffer = self.buffer[at : at + size], self.buffer[at + size :]
+        return orjson.loads(payload)
+
+    async def answer(self, request_id: int) -> dict[str, object]:
+        while True:
+            message = await self.message()
+            if message.get("id") == request_id:
+                return message
+
+
+def _buffered(transport: object) -> int:
+    """The server transport's ``buffered_bytes`` (the WebSocket transport's own count)."""
+    value = getattr(transport, "buffered_bytes", None)
+    assert isinstance(value, int), f"{type(transport).__name__} does not count its bytes"
+    return value
+
+
+def _closed(transport: object) -> bool:
+    """Whether the server transport is closed (its own ``closed``)."""
+    return bool(getattr(transport, "closed", False))
+
+
+async def test_a_client_that_stops_reading_mid_turn_holds_a_bounded_amount_then_is_closed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = ServerLimits(heartbeat_interval=_INTERVAL)
+    peak = 0
+    other = ""
+    async with served_agent([[_TURN], [Say("served")]], limits=limits) as server:
+        with caplog.at_level(logging.INFO, logger="accord.remote"), anyio.fail_after(TIMEOUT):
+            stream = await anyio.connect_tcp("127.0.0.1", server.port)
+            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # no kernel cushion
+            await stream.send(request_bytes("GET", headers=UPGRADE))
+            reader = _Reader(stream)
+            while b"\r\n\r\n" not in reader.buffer:
+                reader.buffer += await stream.receive()
+            head, _, reader.buffer = reader.buffer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101")
+            hello: dict[str, object] = {"protocolVersion": 1, "clientCapabilities": {}}
+            await stream.send(
+                _text_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+            )
+            await reader.answer(0)
+            new: dict[str, object] = {"cwd": str(tmp_path), "mcpServers": []}
+            await stream.send(
+                _text_frame({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new})
+            )
+            created = await reader.answer(1)
+            result = created["result"]
+            assert isinstance(result, dict)
+            prompt: dict[str, object] = {
+                "sessionId": result["sessionId"],
+                "prompt": [{"type": "text", "text": "go"}],
+            }
+            await stream.send(
+                _text_frame(
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": prompt}
+                )
+            )
+            stalled = server.served[0]
+            # From here the client reads nothing.
+
+            async def watch() -> None:
+                nonlocal peak
+                while not _closed(stalled):
+                    peak = max(peak, _buffered(stalled))
+                    await anyio.sleep(0.005)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                async with connect(server.url(), token=TOKEN, reconnect=False) as conn:
+                    other = (await (await conn.new_session()).prompt("hi")).text
+            await stream.aclose()
+    assert other == "served"
+    # The queue's high water, one chunk over it and one write under way: a few MiB of 50.
+    assert 0 < peak <= 5 * _MIB, peak
+    assert any("(1008): the peer stopped reading" in r.getMessage() for r in caplog.records)
