@@ -20,6 +20,7 @@ from helpers.memory_keyring import memory_keyring
 
 from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
+from accord.documents import Point
 from accord.errors import RequestError
 from accord.schema import (
     DisableProviderRequest,
@@ -295,5 +296,31 @@ async def test_disabling_an_unknown_or_the_default_models_provider_is_refused(
                     (await connection.calls.list_providers(ListProvidersRequest())).providers
                 )
                 assert listed["openai"].current is not None
+        finally:
+            await runtime.aclose()
+
+
+async def test_next_edit_suggestions_go_through_the_route_set(
+    project: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = "<<<REGION_START>>>\nx = 1<<<CURSOR>>>\n<<<REGION_END>>>"
+    with (
+        memory_keyring(monkeypatch),
+        FakeOpenAIServer([], side_scripts={"nes": [ScriptedReply(text=[answer])]}) as server,
+    ):
+        runtime = CoderRuntime(CoderConfig(models=(_MODEL,)), store=MemorySessionStore())
+        try:
+            async with connect(runtime, cwd=project) as connection:
+                await connection.set_provider(
+                    "openai",
+                    api_type="openai",
+                    base_url=server.base_url,
+                    headers={"Authorization": f"Bearer {_KEY}"},
+                )
+                async with await connection.start_nes() as nes:
+                    await nes.open("file:///work/a.py", "x = 0\n", "python")
+                    await nes.suggest("file:///work/a.py", Point(0, 5))
+            (request,) = server.side_requests
+            assert request.headers["authorization"] == f"Bearer {_KEY}"
         finally:
             await runtime.aclose()

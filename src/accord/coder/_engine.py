@@ -254,18 +254,22 @@ class CoderEngine(Engine):
         return session
 
     async def suggest_edits(self, request: EditRequest) -> list[SuggestedEdit]:
-        """``nes/suggest``: the default model's suggestion (:mod:`._nes_model`).
+        """``nes/suggest``: the default model's suggestion (:mod:`._nes_model`), the model
+        built along the provider routes as a session's is.
 
         Raises:
             AuthRequired: no usable model (-32000, saying what to do).
             InternalError: the model failed or its answer is unusable (``data.reason``).
         """
-        problem = self._config.problem() or self._config.key_problem()
+        problem = self._config.problem() or await self.key_problem()
         if problem is not None:
             raise AuthRequired(problem)
+        routes = await self._provider_routes()
         module = await _load_heavy()
         verdicts = self._verdicts.lines(request.nes_session_id)
-        made: list[SuggestedEdit] = await module.suggest_with_model(self._config, request, verdicts)
+        made: list[SuggestedEdit] = await module.suggest_with_model(
+            self._config, request, verdicts, routes
+        )
         return made
 
     async def edit_feedback(self, feedback: EditFeedback) -> None:

@@ -28,6 +28,7 @@ from ..errors import AuthRequired, InternalError
 from ._agent import model_choices
 from ._config import CoderConfig
 from ._nes import NES_INSTRUCTIONS, NES_PURPOSE, UnusableAnswer, edits_from_answer, nes_prompt
+from ._providers import ProviderRoutes
 
 __all__ = ("NES_MAX_TOKENS", "NES_TIMEOUT_SECONDS", "suggest_with_model")
 
@@ -44,17 +45,21 @@ _ANSWER_SHOWN: Final = 200
 
 
 async def suggest_with_model(
-    config: CoderConfig, request: EditRequest, verdicts: list[str]
+    config: CoderConfig,
+    request: EditRequest,
+    verdicts: list[str],
+    routes: ProviderRoutes | None = None,
 ) -> list[SuggestedEdit]:
     """The model's suggestion for ``request`` (module docstring).
 
-    ``verdicts``: the NES session's earlier verdicts, as lines of the request.
+    ``verdicts``: the NES session's earlier verdicts, as lines of the request; ``routes``: the
+    provider routes of ``providers/set`` the default model is built along.
 
     Raises:
         AuthRequired: no model configured, or the default one cannot be built (no key, ...).
         InternalError: the request failed or the answer is unusable (``data.reason``).
     """
-    choices = model_choices(config)
+    choices = model_choices(config, routes)
     if not choices:
         raise AuthRequired(config.problem() or "no model is configured")
     try:
