@@ -1,4 +1,5 @@
-"""``accord chat`` in a real terminal (tmux): start it on the built-in agent, type, read back.
+"""``accord chat`` in a real terminal (tmux): start it on the built-in agent, type, read back;
+a ``/compact`` shown as its compaction note.
 
 The built-in coding agent runs in the ``accord chat`` process with the model pointed at the
 fake OpenAI server of :mod:`accord.testing` on loopback (in this test process), so everything
@@ -75,35 +76,40 @@ class Tmux:
         )
 
 
+def chat_command(server: FakeOpenAIServer, tmp_path: Path) -> list[str]:
+    """``accord chat`` on the built-in agent, its model the fake server (through ``env``)."""
+    env = {
+        "OPENAI_API_KEY": "test",
+        "ACCORD_MODEL": "",
+        "ACCORD_BASE_URL": "",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "TERM": "xterm-256color",
+    }
+    return [
+        "env",
+        *(f"{k}={v}" for k, v in env.items()),
+        sys.executable,
+        "-m",
+        "accord.cli",
+        "chat",
+        "--model",
+        "openai:fake-model",
+        "--base-url",
+        server.base_url,
+        "--store",
+        str(tmp_path / "sessions.sqlite3"),
+        "--cwd",
+        str(tmp_path),
+    ]
+
+
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_chat_in_tmux_streams_the_fake_models_reply(tmp_path: Path) -> None:
     assert TMUX is not None
     script = [ScriptedReply(text=["Hello from ", "the **fake** model."])]
     tmux = Tmux(TMUX)
     with FakeOpenAIServer(script) as server:
-        env = {
-            "OPENAI_API_KEY": "test",
-            "ACCORD_MODEL": "",
-            "ACCORD_BASE_URL": "",
-            "PYTHONPATH": os.pathsep.join(sys.path),
-            "TERM": "xterm-256color",
-        }
-        command = [
-            "env",
-            *(f"{k}={v}" for k, v in env.items()),
-            sys.executable,
-            "-m",
-            "accord.cli",
-            "chat",
-            "--model",
-            "openai:fake-model",
-            "--base-url",
-            server.base_url,
-            "--store",
-            str(tmp_path / "sessions.sqlite3"),
-            "--cwd",
-            str(tmp_path),
-        ]
+        command = chat_command(server, tmp_path)
         try:
             tmux("new-session", "-d", "-s", "chat", "-x", "100", "-y", "30", *command)
             tmux.wait_for(" idle ")
@@ -121,3 +127,41 @@ def test_chat_in_tmux_streams_the_fake_models_reply(tmp_path: Path) -> None:
             tmux.close()
     (request,) = server.requests
     assert "say hello" in str(request.body)
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_chat_in_tmux_shows_a_compact_and_goes_on(tmp_path: Path) -> None:
+    # Three turns, then /compact: the chat's client advertises session.compaction, so the
+    # coder's compaction shows as its note with the summary; the next prompt is answered.
+    assert TMUX is not None
+    script = [ScriptedReply(text=[t]) for t in ("reply-one", "reply-two", "reply-three")]
+    script.append(ScriptedReply(text=["reply-after-compact"]))
+    side = {"compact": [ScriptedReply(text=["SUMMARY-OF-THREE-TURNS"])]}
+    tmux = Tmux(TMUX)
+    with FakeOpenAIServer(script, side_scripts=side) as server:
+        try:
+            command = chat_command(server, tmp_path)
+            tmux("new-session", "-d", "-s", "chat", "-x", "100", "-y", "40", *command)
+            tmux.wait_for(" idle ")
+            for n, said in enumerate(("one", "two", "three")):
+                tmux("send-keys", "-t", "chat", "-l", f"prompt-{said}")
+                tmux("send-keys", "-t", "chat", "Enter")
+                tmux.wait_for(f"reply-{said}")
+                tmux.wait_for(" idle ")
+                assert len(server.requests) == n + 1
+            # an argument after a space: no completion list takes the Enter
+            tmux("send-keys", "-t", "chat", "-l", "/compact keep the names")
+            tmux("send-keys", "-t", "chat", "Enter")
+            screen = tmux.wait_for("earlier turns summarised")
+            screen = tmux.wait_for("SUMMARY-OF-THREE-TURNS")
+            assert "[Earlier turns summarised" not in screen  # the note, not the marker
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "-l", "prompt-four")
+            tmux("send-keys", "-t", "chat", "Enter")
+            tmux.wait_for("reply-after-compact")
+        finally:
+            tmux.close()
+    compact = [r for r in server.side_requests if "keep the names" in str(r.body)]
+    assert len(compact) == 1
+    last = str(server.requests[-1].body)
+    assert "SUMMARY-OF-THREE-TURNS" in last and "prompt-one" not in last
