@@ -21,8 +21,10 @@ sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
 
 from __future__ import annotations
 
+import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
@@ -227,6 +229,50 @@ class _Waiter:
         self.on_answer = on_answer
 
 
+_Job = tuple[RequestReceived, int, "anyio.CancelScope | None"]  # what _handle_request takes
+
+
+class _ParkedWorker:
+    """A request worker waiting for its next request (see ``Connection._request_worker``)."""
+
+    __slots__ = ("event", "job")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.job: _Job | None = None
+
+
+@types.coroutine
+def _run_in_context(
+    context: contextvars.Context, coro: Coroutine[Any, Any, None]
+) -> Generator[Any, Any, None]:
+    """Await ``coro`` with every step of it run in ``context`` (as a task of its own would).
+
+    What the event loop sends in, or throws in (a cancellation), goes to ``coro``; what it
+    yields (the future it waits on) goes out to the loop, exactly as ``await coro`` would.
+    """
+    send: Any = None
+    thrown: BaseException | None = None
+    try:
+        while True:
+            try:
+                if thrown is None:
+                    yielded = context.run(coro.send, send)
+                else:
+                    yielded = context.run(coro.throw, thrown)
+            except StopIteration:
+                return
+            send, thrown = None, None
+            try:
+                send = yield yielded
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # a cancellation, handed to the coroutine
+                thrown = exc
+    finally:
+        coro.close()
+
+
 class Connection:
     """A JSON-RPC 2.0 connection over a message transport.
 
@@ -272,6 +318,8 @@ class Connection:
         self._on_cancel: dict[RequestId, list[Callable[[], None]]] = {}
         self._no_running_handlers = anyio.Event()
         self._slots = anyio.Semaphore(max_concurrent_requests, fast_acquire=True)
+        #: Request workers waiting for a request, the one that finished last at the end.
+        self._idle_workers: list[_ParkedWorker] = []
         # Notifications travel to the worker in batches (all those of one read), so a burst
         # costs one hand-off per read, not per message; the bound still counts messages.
         # A batch in the worker's hands, batches queued, one batch being read: at most
@@ -569,9 +617,34 @@ class Connection:
         scope = None if event.id in self._running else anyio.CancelScope()
         if scope is not None:
             self._running[event.id] = scope
-        self._task_group.start_soon(
-            self._handle_request, event, self._received_notifications, scope
-        )
+        job = (event, self._received_notifications, scope)
+        idle = self._idle_workers
+        if idle:  # a worker that answered an earlier request takes it: no task to start
+            parked = idle.pop()
+            parked.job = job
+            parked.event.set()
+        else:
+            self._task_group.start_soon(self._request_worker, job)
+
+    async def _request_worker(self, job: _Job) -> None:
+        """Answer peer requests, one at a time, for as long as the connection runs.
+
+        Starting a task per request costs more than many a handler does; a worker that is
+        done waits for the next request instead, so a steady stream of requests starts no
+        tasks at all. There are at most as many workers as requests ever ran at once (so
+        at most ``max_concurrent_requests``). Each handler runs in a fresh copy of the
+        worker's starting context, as in a task of its own: context variables it sets are
+        not seen by the next request.
+        """
+        base = contextvars.copy_context()
+        idle = self._idle_workers
+        while True:
+            await _run_in_context(base.copy(), self._handle_request(*job))
+            parked = _ParkedWorker()
+            idle.append(parked)
+            await parked.event.wait()
+            assert parked.job is not None
+            job = parked.job
 
     def _take_now(self, message: Any) -> bool:
         """Handle an answer or a request as the transport reads it, without the reader task.
