@@ -8,6 +8,7 @@ session's view last saw; the pauses between attempts are jittered (:class:`Backo
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -20,12 +21,13 @@ from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
+from accord.cli._bridge_link import run_bridge
 from accord.client import Backoff, connect
 from accord.errors import CURSOR_META_KEY, ConnectionClosed, ConnectionRefused
 from accord.remote import AccessPolicy, serve_remote
 from accord.store import MemorySessionStore
-from accord.testing import Say, ScriptedEngine, ScriptStep
-from accord.transports import Transport
+from accord.testing import Say, ScriptedEngine, ScriptStep, WaitFor
+from accord.transports import Transport, memory_transport_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -221,3 +223,98 @@ def _on_back(event: anyio.Event) -> Callable[[str], None]:
             event.set()
 
     return status
+
+
+# ---------------------------------------------------------------------- accord bridge
+
+
+class _Editor:
+    """An editor speaking raw JSON-RPC to the bridge over a memory transport."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.updates: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    async def send(self, method: str, params: dict[str, Any]) -> int:
+        request_id = next(self._ids)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        await self.transport.send(message)
+        return request_id
+
+    async def answer(self, request_id: int) -> dict[str, Any]:
+        """The answer to ``request_id``; the updates before it are kept."""
+        while True:
+            message = cast("dict[str, Any]", await self.transport.receive())
+            if message.get("method") == "session/update":
+                self.updates.append(message["params"])
+            elif message.get("id") == request_id:
+                return message
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.answer(await self.send(method, params))
+
+    async def update_saying(self, text: str) -> None:
+        """Read until an update carrying ``text`` came."""
+        while not any(_says(u, text) for u in self.updates):
+            message = cast("dict[str, Any]", await self.transport.receive())
+            if message.get("method") == "session/update":
+                self.updates.append(message["params"])
+
+
+def _says(update: dict[str, Any], text: str) -> bool:
+    content = update["update"].get("content")
+    return isinstance(content, dict) and cast("dict[str, Any]", content).get("text") == text
+
+
+async def test_the_bridge_answers_a_lost_request_and_resumes_from_the_editors_cursor() -> None:
+    """``accord bridge`` in-process between an editor (raw JSON-RPC) and a served agent: a
+    prompt in flight when the link drops is answered -32603 (reconnecting); the new link
+    gets the editor's own ``initialize`` and ``session/resume`` with the cursor of the last
+    update the editor saw; the editor's next request goes on the new link."""
+    gate = anyio.Event()
+    statuses: list[str] = []
+    back = anyio.Event()
+
+    def status(line: str) -> None:
+        statuses.append(line)
+        if line.startswith("reconnected"):
+            back.set()
+
+    turns: list[list[ScriptStep]] = [[Say("before")], [Say("waiting"), WaitFor(gate)]]
+    async with _recording_agent(turns) as (url, seen, transports), anyio.create_task_group() as tg:
+        editor_side, bridge_side = memory_transport_pair()
+        tg.start_soon(
+            functools.partial(run_bridge, bridge_side, url, token=TOKEN, on_status=status)
+        )
+        editor = _Editor(editor_side)
+        with anyio.fail_after(TIMEOUT):
+            init: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": {}}
+            assert "result" in await editor.call("initialize", init)
+            new = await editor.call("session/new", {"cwd": "/", "mcpServers": []})
+            session_id: str = new["result"]["sessionId"]
+            prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "one"}]}
+            assert (await editor.call("session/prompt", prompt))["result"]["stopReason"]
+            second = await editor.send("session/prompt", prompt)
+            await editor.update_saying("waiting")  # the second turn runs, and waits
+            cursor = editor.updates[-1]["_meta"][CURSOR_META_KEY]
+            await transports[-1].aclose()
+            lost = await editor.answer(second)
+            await back.wait()
+            listed = await editor.call("session/list", {})  # the new link carries on
+            gate.set()
+        sessions: list[dict[str, Any]] = listed["result"]["sessions"]
+        assert session_id in [s["sessionId"] for s in sessions]
+        assert lost["error"]["code"] == -32603
+        assert lost["error"]["data"] == {"reconnecting": True}
+        assert statuses == [
+            "connection to the agent lost; reconnecting",
+            "reconnected; resumed 1 session",
+        ]
+        assert len(seen) == 2
+        assert seen[1].sent[0]["method"] == "initialize"
+        assert seen[1].sent[0]["params"] == init
+        assert seen[1].resumes() == [
+            {"sessionId": session_id, "cwd": "/", "_meta": {CURSOR_META_KEY: cursor}}
+        ]
+        tg.cancel_scope.cancel()

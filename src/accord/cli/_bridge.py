@@ -5,11 +5,12 @@
     ACCORD_TOKEN=... accord bridge wss://build-box.example:8765/acp
 
 The editor launches it like any ACP agent; every message goes to the agent at ``URL`` and
-back, unchanged (:func:`accord.remote.run_bridge`). A dropped connection is reconnected and
-the editor's sessions resumed; each drop and reconnect is one line on stderr (the editor's
-log). The token comes from ``ACCORD_TOKEN`` or ``--token-file``.
+back, unchanged (:mod:`._bridge_link`: a dropped connection is reconnected and the editor's
+sessions resumed); each drop and reconnect is one line on stderr (the editor's log). The token
+comes from ``ACCORD_TOKEN`` or ``--token-file``.
 
-Above: :mod:`._main` (dispatch). Below: :mod:`accord.remote`, :mod:`accord.transports`.
+Above: :mod:`._main` (dispatch). Below: :mod:`._bridge_link`, :mod:`accord.remote`,
+:mod:`accord.transports` (imported when the command runs).
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def bridge_command(args: argparse.Namespace) -> int:
     import anyio
 
     from ..errors import ConnectionRefused, LocalProtocolError, TransportError
-    from ..remote import RemoteEndpoint, read_token, run_bridge
+    from ..remote import RemoteEndpoint, read_token
     from ..transports import stdio_transport
+    from ._bridge_link import run_bridge
 
     try:
         RemoteEndpoint.parse(args.url)

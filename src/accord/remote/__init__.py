@@ -5,10 +5,9 @@ checks every request's bearer token and ``Origin`` (:class:`AccessPolicy`) befor
 else, bounds what a client may make it hold (:class:`ServerLimits`), and hands each accepted
 ACP connection to a callback as a message-level :class:`~accord.transports.Transport`: the
 agent runtime's ``serve``. The client side (:func:`open_remote`) turns a ``ws://``,
-``wss://``, ``http://`` or ``https://`` URL into such a transport, optionally one that
-reconnects and resumes its sessions after a drop (:class:`ReconnectingTransport`, whose
-:func:`resume_request` is where the ``_meta["acp/cursor"]`` of the last update seen goes);
-:func:`run_bridge` forwards a local (stdio) transport to a remote agent (``accord bridge``).
+``wss://``, ``http://`` or ``https://`` URL into such a transport. Transports carry
+messages and nothing more: reconnecting and resuming sessions after a drop is the client's
+(``accord.client.connect(url)``, ``accord bridge``), above the connection.
 The wire follows the ACP RFD "Streamable HTTP & WebSocket transport" (one endpoint,
 ``/acp``; ``Acp-Connection-Id`` / ``Acp-Session-Id``), over HTTP/1.1.
 
@@ -26,35 +25,25 @@ from ._auth import Refusal as Refusal
 from ._auth import generate_token as generate_token
 from ._auth import is_loopback_host as is_loopback_host
 from ._auth import read_token as read_token
-from ._bridge import run_bridge as run_bridge
 from ._client import open_remote as open_remote
 from ._endpoint import RemoteEndpoint as RemoteEndpoint
 from ._endpoint import is_remote_url as is_remote_url
 from ._limits import ServerLimits as ServerLimits
-from ._reconnect import CURSOR_META as CURSOR_META
-from ._reconnect import ReconnectingTransport as ReconnectingTransport
-from ._reconnect import open_reconnecting as open_reconnecting
-from ._reconnect import resume_request as resume_request
 
 if TYPE_CHECKING:
     from ._server import serve_remote as serve_remote
 
 __all__ = (
-    "CURSOR_META",
     "TOKEN_ENV",
     "AccessPolicy",
-    "ReconnectingTransport",
     "Refusal",
     "RemoteEndpoint",
     "ServerLimits",
     "generate_token",
     "is_loopback_host",
     "is_remote_url",
-    "open_reconnecting",
     "open_remote",
     "read_token",
-    "resume_request",
-    "run_bridge",
     "serve_remote",
 )
 

@@ -1,7 +1,8 @@
 """Reaching a served agent: a WebSocket or Streamable HTTP transport from a URL.
 
 ``async with open_remote(url, token=...) as transport:`` yields a message-level
-:class:`~accord.transports.Transport` to the agent at ``url``: ``ws://`` / ``wss://`` open a
+:class:`~accord.transports.Transport` to the agent at ``url`` (a plain one: a drop ends it;
+``connect(url)`` and ``accord bridge`` reconnect above it): ``ws://`` / ``wss://`` open a
 WebSocket (the token in ``Authorization: Bearer``, never in the URL); ``http://`` /
 ``https://`` use Streamable HTTP (:mod:`._http_client`). The token defaults to
 ``ACCORD_TOKEN``. A refusal (wrong token, origin, too many connections) raises
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -58,8 +59,6 @@ async def open_remote(
     token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
     heartbeat_interval: float = 20.0,
-    reconnect: bool = False,
-    on_status: Callable[[str], None] | None = None,
 ) -> AsyncGenerator[Transport]:
     """Open a transport to the agent at ``url``; closed on exit.
 
@@ -69,9 +68,6 @@ async def open_remote(
         ssl_context: verifies the server for wss/https (default: the system's trust store,
             which ``SSL_CERT_FILE`` can point elsewhere).
         heartbeat_interval: seconds between WebSocket pings to the server.
-        reconnect: after a drop, reconnect and resume the sessions
-            (:class:`~accord.remote.ReconnectingTransport`).
-        on_status: told about drops and reconnects in one line each (default: logged).
 
     Raises:
         ValueError: ``url`` is not an agent URL.
@@ -84,17 +80,8 @@ async def open_remote(
     secret = resolve_token(token)
     endpoint = RemoteEndpoint.parse(url, token=secret)
 
-    def opener() -> AbstractAsyncContextManager[Transport]:
-        return _open(endpoint, secret, ssl_context, heartbeat_interval)
-
     try:
-        if reconnect:
-            from ._reconnect import open_reconnecting
-
-            async with open_reconnecting(opener, on_status=on_status) as transport:
-                yield transport
-            return
-        async with opener() as transport:
+        async with _open(endpoint, secret, ssl_context, heartbeat_interval) as transport:
             yield transport
     except BaseExceptionGroup as group:
         # The transport's task group wraps what the block raised: hand it back as itself.
