@@ -247,7 +247,8 @@ async def test_invalid_params_answer_invalid_params_naming_the_field(
         async def prompt(self, request: PromptRequest) -> PromptResponse:
             raise AssertionError("must not be called with invalid params")
 
-    async with connect(StrictAgent(), MinimalClient()) as pair:
+    # An initialize is sent on a fresh connection: a second one would be refused -32600 first.
+    async with connect(StrictAgent(), MinimalClient(), initialize=method != "initialize") as pair:
         with schema_validation_paused():
             error = await _raw_error(pair.client, method, params)
         assert type(error) is InvalidParams

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
 
 import anyio
 
-from ..errors import LocalProtocolError, MethodNotFound
+from ..errors import InvalidRequest, LocalProtocolError, MethodNotFound
 from ..schema import (
     AgentCapabilities,
     AuthMethod,
@@ -183,6 +183,9 @@ class AgentSideConnection(RoleConnection, ClientCalls):
         self.client_info: Implementation | None = None
         self.protocol_version: int | None = None
         self.position_encoding: str = "utf-16"
+        # Set when an initialize starts (cleared again if it fails): a second one, even while
+        # the first is being answered, is refused.
+        self._initializing = False
         agent.on_connect(self)
 
     async def send_chunk(
@@ -220,6 +223,33 @@ class AgentSideConnection(RoleConnection, ClientCalls):
         if message_id is not None:
             update["messageId"] = message_id
         await self._connection.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        """Serve ``initialize`` once, first; refuse every other request until it is answered.
+
+        Both refusals are -32600 (Invalid Request: the request is well formed, its place in
+        the conversation is not), never -32000, which ACP reserves for "authenticate first".
+        """
+        if method != "initialize":
+            if self.protocol_version is None:
+                raise InvalidRequest(
+                    f"{method} before initialize: the client must send initialize first and "
+                    "wait for its answer",
+                    {"method": method, "expected": "initialize"},
+                )
+            return await super()._on_request(method, params)
+        if self._initializing:
+            raise InvalidRequest(
+                "initialize was already sent on this connection: it is negotiated once "
+                "(open a new connection to negotiate again)",
+                {"method": method},
+            )
+        self._initializing = True
+        try:
+            return await super()._on_request(method, params)
+        except BaseException:
+            self._initializing = False  # refused (e.g. invalid params): it may be sent again
+            raise
 
     def _after_request(self, method: str, request: Any, response: Any) -> None:
         if method == "initialize":

@@ -3,9 +3,11 @@
 ``RoleConnection`` sits on a JSON-RPC :class:`~accord.jsonrpc.Connection` and speaks ACP: it
 dispatches incoming methods to a role object's typed handlers through the generated tables,
 turns outgoing typed calls into wire messages, and refuses (locally) to send a request or a
-notification that the peer did not advertise. W3C trace context in an incoming request's
-``_meta`` is current while its handler runs and is carried onto the requests it sends
-(:mod:`._trace`).
+notification that the peer did not advertise. What comes in is read strictly (no coercion of
+``"1"`` to an integer or ``"true"`` to a boolean): a value of the wrong type is an error, or
+its default where the schema marks the field ``x-deserialize-default-on-error``. W3C trace
+context in an incoming request's ``_meta`` is current while its handler runs and is carried
+onto the requests it sends (:mod:`._trace`).
 ``AgentSideConnection`` and ``ClientSideConnection`` specialise it.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -122,7 +125,7 @@ class RoleConnection:
         )
         assert spec.result_type is not None
         try:
-            return spec.result_type.model_validate({} if result is None else result)
+            return spec.result_type.model_validate({} if result is None else result, strict=True)
         except ValidationError as exc:
             raise RemoteProtocolError(
                 f"the peer's answer to {spec.method} does not match the schema: "
@@ -165,7 +168,7 @@ class RoleConnection:
         skipped: list[dict[str, Any]] = []
         if method in _MCP_SERVER_LISTS and isinstance(fields.get("mcpServers"), list):
             fields, skipped = _skip_invalid_mcp_servers(method, fields)
-        request = spec.params_type.model_validate(fields)
+        request = spec.params_type.model_validate(fields, strict=True)
         # The handler, and the requests it sends, continue the caller's trace (if any).
         with use_trace(TraceContext.from_meta(fields.get("_meta"))):
             response = await self._request_handlers[method](self._role, request)
@@ -202,7 +205,7 @@ class RoleConnection:
             return
         params_type = spec.params_type
         try:
-            notification = params_type.model_validate(params or {})
+            notification = params_type.model_validate(params or {}, strict=True)
         except ValidationError as exc:
             logger.warning(
                 "notification %s with invalid params ignored: %s",
@@ -216,7 +219,9 @@ class RoleConnection:
         validator = params_type.__pydantic_validator__
         if isinstance(validator, SchemaValidator):
             self._connection.add_notification_route(
-                method, validator.validate_python, getattr(self._role, spec.handler)
+                method,
+                partial(validator.validate_python, strict=True),
+                getattr(self._role, spec.handler),
             )
         await self._notification_handlers[method](self._role, notification)
 
@@ -236,7 +241,7 @@ def _skip_invalid_mcp_servers(
     skipped: list[dict[str, Any]] = []
     for index, item in enumerate(cast(list[Any], fields["mcpServers"])):
         try:
-            _MCP_SERVER.validate_python(item)
+            _MCP_SERVER.validate_python(item, strict=True)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"][1:]) or "(item)"
