@@ -6,12 +6,21 @@ Every test runs the real command (``python -m accord.cli``) against an agent scr
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 from pathlib import Path
 
 import pytest
-from _cli_support import ECHO_AGENT, OutputReader, accord, agent, json_lines, start_accord
+from _cli_support import (
+    ECHO_AGENT,
+    OutputReader,
+    accord,
+    agent,
+    json_lines,
+    on_a_terminal,
+    start_accord,
+)
 from helpers.timeouts import TIMEOUT
 from helpers.wire_schema import WireValidator
 
@@ -244,3 +253,37 @@ def test_auth_signs_in_with_an_agent_method_and_says_which_methods_exist() -> No
     assert terminal.returncode == 3
     assert "setup (terminal: Set up)" in terminal.stderr
     assert "offered when accord run runs on a terminal" in terminal.stderr
+    both = accord("run", "--agent", agent("signin", "--both"), "hello")
+    assert both.returncode == 3
+    assert both.stderr == (
+        "accord: the agent needs you to sign in first: the agent offers setup (terminal: Set"
+        " up), token (agent: Use the saved token); run again with --auth METHOD; terminal"
+        " methods are offered when accord run runs on a terminal\n"
+    )
+
+
+def test_on_a_terminal_the_auth_methods_are_offered_numbered_and_the_chosen_one_used() -> None:
+    # issue 26: no --auth, session/new answers -32000: the agent's methods are listed on the
+    # terminal; an agent method chosen is sent as authenticate and session/new is tried again
+    command = agent("signin", "--both")
+    with on_a_terminal("run", "--agent", command, "hello") as (process, out, keys):
+        out.wait_for("Sign in with one now? (number, Enter = 1, n = no): ")
+        assert "  1. Set up (runs in this terminal)\n" in out.text
+        assert "  2. Use the saved token (agent)\n" in out.text
+        os.write(keys, b"2\r")
+        out.wait_for("signed in with token")
+        out.read_to_end()
+        assert process.wait(timeout=TIMEOUT) == 0, out.text
+
+
+def test_on_a_terminal_declining_to_sign_in_names_the_methods() -> None:
+    with on_a_terminal("run", "--agent", agent("signin"), "hello") as (process, out, keys):
+        out.wait_for("  1. Use the saved token (agent)\n")
+        out.wait_for("Sign in with one now?")
+        os.write(keys, b"n\r")
+        out.read_to_end()
+        assert process.wait(timeout=TIMEOUT) == 3, out.text
+    assert "the agent offers token (agent: Use the saved token); run again with --auth" in (
+        out.text
+    )
+    assert "signed in with token" not in out.text

@@ -34,10 +34,10 @@ over its stdio through ``accord.roles.run_agent_stdio``; sessions are ``NAME-1``
   half in the prompt) with blocking writes, so it stalls unless the client drains its stderr;
   then answers ``quiet now``.
 * ``refusal``: declines every prompt: ``I cannot help with that.``, then ``refusal``.
-* ``signin [--terminal]``: needs authentication: ``session/new`` answers -32000 until
+* ``signin [--terminal | --both]``: needs authentication: ``session/new`` answers -32000 until
   ``authenticate`` named its ``agent`` method ``token`` (``Use the saved token``); another id is
-  -32602. ``--terminal``: it offers only a ``terminal`` method (``setup``) instead. A prompt is
-  answered ``signed in with token``.
+  -32602. ``--terminal``: it offers only a ``terminal`` method (``setup``) instead; ``--both``:
+  ``setup`` first, then ``token``. A prompt is answered ``signed in with token``.
 * ``slow_start``: an echo agent whose ``initialize`` says ``loading the model...`` on stderr
   and takes ``SLOW_START`` seconds (default 2), like an agent that downloads or compiles
   first; it stops waiting when the client goes away.
@@ -247,11 +247,14 @@ class SignInAgent(ScriptAgent):
     def __init__(self, args: list[str]) -> None:
         super().__init__(args)
         self.signed_in = False
+        terminal = {"type": "terminal", "id": "setup", "name": "Set up", "args": ["--setup"]}
+        token = AuthMethodAgent(id="token", name="Use the saved token")
         if "--terminal" in args:
-            terminal = {"type": "terminal", "id": "setup", "name": "Set up", "args": ["--setup"]}
             self.auth_methods = [TerminalAuthMethod.model_validate(terminal)]
+        elif "--both" in args:
+            self.auth_methods = [TerminalAuthMethod.model_validate(terminal), token]
         else:
-            self.auth_methods = [AuthMethodAgent(id="token", name="Use the saved token")]
+            self.auth_methods = [token]
 
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
         if request.method_id != "token" or "--terminal" in self.args:

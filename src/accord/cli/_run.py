@@ -70,12 +70,12 @@ from ._agent_spec import (
     close_builtin_agent,
 )
 from ._display import Display, colour_wanted
-from ._elicit import TerminalElicitation
+from ._elicit import Ask, TerminalElicitation
 from ._exit_codes import ExitCode
 from ._question import RefuseWithNotice, TerminalQuestion, terminal_asker
 from ._report import explain_agent_error, report
 from ._settings import Settings, SettingsError, load
-from ._signin import SignedIn, can_sign_in, offer_terminal_auth
+from ._signin import SignedIn, can_sign_in, offer_sign_in
 
 __all__ = ("exit_code_for", "read_prompt", "result_record", "run_command")
 
@@ -370,15 +370,7 @@ async def _connected(
             waiting.cancel()
             if args.auth is not None:
                 await _authenticate(conn, args.auth)
-            try:
-                session = await _open_session(conn, args, choice)
-            except RequestError as error:  # -32000: sign in first, if the agent says how
-                if error.code != -32000 or (choice.builtin and args.auth is None):
-                    raise  # the built-in agent's explanation names its --model and key
-                offer = sign_in and args.auth is None
-                if offer and await offer_terminal_auth(conn, spec, args.cwd, ask):
-                    raise SignedIn from None
-                raise _Failed(_auth_needed(conn), ExitCode.AGENT_FAILED) from None
+            session = await _open_signed_in(conn, args, choice, spec, ask, sign_in=sign_in)
             outcome.session_id = session.session_id
             await _set_mode(session, args.mode)
             who = session.turn_client
@@ -401,6 +393,43 @@ async def _connected(
             error, choice.name, model=model, base_url=base_url, builtin=choice.builtin
         )
         outcome.code = ExitCode.AGENT_FAILED
+
+
+async def _open_signed_in(
+    conn: ConnectedAgent,
+    args: argparse.Namespace,
+    choice: AgentChoice,
+    spec: AgentSpec,
+    ask: Ask,
+    *,
+    sign_in: bool,
+) -> ClientSession:
+    """Open the session; if the agent answers -32000, sign in as the user chooses and retry.
+
+    Raises:
+        SignedIn: a terminal auth method ran: connect again.
+        _Failed: the agent still needs authentication and nothing could give it (exit 3).
+    """
+    try:
+        return await _open_session(conn, args, choice)
+    except RequestError as error:  # -32000: sign in first, if the agent says how
+        if error.code != -32000 or (choice.builtin and args.auth is None):
+            raise  # the built-in agent's explanation names its --model and key
+        offer = sign_in and args.auth is None
+        method = await offer_sign_in(conn, spec, args.cwd, ask) if offer else None
+        if method is None:
+            raise _Failed(_auth_needed(conn), ExitCode.AGENT_FAILED) from None
+    await conn.authenticate(method.id)
+    try:
+        return await _open_session(conn, args, choice)
+    except RequestError as error:
+        if error.code != -32000:
+            raise
+        raise _Failed(
+            f"the agent still needs you to sign in after authenticate with"
+            f" {neutralise(method.id)!r}: {_methods_offered(conn)}",
+            ExitCode.AGENT_FAILED,
+        ) from None
 
 
 def _say_connection_status(line: str) -> None:

@@ -1,11 +1,14 @@
-"""``accord run`` signs in when the agent asks it to: terminal auth methods on the terminal.
+"""``accord run`` signs in when the agent asks it to, on a terminal: the agent's auth methods.
 
-When ``session/new`` answers -32000 (authentication required) and the agent, started from a
-command line (``--agent``), offers a ``type: "terminal"`` auth method, ``accord run`` offers to
-run it: the agent's command with the method's arguments, in this terminal, for the user to
-complete (a sign-in, ``accord serve --configure``). When it exits 0, ``accord run`` connects
-again and goes on with the prompt. Without a terminal, or for the built-in agent (whose setup
-is ``--model``), nothing is offered and the error is reported as before.
+When ``session/new`` answers -32000 (authentication required) and stdin and stderr are
+terminals, ``accord run`` lists the agent's ``type: "agent"`` auth methods and, for an agent
+started from a command line (``--agent``), its ``type: "terminal"`` ones, numbered, and reads
+the choice. An agent method is sent as ``authenticate`` and ``session/new`` is tried again. A
+terminal method runs the agent's command with the method's arguments, in this terminal, for
+the user to complete (a sign-in, ``accord serve --configure``); when it exits 0, ``accord run``
+connects again and goes on with the prompt. Without a terminal, or for the built-in agent
+(whose setup is ``--model``), nothing is offered: the error names every method and
+``--auth METHOD``.
 
 Below: :mod:`accord.client` (``run_terminal_auth``). Above: :mod:`._run`.
 """
@@ -16,10 +19,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..client import AgentSpec, ConnectedAgent, run_terminal_auth, terminal_auth_methods
+from ..client import AgentSpec, ConnectedAgent, run_terminal_auth
+from ..schema import AuthMethodAgent, TerminalAuthMethod
 from ._elicit import Ask, printable
 
-__all__ = ("SignedIn", "offer_terminal_auth")
+__all__ = ("SignedIn", "can_sign_in", "offer_sign_in", "on_a_terminal")
 
 
 class SignedIn(Exception):
@@ -31,28 +35,46 @@ def can_sign_in(spec: AgentSpec) -> bool:
     return isinstance(spec, Sequence) and not isinstance(spec, str) and sys.stdin.isatty()
 
 
-async def offer_terminal_auth(
+def on_a_terminal() -> bool:
+    """Whether ``accord run`` may ask the user (stdin and stderr are terminals)."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+async def offer_sign_in(
     conn: ConnectedAgent, spec: AgentSpec, cwd: str | os.PathLike[str], ask: Ask
-) -> bool:
-    """Offer the agent's terminal auth method and run it; whether it succeeded.
+) -> AuthMethodAgent | None:
+    """List the agent's auth methods on the terminal, numbered, and read the user's choice.
+
+    Offered: the ``agent`` methods (``authenticate`` on this connection) and, for an agent
+    started from a command line, the ``terminal`` methods, which run at once in this terminal.
+
+    Returns:
+        The ``agent`` method chosen (the caller authenticates with it), or None: not on a
+        terminal, nothing to offer, or the user said no.
 
     Raises:
-        TerminalAuthFailed: the method ran and exited with another status than 0.
+        SignedIn: a terminal method ran and exited 0: connect again.
+        TerminalAuthFailed: a terminal method ran and exited with another status than 0.
     """
-    if not can_sign_in(spec):
-        return False
-    methods = terminal_auth_methods(conn.auth_methods)
+    if not on_a_terminal():
+        return None
+    terminal = can_sign_in(spec)
+    methods = [m for m in conn.auth_methods if isinstance(m, AuthMethodAgent) or terminal]
     if not methods:
-        return False
-    assert isinstance(spec, Sequence)
+        return None
     sys.stderr.write("\nThe agent needs you to sign in or set it up first:\n")
     for number, method in enumerate(methods, 1):
         about = f": {printable(method.description)}" if method.description else ""
-        sys.stderr.write(f"  {number}. {printable(method.name)}{about}\n")
-    answer = (await ask("Run one now in this terminal? (number, Enter = 1, n = no): ")).lower()
+        how = "runs in this terminal" if isinstance(method, TerminalAuthMethod) else "agent"
+        sys.stderr.write(f"  {number}. {printable(method.name)}{about} ({how})\n")
+    answer = (await ask("Sign in with one now? (number, Enter = 1, n = no): ")).lower()
     if answer in ("n", "no"):
-        return False
+        return None
     index = int(answer) - 1 if answer.isdigit() and 1 <= int(answer) <= len(methods) else 0
-    await run_terminal_auth(list(spec), methods[index], cwd=cwd)
+    chosen = methods[index]
+    if isinstance(chosen, AuthMethodAgent):
+        return chosen
+    assert isinstance(spec, Sequence)
+    await run_terminal_auth(list(spec), chosen, cwd=cwd)
     sys.stderr.write("accord: signed in; connecting again\n")
-    return True
+    raise SignedIn
