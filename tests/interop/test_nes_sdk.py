@@ -4,7 +4,8 @@
 frozen TypeScript module (method table, types, zod validators). accord's NES definitions come
 from 1.4.0's JSON schema (``scripts/schema_sources.py``); the first test holds them to that
 module, definition by definition. The others drive accord over stdio with the module, in both
-roles (``nes_sdk/*.mjs``): the SDK's NES client (1.9.0 and 2.4.0) against the accord coder.
+roles (``nes_sdk/*.mjs``): the SDK's NES client (1.9.0 and 2.4.0) against the accord coder,
+and accord's client (``ConnectedAgent.start_nes``) against an agent on the SDK's NES module.
 
 Install the SDK with ``scripts/fetch_interop_agents.sh``; without it these tests skip.
 """
@@ -22,7 +23,10 @@ from _interop_schema_shape import differences, shape
 from helpers.acp_schema import load_schema, sources
 from helpers.timeouts import TIMEOUT
 
+from accord.client import connect
 from accord.coder import CoderConfig, CoderRuntime
+from accord.documents import Point, Span
+from accord.schema import EditNesSuggestion
 from accord.schema.methods import AGENT_METHODS
 from accord.store import MemorySessionStore
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -143,3 +147,92 @@ async def test_the_sdks_nes_client_drives_the_accord_coder(
     # reached the second request
     assert "    return s.strip()\n" in asked[0]
     assert "- accepted: insert 'a' at line 2" in asked[1]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["1.9.0", "2.4.0"])
+async def test_accords_nes_client_against_an_sdk_nes_agent(
+    version: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # accord's client (ConnectedAgent.start_nes, NesSession: code points) against an agent on
+    # the SDK's NES module (nes_sdk/nes_agent.mjs: UTF-16 units, as JavaScript strings are).
+    programs: Program = request.getfixturevalue(
+        "sdk1_program" if version == "1.9.0" else "sdk2_program"
+    )
+    log = tmp_path / "log.json"
+    uri = "file:///work/app.py"
+    text = "def greet(name):\n    s = '\U0001f600' + nm\n    return s\n"
+    with anyio.fail_after(TIMEOUT):
+        async with (
+            connect([*programs("nes_sdk/nes_agent.mjs"), str(log)]) as conn,
+            await conn.start_nes(workspace_uri="file:///work") as nes,
+        ):
+            assert nes.encoding == "utf-16"
+            assert nes.session_id == "sdk-nes-1"
+            await nes.open(uri, text, "python")
+            # in code points: the emoji is one; "nm" -> "nme", and a second emoji before it
+            changed = await nes.change(
+                uri,
+                [
+                    (Span(Point(1, 10), Point(1, 10)), "\U0001f600"),
+                    (Span(Point(1, 16), Point(1, 16)), "e"),
+                ],
+            )
+            assert changed == 2
+            (dismissed,) = await nes.suggest(uri, Point(1, 18), trigger_kind="automatic")
+            await nes.reject(dismissed)
+            (suggestion,) = await nes.suggest(uri, Point(1, 18))
+            # the agent said UTF-16 (each emoji two units: "a" at unit 18): code points here
+            assert [(e.span, e.new_text) for e in suggestion.edits] == [
+                (Span(Point(1, 16), Point(1, 16)), "a")
+            ]
+            assert suggestion.cursor == Point(1, 19)
+            wire = suggestion.wire
+            assert isinstance(wire, EditNesSuggestion)
+            assert wire.edits[0].range.start.character == 18
+            assert await nes.apply(suggestion) == 3
+            await nes.accept(suggestion)
+            assert nes.document(uri).line(1) == "    s = '\U0001f600\U0001f600' + name"
+            assert await nes.suggest(uri, Point(1, 19)) == []
+            assert await nes.save(uri)
+            assert await nes.focus(uri, Point(1, 19))
+            await nes.close_document(uri)
+    held = json.loads(log.read_text())
+    # The SDK does not run its handlers in the order the messages came (a reject sent before
+    # the second suggest, a didClose sent after didFocus, were seen handled the other way
+    # round): what arrived, each once, as a multiset.
+    methods = [method for method, _ in held["events"]]
+    assert sorted(methods) == sorted(
+        [
+            "nes/start",
+            "document/didOpen",
+            "document/didChange",
+            "nes/suggest",
+            "nes/reject",
+            "nes/suggest",
+            "document/didChange",
+            "nes/accept",
+            "nes/suggest",
+            "document/didSave",
+            "document/didFocus",
+            "document/didClose",
+            "nes/close",
+        ]
+    )
+    params = dict(held["events"])
+    assert params["nes/reject"] == {
+        "sessionId": "sdk-nes-1",
+        "id": "sdk-suggestion-1",
+        "reason": "rejected",
+    }
+    assert params["nes/accept"] == {"sessionId": "sdk-nes-1", "id": "sdk-suggestion-2"}
+    first, second, third = [p for m, p in held["events"] if m == "nes/suggest"]
+    assert (first["version"], first["position"]) == (2, {"line": 1, "character": 20})
+    assert (first["triggerKind"], second["triggerKind"]) == ("automatic", "manual")
+    assert (third["version"], third["position"]) == (3, {"line": 1, "character": 21})
+    # the agent applied accord's incremental changes (UTF-16 ranges) to exactly its text
+    [(_, opened), *_] = [e for e in held["events"] if e[0] == "document/didOpen"]
+    assert opened["text"] == text
+    changes = [p for m, p in held["events"] if m == "document/didChange"]
+    assert [c["version"] for c in changes] == [2, 3]
+    assert held["documents"] == {}
