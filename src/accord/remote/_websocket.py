@@ -365,6 +365,7 @@ class WebSocketTransport:
     async def _answer_close(self, event: Any) -> None:
         from wsproto.connection import ConnectionState
 
+        self._pong = b""  # the answering close is the last frame
         if self._ws.state is ConnectionState.REMOTE_CLOSING:
             try:
                 await self._write(event.response(), closing=True)
@@ -484,6 +485,7 @@ class WebSocketTransport:
         if self._closed:
             return
         self._closed = True
+        self._pong = b""  # nothing may follow the close frame (RFC 6455, 5.5.1)
         self._has_data.set()  # the background writer stops
         self._close_reason = reason or "the WebSocket connection is closed"
         if reason:
