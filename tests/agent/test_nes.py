@@ -21,8 +21,8 @@ from _agent_support import RecordingClient, serve
 from helpers.timeouts import TIMEOUT
 
 from accord.agent import AgentRuntime
-from accord.documents import Point, Span
-from accord.engines import EditFeedback, EditRequest, EngineCapabilities, SuggestedEdit, TextEdit
+from accord.documents import Point, Span, TextEdit
+from accord.engines import EditFeedback, EditRequest, EngineCapabilities, SuggestedEdit
 from accord.errors import RequestCancelled, RequestError
 from accord.roles import ClientSideConnection
 from accord.schema import (

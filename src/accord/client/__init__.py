@@ -56,7 +56,6 @@ from ._handlers import MAX_EARLY_UPDATES as MAX_EARLY_UPDATES
 from ._handlers import UpdateListener as UpdateListener
 from ._nes import NesSession as NesSession
 from ._nes import Suggestion as Suggestion
-from ._nes import SuggestionEdit as SuggestionEdit
 from ._neutralise import neutralise as neutralise
 from ._permissions import AllowAll as AllowAll
 from ._permissions import AskCallback as AskCallback
@@ -140,7 +139,6 @@ __all__ = (
     "SessionState",
     "SessionView",
     "Suggestion",
-    "SuggestionEdit",
     "TerminalAuthFailed",
     "TerminalHost",
     "TextDelta",

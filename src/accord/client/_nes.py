@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self, final
 
-from ..documents import DocumentError, Point, PositionEncoding, Span, TextDocument
+from ..documents import DocumentError, Point, PositionEncoding, Span, TextDocument, TextEdit
 from ..errors import LocalProtocolError
 from ..roles import ClientSideConnection, is_advertised
 from ..schema import (
@@ -57,16 +57,7 @@ from ..schema import (
     WorkspaceFolder,
 )
 
-__all__ = ("NesSession", "Suggestion", "SuggestionEdit")
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class SuggestionEdit:
-    """Replace ``span`` (code points of the version asked about) by ``new_text``."""
-
-    span: Span
-    new_text: str
+__all__ = ("NesSession", "Suggestion")
 
 
 @final
@@ -86,7 +77,7 @@ class Suggestion:
     id: str
     uri: str
     version: int
-    edits: tuple[SuggestionEdit, ...]
+    edits: tuple[TextEdit, ...]
     cursor: Point | None
     wire: NesSuggestion
 
@@ -315,7 +306,7 @@ class NesSession:
                 continue
             try:
                 edits = tuple(
-                    SuggestionEdit(text.span_of(edit.range, encoding), edit.new_text)
+                    TextEdit(text.span_of(edit.range, encoding), edit.new_text)
                     for edit in wire.edits
                 )
             except DocumentError:
@@ -391,7 +382,7 @@ class NesSession:
 
 def _after_point(
     text: TextDocument,
-    edits: Sequence[SuggestionEdit],
+    edits: Sequence[TextEdit],
     position: Position,
     encoding: PositionEncoding,
 ) -> Point | None:

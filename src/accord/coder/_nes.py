@@ -13,7 +13,7 @@ A suggestion is one small, fast model request (:mod:`._nes_model` sends it, mark
 
 The model answers with the editable region rewritten with the edit it predicts applied
 (:func:`edits_from_answer`): the answer is compared with the region line by line, and each
-changed run of lines becomes one :class:`~accord.engines.TextEdit` trimmed to the characters
+changed run of lines becomes one :class:`~accord.documents.TextEdit` trimmed to the characters
 that differ; a cursor marker in the answer says where the cursor goes. An unchanged region is
 no suggestion. An answer without the region's markers, or far longer than the region, is not
 a suggestion at all: :class:`UnusableAnswer` says why.
@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..documents import Point, Span
-from ..engines import EditFeedback, EditRequest, SuggestedEdit, TextEdit
+from ..documents import Point, Span, TextEdit
+from ..engines import EditFeedback, EditRequest, SuggestedEdit
 
 __all__ = (
     "CURSOR",

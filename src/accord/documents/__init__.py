@@ -8,6 +8,8 @@ send changes against, and both count positions the way the two negotiated.
   changed in place by spans or by ACP ``TextDocumentContentChangeEvent`` lists (all or
   nothing), each applied change reported as a :class:`LineChange`; a size limit
   (:data:`DEFAULT_MAX_CHARS`).
+* :class:`TextEdit`: a span replaced by a text, the edit of a next edit suggestion on both
+  sides (the engine's ``SuggestedEdit``, the client's ``Suggestion``).
 * :class:`Point` and :class:`Span`: places in code points (Python string indexes), what code
   works with; ``TextDocument.point_of`` / ``position_of`` (``span_of`` / ``range_of``)
   convert to and from ACP ``Position`` / ``Range`` in a :data:`PositionEncoding`
@@ -27,6 +29,7 @@ from ._points import DocumentErrorReason as DocumentErrorReason
 from ._points import Point as Point
 from ._points import PositionEncoding as PositionEncoding
 from ._points import Span as Span
+from ._points import TextEdit as TextEdit
 from ._points import column_of as column_of
 from ._points import units_of as units_of
 from ._text import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
@@ -44,6 +47,7 @@ __all__ = (
     "PositionEncoding",
     "Span",
     "TextDocument",
+    "TextEdit",
     "column_of",
     "split_lines",
     "units_of",

@@ -25,6 +25,7 @@ __all__ = (
     "Point",
     "PositionEncoding",
     "Span",
+    "TextEdit",
     "column_of",
     "units_of",
 )
@@ -103,6 +104,24 @@ class Span:
     def empty(self) -> bool:
         """Whether the span holds no text."""
         return self.start == self.end
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replace the text of ``span`` (code points of the document it is for) by ``new_text``.
+
+    The one value of an edit both sides use: an engine's next edit suggestion
+    (``accord.engines.SuggestedEdit``) and a suggestion the client received
+    (``accord.client.Suggestion``).
+
+    Attributes:
+        span: The text replaced (empty: an insertion at its start).
+        new_text: What goes there.
+    """
+
+    span: Span
+    new_text: str
 
 
 _KNOWN: Final = frozenset(POSITION_ENCODINGS)

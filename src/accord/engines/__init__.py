@@ -10,8 +10,8 @@ is everything the two agree on, and nothing of the runtime's machinery:
   :class:`TextFileReader`, :class:`TextFileWriter`, :class:`TerminalService`; the client's own
   MCP servers: :class:`McpOverAcp`);
 * next edit suggestions (``EngineCapabilities.nes``): :class:`EditSuggester`, asked with an
-  :class:`EditRequest` and answering :class:`SuggestedEdit` values (:class:`TextEdit`), told
-  the client's verdict with :class:`EditFeedback`;
+  :class:`EditRequest` and answering :class:`SuggestedEdit` values (their edits
+  :class:`accord.documents.TextEdit`), told the client's verdict with :class:`EditFeedback`;
 * the model providers an engine routes through (unstable ``providers/*``):
   :class:`ProviderSettings`;
 * the events a turn yields (:data:`Event`: :class:`TextChunk`, :class:`ToolCallStarted`,
@@ -95,7 +95,6 @@ from ._nes import EditRequest as EditRequest
 from ._nes import EditSuggester as EditSuggester
 from ._nes import RecentEdit as RecentEdit
 from ._nes import SuggestedEdit as SuggestedEdit
-from ._nes import TextEdit as TextEdit
 from ._protocol import MODEL_PURPOSE_HEADER as MODEL_PURPOSE_HEADER
 from ._protocol import ConfigValue as ConfigValue
 from ._protocol import Engine as Engine
@@ -181,7 +180,6 @@ __all__ = (
     "TerminalHandle",
     "TerminalService",
     "TextChunk",
-    "TextEdit",
     "TextFileReader",
     "TextFileWriter",
     "TextPart",

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, final, runtime_checkable
 
-from ..documents import Point, Span
+from ..documents import Point, Span, TextEdit
 from ..schema import NesRejectReason, NesSuggestContext, NesTriggerKind
 
 __all__ = (
@@ -34,7 +34,6 @@ __all__ = (
     "EditSuggester",
     "RecentEdit",
     "SuggestedEdit",
-    "TextEdit",
 )
 
 
@@ -91,15 +90,6 @@ class EditRequest:
     recent_edits: tuple[RecentEdit, ...] = ()
     context: NesSuggestContext | None = None
     workspace_uri: str | None = None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class TextEdit:
-    """Replace the text of ``span`` (code points of the document asked about) by ``new_text``."""
-
-    span: Span
-    new_text: str
 
 
 @final
