@@ -15,13 +15,16 @@ import argparse
 import os
 import shlex
 import shutil
+import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
 
 from ..client import AgentSpec
-from ._report import CODER_EXTRA_MISSING, coder_extra_missing
-from ._settings import Settings
+from ._exit_codes import ExitCode
+from ._report import CODER_EXTRA_MISSING, coder_extra_missing, report
+from ._settings import Settings, SettingsError, load
 
 __all__ = (
     "AgentChoice",
@@ -178,3 +181,25 @@ async def close_builtin_agent(spec: AgentSpec) -> None:
     if isinstance(spec, AgentRuntime):
         with anyio.CancelScope(shield=True):
             await spec.aclose()
+
+
+def run_with_agent(
+    body: Callable[..., Awaitable[int]], args: argparse.Namespace, *extra: object
+) -> int:
+    """Run a command's ``body(args, settings, choice, *extra)`` against the agent ``args.agent``.
+
+    Loads the settings and chooses the agent first: a bad settings file or agent name is
+    reported and answers :attr:`ExitCode.ERROR`; Ctrl-C answers :attr:`ExitCode.CANCELLED`.
+    Otherwise the body's exit code.
+    """
+    try:
+        settings = load()
+        choice = choose_agent(args.agent, settings)
+    except (SettingsError, AgentSpecError) as error:
+        report(str(error))
+        return ExitCode.ERROR
+    try:
+        return anyio.run(body, args, settings, choice, *extra, backend="asyncio")
+    except KeyboardInterrupt:
+        print("\naccord: interrupted", file=sys.stderr)
+        return ExitCode.CANCELLED

@@ -20,16 +20,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-import anyio
 import orjson
 
 from ..client import ConnectedAgent, connect, neutralise
 from ..errors import AcpError, LocalProtocolError
 from ..schema import ProviderInfo
-from ._agent_spec import AgentChoice, AgentSpecError, agent_spec, choose_agent, close_builtin_agent
+from ._agent_spec import AgentChoice, agent_spec, close_builtin_agent, run_with_agent
 from ._exit_codes import ExitCode
 from ._report import explain_agent_error, report
-from ._settings import Settings, SettingsError, load
+from ._settings import Settings
 
 __all__ = ("add_providers_arguments", "key_headers", "providers_command")
 
@@ -83,17 +82,7 @@ def providers_command(args: argparse.Namespace) -> int:
         if not key:
             report("--key-stdin: the first line of stdin is empty (no key was sent)")
             return ExitCode.USAGE
-    try:
-        settings = load()
-        choice = choose_agent(args.agent, settings)
-    except (SettingsError, AgentSpecError) as error:
-        report(str(error))
-        return ExitCode.ERROR
-    try:
-        return anyio.run(_providers, args, settings, choice, key, backend="asyncio")
-    except KeyboardInterrupt:
-        print("\naccord: interrupted", file=sys.stderr)
-        return ExitCode.CANCELLED
+    return run_with_agent(_providers, args, key)
 
 
 async def _providers(

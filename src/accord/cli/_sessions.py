@@ -16,17 +16,16 @@ import argparse
 import os
 import sys
 
-import anyio
 import orjson
 
 from ..client import ConnectedAgent, SessionView, connect, neutralise
 from ..errors import AcpError, LocalProtocolError
 from ..schema import SessionNotification
-from ._agent_spec import AgentChoice, AgentSpecError, agent_spec, choose_agent, close_builtin_agent
+from ._agent_spec import AgentChoice, agent_spec, close_builtin_agent, run_with_agent
 from ._display import Display, colour_wanted
 from ._exit_codes import ExitCode
 from ._report import explain_agent_error, report
-from ._settings import Settings, SettingsError, load
+from ._settings import Settings
 
 __all__ = ("sessions_command",)
 
@@ -43,17 +42,7 @@ def sessions_command(args: argparse.Namespace) -> int:
     if args.action == "delete" and not args.ids:
         report("accord sessions delete takes one or more session ids")
         return ExitCode.USAGE
-    try:
-        settings = load()
-        choice = choose_agent(args.agent, settings)
-    except (SettingsError, AgentSpecError) as error:
-        report(str(error))
-        return ExitCode.ERROR
-    try:
-        return anyio.run(_sessions, args, settings, choice, backend="asyncio")
-    except KeyboardInterrupt:
-        print("\naccord: interrupted", file=sys.stderr)
-        return ExitCode.CANCELLED
+    return run_with_agent(_sessions, args)
 
 
 async def _sessions(args: argparse.Namespace, settings: Settings, choice: AgentChoice) -> int:
