@@ -16,6 +16,7 @@ import pytest
 from _remote_support import UPGRADE, raw_request, request_bytes
 from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
+from helpers.tls import loopback_tls_contexts
 
 import accord.client._session as client_session
 from accord.client import AllowAll, DenyAll, connect
@@ -401,17 +402,6 @@ async def test_tls(scheme: str) -> None:
     assert result.text == "secret"
 
 
-def _tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """A server context with a certificate for 127.0.0.1 and a client context trusting it."""
-    trustme = pytest.importorskip("trustme")
-    authority = trustme.CA()
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(server_context)
-    client_context = ssl.create_default_context()
-    authority.configure_trust(client_context)
-    return server_context, client_context
-
-
 _PLAN = EngineCapabilities(commands=(AvailableCommand(name="plan", description="Plan first"),))
 
 
@@ -422,7 +412,9 @@ async def test_a_new_session_s_announcements_arrive_with_it(
     # No bound worth reaching: announcements parked where the client never reads hang the
     # test (and fail it at fail_after) instead of passing after the bound.
     monkeypatch.setattr(client_session, "ANNOUNCEMENT_TIMEOUT", 3600.0)
-    server_context, client_context = _tls_contexts() if scheme in ("wss", "https") else (None, None)
+    server_context, client_context = (
+        loopback_tls_contexts() if scheme in ("wss", "https") else (None, None)
+    )
     async with served_agent(capabilities=_PLAN, ssl_context=server_context) as server:
         with caplog.at_level(logging.INFO, logger="accord.client"), anyio.fail_after(TIMEOUT):
             async with connect(

@@ -18,6 +18,7 @@ import anyio.abc
 import pytest
 from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
+from helpers.tls import loopback_tls_contexts
 
 from accord.client import connect
 from accord.remote import ServerLimits
@@ -27,16 +28,6 @@ pytestmark = pytest.mark.anyio
 
 #: The handshake bound under test: short, so the test is quick; the code's default is 30 s.
 _BOUND = 2.0
-
-
-def _contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    trustme = pytest.importorskip("trustme")
-    authority = trustme.CA()
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    authority.issue_cert("127.0.0.1").configure_cert(server_context)
-    client_context = ssl.create_default_context()
-    authority.configure_trust(client_context)
-    return server_context, client_context
 
 
 def _client_hello(context: ssl.SSLContext) -> bytes:
@@ -86,7 +77,7 @@ async def _stall(port: int, first: bytes, trickle: bytes) -> float:
 async def test_a_stalled_handshake_is_closed_within_the_bound_while_others_are_served(
     how: str,
 ) -> None:
-    server_context, client_context = _contexts()
+    server_context, client_context = loopback_tls_contexts()
     hello = _client_hello(client_context)
     first, trickle = {
         "nothing": (b"", b""),
