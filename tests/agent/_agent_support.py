@@ -27,6 +27,7 @@ from accord.schema import (
     Cost,
     InitializeRequest,
     NewSessionRequest,
+    PermissionOption,
     PlanEntry,
     PromptRequest,
     PromptResponse,
@@ -304,8 +305,15 @@ def rich_steps() -> list[ScriptStep]:
 
 def command_steps(prompt: str) -> list[ScriptStep]:
     """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``, ``hang`` (a tool call
-    left open, three chunks, then a wait that ignores cancel); anything else echoes."""
+    left open, three chunks, then a wait that ignores cancel), ``ambiguous`` (a tool that asks
+    with two options under one id: ``Deny`` and ``Allow always``); anything else echoes."""
     words = prompt.split()
+    if words[:1] == ["ambiguous"]:
+        options = (
+            PermissionOption(option_id="x", name="Deny", kind="reject_once"),
+            PermissionOption(option_id="x", name="Allow always", kind="allow_always"),
+        )
+        return [UseTool(title="Edit main.py", kind="edit", ask=True, options=options)]
     if words[:1] == ["rich"]:
         return rich_steps()
     if words[:1] == ["hang"]:

@@ -21,6 +21,7 @@ import pytest
 from _agent_support import CWD, FULL, RecordingClient, command_steps, message_texts, text
 from helpers.fold import fold
 from helpers.processes import child_env
+from helpers.raw_wire import raw_agent
 from helpers.timeouts import SCENARIO_TIMEOUT, TIMEOUT
 
 from accord.agent import AgentRuntime
@@ -300,3 +301,31 @@ async def test_a_client_leaving_mid_turn_leaves_no_error_in_the_agent_s_log(
 
 #: What must not appear in the agent's stderr when its client merely went away.
 _NOISE = ("WARNING", "ERROR", "Traceback", "WriterClosed")
+
+
+async def test_a_permission_question_with_a_repeated_option_id_never_reaches_the_wire(
+    tmp_path: Path,
+) -> None:
+    """The engine offers "Deny" and "Allow always" under one id: the runtime refuses to ask
+    (the prompt is answered with an error saying why), no ``session/request_permission`` is
+    written at all, the tool never runs, and the connection serves the next prompt."""
+    command = [sys.executable, str(_AGENT), str(tmp_path / "store.db")]
+    async with raw_agent(command, env=child_env(_AGENT)) as agent:
+        capabilities = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+        init = {"protocolVersion": 1, "clientCapabilities": capabilities}
+        assert "result" in await agent.request(1, "initialize", init)
+        created = await agent.request(2, "session/new", {"cwd": CWD, "mcpServers": []})
+        session_id = created["result"]["sessionId"]
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "ambiguous"}]}
+        refused = await agent.request(3, "session/prompt", prompt)
+        assert refused["error"]["code"] == -32603
+        assert refused["error"]["data"] == {
+            "error": "ValueError",
+            "message": "permission options must have distinct option ids: ['x']",
+        }
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "still here"}]}
+        answered = await agent.request(4, "session/prompt", prompt)
+        assert answered["result"]["stopReason"] == "end_turn"
+    assert agent.requests == []
+    assert not any("session/request_permission" in line for line in agent.lines)
+    assert any("still here" in line for line in agent.lines)

@@ -606,3 +606,54 @@ async def test_a_nul_in_cwd_is_refused(host: TerminalHost, root: Path) -> None:
     request = CreateTerminalRequest(session_id="s", command="true", cwd=f"{root}\0/x")
     with pytest.raises(InvalidParams, match="NUL"):
         await host.create_terminal(request, [root])
+
+
+# --- stdin -----------------------------------------------------------------------------------
+
+# A client whose own stdin is a pipe still open (an editor's, a shell's) runs a TerminalHost;
+# each command reads its stdin. Were the pipe inherited, `cat` would hang on it or print what
+# the client's stdin carries; with /dev/null every read ends at once.
+_STDIN_CLIENT = """
+import os, sys, anyio
+from accord.client import TerminalHost
+from accord.schema import CreateTerminalRequest, TerminalOutputRequest, WaitForTerminalExitRequest
+
+PROBE = (
+    "import os, stat; st = os.fstat(0); null = os.stat('/dev/null'); "
+    "print('devnull' if stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev else 'other')"
+)
+
+async def main():
+    async with TerminalHost() as host:
+        for command, args in (
+            ("cat", []),
+            ("read line; echo read=$?", []),
+            (sys.executable, ["-c", PROBE]),
+        ):
+            request = CreateTerminalRequest(session_id="s", command=command, args=args)
+            terminal = (await host.create_terminal(request, [os.getcwd()])).terminal_id
+            ids = {"session_id": "s", "terminal_id": terminal}
+            status = await host.wait_for_terminal_exit(WaitForTerminalExitRequest(**ids))
+            out = await host.terminal_output(TerminalOutputRequest(**ids))
+            print(repr((status.exit_code, out.output)), flush=True)
+
+anyio.run(main)
+"""
+
+
+async def test_a_command_reading_stdin_ends_at_once_even_when_the_client_has_a_stdin(
+    root: Path,
+) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, b"the client's own input\n")  # and the pipe stays open
+        with anyio.fail_after(TIMEOUT):
+            finished = await anyio.run_process(
+                [PYTHON, "-c", _STDIN_CLIENT], stdin=read_end, cwd=root, check=False
+            )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert finished.returncode == 0, finished.stderr.decode()
+    lines = finished.stdout.decode().splitlines()
+    assert lines == [repr((0, "")), repr((0, "read=1\n")), repr((0, "devnull\n"))]
