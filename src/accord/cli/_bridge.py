@@ -29,6 +29,24 @@ def add_bridge_arguments(parser: argparse.ArgumentParser) -> None:
     """``accord bridge``'s arguments."""
     parser.add_argument("url", help="the remote agent, e.g. wss://host:8765/acp")
     parser.add_argument("--token-file", help="file holding the bearer token (else ACCORD_TOKEN)")
+    parser.add_argument(
+        "--reconnect-deadline",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long an outage may last before the bridge gives up and exits 3 "
+        "(default: accord.client.RECONNECT_DEADLINE, 120)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
 
 
 def _status(line: str) -> None:
@@ -39,10 +57,11 @@ def bridge_command(args: argparse.Namespace) -> int:
     """Forward stdio to the remote agent until the editor closes stdin; returns the exit code."""
     import anyio
 
+    from ..client import RECONNECT_DEADLINE
     from ..errors import ConnectionRefused, LocalProtocolError, TransportError
     from ..remote import RemoteEndpoint, read_token
     from ..transports import stdio_transport
-    from ._bridge_link import run_bridge
+    from ._bridge_link import ReconnectGaveUp, run_bridge
 
     try:
         RemoteEndpoint.parse(args.url)
@@ -53,12 +72,24 @@ def bridge_command(args: argparse.Namespace) -> int:
         return ExitCode.USAGE if isinstance(exc, ValueError) else ExitCode.ERROR
 
     async def bridge() -> None:
-        await run_bridge(stdio_transport(), args.url, token=token, on_status=_status)
+        await run_bridge(
+            stdio_transport(),
+            args.url,
+            token=token,
+            on_status=_status,
+            reconnect_deadline=deadline,
+        )
+
+    deadline: float = (
+        RECONNECT_DEADLINE if args.reconnect_deadline is None else args.reconnect_deadline
+    )
 
     try:
         anyio.run(functools.partial(bridge))
     except KeyboardInterrupt:
         return ExitCode.CANCELLED
+    except ReconnectGaveUp:
+        return ExitCode.AGENT_FAILED  # the line saying why is out already
     except LocalProtocolError as exc:
         _status(str(exc))
         return ExitCode.USAGE

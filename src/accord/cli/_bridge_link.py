@@ -30,12 +30,12 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 
-from ..client import Backoff
+from ..client import RECONNECT_DEADLINE, Backoff
 from ..errors import CURSOR_META_KEY, ConnectionClosed, TransportError
 from ..remote import open_remote
 from ..transports import MalformedFrame, Transport
 
-__all__ = ("run_bridge",)
+__all__ = ("ReconnectGaveUp", "run_bridge")
 
 _log = logging.getLogger("accord.cli")
 
@@ -47,6 +47,11 @@ _SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume"})
 Opener = Callable[[], AbstractAsyncContextManager[Transport]]
 
 
+class ReconnectGaveUp(ConnectionClosed):
+    """The link was lost and reconnecting ended for good (the deadline passed, or the server
+    refused the new connection); why was already told to ``on_status``."""
+
+
 async def run_bridge(
     local: Transport,
     url: str,
@@ -54,22 +59,26 @@ async def run_bridge(
     token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
     on_status: Callable[[str], None] | None = None,
+    reconnect_deadline: float = RECONNECT_DEADLINE,
 ) -> None:
     """Forward between ``local`` and the agent at ``url`` until either side ends.
+
+    ``reconnect_deadline``: seconds an outage may last before the bridge gives up.
 
     Raises:
         ConnectionRefused: the server refused the first connection (401: the token), or
             (over HTTP, where nothing is sent before the editor's first message) refused
             or redirected that message.
+        ReconnectGaveUp: the link was lost and reconnecting gave up.
         TransportError: the remote agent could not take a message and will not again
-            (the server answered garbage, or reconnecting gave up).
+            (the server answered garbage).
         OSError: the server cannot be reached at first.
     """
 
     def opener() -> AbstractAsyncContextManager[Transport]:
         return open_remote(url, token=token, ssl_context=ssl_context)
 
-    await _Bridge(local, opener, on_status or _log.warning).run()
+    await _Bridge(local, opener, on_status or _log.warning, reconnect_deadline).run()
 
 
 @dataclass(slots=True)
@@ -81,11 +90,17 @@ class _Session:
 class _Bridge:
     """The editor's transport, one remote link at a time (see the module docs)."""
 
-    def __init__(self, local: Transport, opener: Opener, on_status: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        local: Transport,
+        opener: Opener,
+        on_status: Callable[[str], None],
+        reconnect_deadline: float = RECONNECT_DEADLINE,
+    ) -> None:
         self._local = local
         self._opener = opener
         self._on_status = on_status
-        self._backoff = Backoff(on_status)
+        self._backoff = Backoff(on_status, reconnect_deadline)
         self._remote: Transport | None = None
         self._ready = anyio.Event()
         self._over = False  # reconnecting ended: nothing more goes to the agent
@@ -186,7 +201,7 @@ class _Bridge:
                     if not isinstance(exc, TransportError | OSError | TimeoutError):
                         raise exc from None
                     if Backoff.refused_for_good(exc):
-                        self._on_status(f"the agent's server refused to reconnect: {exc}")
+                        self._give_up(f"the agent's server refused to reconnect: {exc}")
                         return
                     _log.info("reconnect attempt failed: %s", exc)
                 self._remote = None
@@ -196,11 +211,20 @@ class _Bridge:
                     return  # never initialized: nothing to resume
                 await self._fail_pending(bridge)
                 if not await self._backoff.wait():
+                    self._give_up(None)  # the backoff said why
                     return
         finally:
             self._over = True
             self._ready.set()
             bridge.cancel()
+
+    def _give_up(self, reason: str | None) -> None:
+        """Reconnecting ended for good: :meth:`run` raises it (the command exits non-zero);
+        ``reason`` is told to ``on_status`` unless already said."""
+        if reason is not None:
+            self._on_status(reason)
+        if not self._failed:
+            self._failed.append(ReconnectGaveUp(reason or "could not reconnect to the agent"))
 
     async def _pump(
         self, remote: Transport, link: anyio.CancelScope, bridge: anyio.CancelScope
