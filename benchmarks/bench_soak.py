@@ -16,7 +16,8 @@ repeated. Meanwhile:
 * the agent's resident memory (``VmRSS``) is sampled every ``--sample`` seconds; the figure is
   the growth from the first sample after the warm-up (one turn per session) to the end; its
   CPU time (user + system, from ``/proc``) too: the share of one core it used says whether
-  the run was bound by the machine (a loaded machine gives it less) or by the agent;
+  the run was bound by the machine (a loaded machine gives it less) or by the agent; the
+  bench process's own share (the client) says whether the bench was;
 * a separate task calls ``session/list`` every 0.2 s and records its latency; the p99 must
   stay under ``--list-p99-ms``;
 * as a control, another task sends a request the agent answers without its store (an
@@ -68,6 +69,7 @@ class Tally:
     list_ms: list[float] = field(default_factory=list[float])
     control_ms: list[float] = field(default_factory=list[float])
     cpu: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
+    bench_cpu: list[float] = field(default_factory=list[float])
     load_at_start: tuple[float, float, float] = (0.0, 0.0, 0.0)
     sessions_opened: int = 0
 
@@ -167,6 +169,7 @@ async def soak(args: argparse.Namespace) -> Tally:
             tally.rss.append((0.0, rss_of(pid)))
             tally.load_at_start = os.getloadavg()
             tally.cpu.append((0.0, cpu_of(pid)))
+            tally.bench_cpu.append(cpu_of(os.getpid()))
 
             async def stream(index: int, session: ClientSession) -> None:
                 turn = 1
@@ -210,6 +213,7 @@ async def soak(args: argparse.Namespace) -> Tally:
                     group.start_soon(control, connection)
             tally.rss.append((time.monotonic() - start, rss_of(pid)))
             tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
+            tally.bench_cpu.append(cpu_of(os.getpid()))
     return tally
 
 
@@ -249,6 +253,9 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
         "agent_cpu_s": round(cpu, 1),
         "agent_cpu_share_of_one_core": round(cpu / max(tally.cpu[-1][0], 1e-9), 2),
         "agent_cpu_ms_per_turn": round(cpu * 1000 / max(tally.turns, 1), 1),
+        "bench_cpu_share_of_one_core": round(
+            (tally.bench_cpu[-1] - tally.bench_cpu[0]) / max(tally.cpu[-1][0], 1e-9), 2
+        ),
         "load_average_at_start": [round(x, 2) for x in tally.load_at_start],
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }

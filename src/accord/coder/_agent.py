@@ -109,6 +109,8 @@ def _openai_provider(
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.providers.openai import OpenAIProvider
 
+    from ._openai_chat import plain_chat
+
     api_key = key or os.environ.get("OPENAI_API_KEY")
     if not api_key and public:
         raise UserError(
@@ -133,7 +135,9 @@ def _openai_provider(
                 base_url=base_url, api_key=api_key, http_client=http_client, default_headers=merged
             )
 
-    return RoutedOpenAIProvider(base_url=base_url, api_key=api_key or _NO_KEY)
+    routed = RoutedOpenAIProvider(base_url=base_url, api_key=api_key or _NO_KEY)
+    plain_chat(routed.client)
+    return routed
 
 
 @functools.cache
@@ -224,6 +228,8 @@ def shared_model(
     from pydantic_ai.profiles import ModelProfile
     from pydantic_ai.providers.openai import OpenAIProvider
 
+    from ._openai_chat import plain_chat
+
     # A model on an OpenAI-compatible server (Ollama, vLLM, ...) is known by a name no
     # profile describes, and most served models read text only: its profile says so, and
     # the agent's prompt capabilities follow (``prompt_support``).
@@ -233,6 +239,7 @@ def shared_model(
         provider = _openai_provider(base_url, headers, key, public=False)
     else:
         provider = OpenAIProvider(base_url=base_url)
+        plain_chat(provider.client)
     return OpenAIChatModel(model_id, provider=provider, profile=text_only)
 
 

@@ -1,0 +1,205 @@
+"""The coder's OpenAI client sends chat messages without the SDK's type walk, and the same body.
+
+``PlainChatOpenAI`` puts a chat request's ``messages`` into the body as given; the SDK's own
+client runs them through its ``TypedDict`` transform first. The shortcut holds only while that
+transform leaves every message as it is: these tests send the same requests (every role and
+content part of the chat API, and a pydantic-ai conversation with tool calls) through both
+clients to a fake server and compare the bodies it received, so an SDK release whose transform
+starts renaming or formatting a message field fails here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai import AsyncAzureOpenAI, AsyncOpenAI
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from accord.coder._agent import forget_models, shared_model
+from accord.coder._openai_chat import PlainChatOpenAI, plain_chat
+from accord.testing import FakeOpenAIServer, ScriptedReply
+
+pytestmark = pytest.mark.anyio
+
+EVERY_SHAPE: list[dict[str, Any]] = [
+    {"role": "developer", "content": [{"type": "text", "text": "be brief"}]},
+    {"role": "system", "content": "you are a coder", "name": "sys"},
+    {"role": "user", "content": "plain text", "name": "ada"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {
+                "type": "image_url",
+                "image_url": {"url": "data:image/png;base64,AAAA", "detail": "low"},
+            },
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+            {
+                "type": "file",
+                "file": {"file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"},
+            },
+            {"type": "file", "file": {"file_id": "file-1"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+            },
+            {"id": "call_2", "type": "custom", "custom": {"name": "grep", "input": "x"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "print('hi')"},
+    {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "none"}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "done"}, {"type": "refusal", "refusal": "no"}],
+        "refusal": None,
+        "audio": {"id": "audio_1"},
+        "name": "coder",
+    },
+    {"role": "function", "name": "legacy", "content": "42"},
+    {"role": "user", "content": 'unicode: é ✓ \u2028 "quoted" \\ back'},
+]
+
+
+def answers(count: int) -> list[ScriptedReply]:
+    return [ScriptedReply(text=["fine"]) for _ in range(count)]
+
+
+async def test_every_message_shape_reaches_the_server_as_the_sdk_sends_it() -> None:
+    with FakeOpenAIServer(answers(4)) as server:
+        sdk = AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        plain = plain_chat(AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0))
+        assert isinstance(plain, PlainChatOpenAI)
+        for stream in (False, True):
+            for client in (sdk, plain):
+                create: Any = client.chat.completions.create  # raw dicts, as pydantic-ai sends
+                reply: Any = await create(
+                    model="fake-model",
+                    messages=EVERY_SHAPE,
+                    stream=stream,
+                    temperature=0.5,
+                    tools=[
+                        {
+                            "type": "function",
+                            "function": {"name": "read_file", "parameters": {"type": "object"}},
+                        }
+                    ],
+                )
+                if stream:
+                    chunks: Any = [chunk async for chunk in reply]
+                    assert chunks
+        await sdk.close()
+        await plain.close()
+        bodies = [request.body for request in server.requests]
+    assert bodies[0] == bodies[1]
+    assert bodies[2] == bodies[3]
+    assert bodies[0] is not None and bodies[0]["messages"] == EVERY_SHAPE
+
+
+async def test_a_pydantic_ai_conversation_sends_the_same_body() -> None:
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart("you code"), UserPromptPart("read a.py")]),
+        ModelResponse(
+            parts=[
+                TextPart("reading"),
+                ToolCallPart("read_file", {"path": "a.py"}, tool_call_id="c1"),
+                ToolCallPart("read_file", {"path": "b.py"}, tool_call_id="c2"),
+            ]
+        ),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("read_file", "x = 1", tool_call_id="c1"),
+                ToolReturnPart("read_file", "no such file", tool_call_id="c2", outcome="retried"),
+            ]
+        ),
+        ModelResponse(parts=[TextPart("a.py sets x")]),
+    ]
+    with FakeOpenAIServer(answers(2)) as server:
+        for client in (
+            AsyncOpenAI(base_url=server.base_url, api_key="k"),
+            plain_chat(AsyncOpenAI(base_url=server.base_url, api_key="k")),
+        ):
+            model = OpenAIChatModel("fake-model", provider=OpenAIProvider(openai_client=client))
+            agent = Agent(model)
+
+            @agent.tool_plain
+            def read_file(path: str) -> str:
+                """Read a file."""
+                return path
+
+            async with agent.run_stream("and now?", message_history=history) as run:
+                assert await run.get_output() == "fine"
+            await client.close()
+        sdk_body, plain_body = (request.body for request in server.requests)
+    assert sdk_body == plain_body
+
+
+async def test_extra_body_messages_win_as_in_the_sdk() -> None:
+    with FakeOpenAIServer(answers(1)) as server:
+        client = plain_chat(AsyncOpenAI(base_url=server.base_url, api_key="k"))
+        create: Any = client.chat.completions.create
+        await create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "dropped"}],
+            extra_body={"messages": [{"role": "user", "content": "kept"}], "top_k": 3},
+        )
+        await client.close()
+        body = server.requests[0].body
+    assert body is not None
+    assert body["messages"] == [{"role": "user", "content": "kept"}]
+    assert body["top_k"] == 3
+
+
+async def test_a_tuple_or_generator_of_messages_is_sent_as_a_list() -> None:
+    with FakeOpenAIServer(answers(2)) as server:
+        client = plain_chat(AsyncOpenAI(base_url=server.base_url, api_key="k"))
+        create: Any = client.chat.completions.create
+        one = {"role": "user", "content": "hi"}
+        await create(model="fake-model", messages=(one,))
+        await create(model="fake-model", messages=(m for m in [one]))
+        await client.close()
+        bodies = [request.body for request in server.requests]
+    assert [body["messages"] for body in bodies if body is not None] == [[one], [one]]
+
+
+def test_copies_keep_the_class_and_other_clients_are_left_alone() -> None:
+    client = plain_chat(AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k"))
+    assert type(client) is PlainChatOpenAI
+    assert client.chat is client.chat and client.chat.completions is client.chat.completions
+    assert type(client.with_options(max_retries=5)) is PlainChatOpenAI  # pydantic-ai's retries
+    azure = AsyncAzureOpenAI(api_key="k", api_version="2024-10-21", azure_endpoint="http://h")
+    assert plain_chat(azure) is azure and type(azure) is AsyncAzureOpenAI
+    used = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k")
+    _ = used.chat  # its chat resource already made: swapping now would leave it behind
+    assert type(plain_chat(used)) is AsyncOpenAI
+
+
+def test_the_coders_models_behind_a_base_url_use_it() -> None:
+    forget_models()
+    try:
+        plain = shared_model("http://127.0.0.1:9/v1", "local")
+        routed = shared_model("http://127.0.0.1:9/v1", "local", (("authorization", "Bearer t"),))
+        for model in (plain, routed):
+            assert isinstance(model, OpenAIChatModel)
+            assert type(model.client) is PlainChatOpenAI
+    finally:
+        forget_models()
