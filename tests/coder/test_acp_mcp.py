@@ -18,7 +18,7 @@ from _coder_support import tool_names, wait_for_requests
 from helpers.timeouts import TIMEOUT
 from mcp.server.mcpserver import Context, MCPServer
 
-from accord.client import AllowAll, connect
+from accord.client import AllowAll, DenyAll, PermissionContext, PermissionDecision, connect
 from accord.coder import CoderConfig, CoderRuntime
 from accord.errors import ConnectionClosed
 from accord.store import MemorySessionStore
@@ -155,3 +155,70 @@ async def test_cancelling_the_turn_cancels_the_clients_tool(project: Path) -> No
         finally:
             await runtime.aclose()
     assert stopped == ["cancelled"]
+
+
+class RecordingPolicy:
+    """Answers every permission question by ``allow``, recording the titles asked about."""
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+        self.asked: list[str] = []
+
+    async def decide(self, context: PermissionContext) -> PermissionDecision:
+        self.asked.append(context.title)
+        return await (AllowAll() if self.allow else DenyAll()).decide(context)
+
+
+def counted_tools(calls: list[str]) -> MCPServer:
+    """The client's tool ``shout``, recording each call that reaches it."""
+    server = MCPServer("editor tools")
+
+    @server.tool()
+    async def shout(text: str) -> str:
+        """Upper-case the text."""
+        calls.append(text)
+        return text.upper()
+
+    return server
+
+
+@pytest.mark.parametrize(
+    ("mode", "allow", "offered", "asked", "ran"),
+    [
+        ("ask", True, False, False, False),  # not offered, and refused when called anyway
+        ("code", False, True, True, False),  # asked first; refused: the client's tool never runs
+        ("code", True, True, True, True),
+        ("auto", False, True, False, True),  # auto never asks
+    ],
+)
+async def test_tools_the_client_hosts_ask_permission_like_other_tools(
+    project: Path, mode: str, allow: bool, offered: bool, asked: bool, ran: bool
+) -> None:
+    calls: list[str] = []
+    policy = RecordingPolicy(allow)
+    with FakeOpenAIServer(tool_call("editor_tools_shout", {"text": "hi"})) as model:
+        config = CoderConfig(models=("openai:fake-model",), base_url=model.base_url)
+        runtime = CoderRuntime(config, store=MemorySessionStore())
+        try:
+            with anyio.fail_after(TIMEOUT), warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                async with connect(
+                    runtime,
+                    cwd=project,
+                    mcp_servers=[counted_tools(calls)],
+                    permission_policy=policy,
+                ) as connection:
+                    session = await connection.new_session(project)
+                    if mode != "code":
+                        await session.set_mode(mode)
+                    result = await session.prompt("shout hi")
+        finally:
+            await runtime.aclose()
+        first, second = model.requests
+    assert result.stop_reason == "end_turn"
+    assert ("editor_tools_shout" in tool_names(first)) is offered
+    assert bool(policy.asked) is asked
+    if asked:
+        assert len(policy.asked) == 1 and "shout" in policy.asked[0]
+    assert calls == (["hi"] if ran else [])
+    assert (last_message(second) == "HI") is ran
