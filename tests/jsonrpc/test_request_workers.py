@@ -89,3 +89,31 @@ async def test_requests_running_at_once_each_get_a_worker_after_sequential_ones(
         assert results == {n: n for n in range(10)}
         assert most == 10
         assert await a.request("quick", {"n": 99}) == 99
+
+
+async def test_calls_cancelled_around_their_answer_leave_the_connection_working(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The caller waits on a one-shot signal (the loop's own future on asyncio): cancelling
+    # the caller cancels that future, and an answer read in the same turn must then be
+    # dropped, not set on it (which would raise in the reader). Cancel after 0-7 turns of
+    # the loop, so some calls are cancelled before the answer, some as it arrives, some
+    # after; every call either returns its answer or is cancelled, and the next one works.
+    async def handler(method: str, params: Any) -> Any:
+        return method
+
+    async with connected(kind, b={"on_request": handler}) as (a, _):
+        for attempt in range(64):
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+
+                    async def cancel_later(turns: int = attempt % 8) -> None:
+                        for _ in range(turns):
+                            await anyio.lowlevel.checkpoint()
+                        scope.cancel()
+
+                    group.start_soon(cancel_later)
+                    assert await a.request(f"call-{attempt}") == f"call-{attempt}"
+            assert await a.request("after") == "after"
+        assert a.statistics().pending_requests == 0
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]

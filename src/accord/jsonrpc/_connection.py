@@ -21,6 +21,7 @@ sits a ``Transport``; above it the typed ACP roles (``accord.roles``).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import types
@@ -28,7 +29,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, cast
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, Self, cast
 
 import anyio
 import anyio.lowlevel
@@ -218,15 +219,68 @@ class ConnectionStatistics:
     closed: bool
 
 
-class _Waiter:
-    __slots__ = ("barrier", "error", "event", "on_answer", "result")
+class _Signal(Protocol):
+    """A one-shot wake-up: awaited by one task, set once (an asyncio future's shape).
 
-    def __init__(self, on_answer: AnswerHook | None) -> None:
-        self.event = anyio.Event()
+    On asyncio it is the loop's own future (made, awaited and set in C, with no task
+    lookup); elsewhere an :class:`_EventSignal`. It is per request on both sides of a round
+    trip, where anyio's ``Event`` cost several Python calls each to make, wait for and set.
+    ``done()`` is also true once the task awaiting a future was cancelled, so a setter checks
+    it first.
+    """
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: None, /) -> None: ...
+
+    def __await__(self) -> Generator[Any, None, Any]: ...
+
+
+class _EventSignal:
+    """A :class:`_Signal` over an anyio ``Event``: the one backends other than asyncio use."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def done(self) -> bool:
+        """Whether it was set."""
+        return self._event.is_set()
+
+    def set_result(self, result: None, /) -> None:
+        """Set it (``result`` is ignored: a signal carries nothing)."""
+        self._event.set()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._event.wait().__await__()
+
+
+def _signal_factory() -> Callable[[], _Signal]:
+    """How the running event loop's signals are made: its own futures on asyncio."""
+    try:
+        return asyncio.get_running_loop().create_future
+    except RuntimeError:  # not asyncio (trio)
+        return _EventSignal
+
+
+class _Waiter:
+    __slots__ = ("barrier", "error", "on_answer", "result", "settled", "signal")
+
+    def __init__(self, on_answer: AnswerHook | None, signal: _Signal) -> None:
+        self.signal = signal
+        self.settled = False
         self.result: Any = None
         self.error: BaseException | None = None
         self.barrier = 0
         self.on_answer = on_answer
+
+    def settle(self) -> None:
+        """The answer (or the failure) is in place: wake the caller."""
+        self.settled = True
+        signal = self.signal
+        if not signal.done():  # a future whose awaiting caller was cancelled is done
+            signal.set_result(None)
 
 
 _Job = tuple[RequestReceived, int, "anyio.CancelScope | None"]  # what _handle_request takes
@@ -235,10 +289,10 @@ _Job = tuple[RequestReceived, int, "anyio.CancelScope | None"]  # what _handle_r
 class _ParkedWorker:
     """A request worker waiting for its next request (see ``Connection._request_worker``)."""
 
-    __slots__ = ("event", "job")
+    __slots__ = ("job", "signal")
 
-    def __init__(self) -> None:
-        self.event = anyio.Event()
+    def __init__(self, signal: _Signal) -> None:
+        self.signal = signal
         self.job: _Job | None = None
 
 
@@ -342,10 +396,16 @@ class Connection:
         self._reader_done = anyio.Event()
         self._drained = anyio.Event()
         self._task_group: TaskGroup | None = None
+        # Made per request: the running backend's own classes, looked up once (anyio's
+        # generic constructors look the backend up on every call), set by __aenter__.
+        self._new_signal: Callable[[], _Signal] = _EventSignal
+        self._new_scope: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     # ----------------------------------------------------------------- lifecycle
 
     async def __aenter__(self) -> Self:
+        self._new_signal = _signal_factory()
+        self._new_scope = type(anyio.CancelScope())
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
@@ -471,13 +531,13 @@ class Connection:
         if self._close_reason is not None:
             raise self._closed_error()
         request_id, message = self._endpoint.build_request(method, params)
-        waiter = _Waiter(on_answer)
+        waiter = _Waiter(on_answer, self._new_signal())
         self._waiters[request_id] = waiter
         try:
             await self._send(message)
-            await waiter.event.wait()
+            await waiter.signal
         except BaseException:
-            if not waiter.event.is_set():
+            if not waiter.settled:
                 self._endpoint.forget(request_id)
                 await self._send_cancel_notice(request_id)
             raise
@@ -607,24 +667,25 @@ class Connection:
                 self._received_notifications += 1
                 self._unsent.append((_ANSWER, waiter.on_answer))
             waiter.barrier = self._received_notifications
-            waiter.event.set()
+            waiter.settle()
 
     def _start_handler(self, event: RequestReceived) -> None:
         """Start the task answering a peer request; a slot of ``_slots`` is already held."""
         assert self._task_group is not None
         # Registered before the task starts, so a $/cancel_request read right after the
         # request (often in the same chunk) finds it; None marks a duplicate id.
-        scope = None if event.id in self._running else anyio.CancelScope()
+        scope = None if event.id in self._running else self._new_scope()
         if scope is not None:
             self._running[event.id] = scope
         job = (event, self._received_notifications, scope)
         idle = self._idle_workers
-        if idle:  # a worker that answered an earlier request takes it: no task to start
+        while idle:  # a worker that answered an earlier request takes it: no task to start
             parked = idle.pop()
-            parked.job = job
-            parked.event.set()
-        else:
-            self._task_group.start_soon(self._request_worker, job)
+            if not parked.signal.done():  # done: its wait was cancelled (the connection ends)
+                parked.job = job
+                parked.signal.set_result(None)
+                return
+        self._task_group.start_soon(self._request_worker, job)
 
     async def _request_worker(self, job: _Job) -> None:
         """Answer peer requests, one at a time, for as long as the connection runs.
@@ -638,11 +699,12 @@ class Connection:
         """
         base = contextvars.copy_context()
         idle = self._idle_workers
+        new_signal = self._new_signal
         while True:
             await _run_in_context(base.copy(), self._handle_request(*job))
-            parked = _ParkedWorker()
+            parked = _ParkedWorker(new_signal())
             idle.append(parked)
-            await parked.event.wait()
+            await parked.signal
             assert parked.job is not None
             job = parked.job
 
@@ -860,9 +922,9 @@ class Connection:
 
     def _fail_waiters(self, error: BaseException) -> None:
         for waiter in self._waiters.values():
-            if not waiter.event.is_set():
+            if not waiter.settled:
                 waiter.error = error
-                waiter.event.set()
+                waiter.settle()
         for request_id in self._endpoint.pending_ids():
             self._endpoint.forget(request_id)
 
