@@ -2,8 +2,10 @@
 
 Importable without pytest:
 
-* ``FakeOpenAIServer``: a scripted OpenAI-compatible chat-completions server on loopback (also
-  runnable as ``python -m accord.testing.fake_openai``), so real model-provider code runs offline;
+* ``FakeOpenAIServer``: a scripted OpenAI-compatible server on loopback, chat completions and
+  the Responses API (also runnable as ``python -m accord.testing.fake_openai``), so real
+  model-provider code runs offline; ``FakeAnthropicServer``: the same for the Anthropic
+  Messages API;
 * ``ScriptedEngine``: an engine that plays a script per prompt (text, thoughts, tool calls with
   permission questions, plans, usage, pauses), for testing the agent runtime and clients;
 * ``HostileModel``, ``HostileWorkspace``, ``hostile_calls``: a hostile model (tool calls with
@@ -24,6 +26,7 @@ Importable without pytest:
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
 
+from ._fake_anthropic import FakeAnthropicServer as FakeAnthropicServer
 from ._fake_openai import FakeOpenAIServer as FakeOpenAIServer
 from ._fake_openai import Outcome as Outcome
 from ._fake_openai import RecordedRequest as RecordedRequest
@@ -96,6 +99,7 @@ __all__ = (
     "ChangeMode",
     "Emit",
     "Fail",
+    "FakeAnthropicServer",
     "FakeOpenAIServer",
     "Flood",
     "HostileAnswer",

@@ -1,10 +1,13 @@
-"""A scripted, OpenAI-compatible chat-completions server on loopback, for offline tests.
+"""A scripted, OpenAI-compatible model server on loopback, for offline tests.
 
-`FakeOpenAIServer` answers `POST /v1/chat/completions` from a script: a list of `ScriptedReply`
-objects consumed in order, or a function that picks the reply from the request body. It speaks
-enough of the real API that the `openai` SDK, and pydantic-ai's OpenAI provider on top of it, run
-their normal code paths: server-sent events (`data: {...}` frames, then `data: [DONE]`) over
-HTTP/1.1 chunked transfer encoding when the request says `"stream": true`, one JSON body otherwise.
+`FakeOpenAIServer` answers `POST /v1/chat/completions` and `POST /v1/responses` (the Responses
+API, :mod:`._fake_responses`) from a script: a list of `ScriptedReply` objects consumed in order
+(one per request, whichever endpoint it came to), or a function that picks the reply from the
+request body. It speaks enough of the real API that the `openai` SDK, and pydantic-ai's OpenAI
+models on top of it, run their normal code paths: server-sent events (`data: {...}` frames, then
+`data: [DONE]`; the Responses API's typed events) over HTTP/1.1 chunked transfer encoding when
+the request says `"stream": true`, one JSON body otherwise. The same machinery answers the
+Anthropic Messages API for `FakeAnthropicServer` (:mod:`._fake_anthropic`).
 
 The stdlib `ThreadingHTTPServer` runs in a daemon thread, one thread per connection. Every wait
 inside a reply (a delay between chunks, a hang) wakes up when the client goes away or the server
@@ -39,7 +42,9 @@ from types import TracebackType
 from typing import Any, Literal, NoReturn, Self, TypeAlias, cast
 
 from ..engines import MODEL_PURPOSE_HEADER
+from ._fake_messages import MessagesFrames, anthropic_error
 from ._fake_openai_script import Frames, ReplyFunction, Script, ScriptedError, ScriptedReply
+from ._fake_responses import ResponsesFrames
 
 _POLL_INTERVAL = 0.02
 """How often a waiting reply checks for a closed server or a departed client (seconds)."""
@@ -50,6 +55,23 @@ bottleneck of a throughput benchmark, and real servers coalesce writes too."""
 
 _JOIN_TIMEOUT = 5.0
 """How long `close()` waits for each server thread; they all poll at `_POLL_INTERVAL`."""
+
+Endpoint: TypeAlias = Literal["chat", "responses", "messages"]
+"""A model API the fake answers: OpenAI chat completions (`POST .../chat/completions`), OpenAI
+Responses (`POST .../responses`), Anthropic Messages (`POST .../messages`: the Anthropic
+fake)."""
+
+_ENDPOINT_PATHS: Mapping[str, Endpoint] = {
+    "/chat/completions": "chat",
+    "/responses": "responses",
+    "/messages": "messages",
+}
+
+_RENDERERS: Mapping[Endpoint, type[Frames] | type[ResponsesFrames] | type[MessagesFrames]] = {
+    "chat": Frames,
+    "responses": ResponsesFrames,
+    "messages": MessagesFrames,
+}
 
 Outcome: TypeAlias = Literal[
     "pending", "completed", "disconnected", "timed_out", "aborted", "error"
@@ -64,10 +86,10 @@ away before the end), `timed_out` (a hang reached `hang_timeout`; the connection
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedRequest:
-    """A snapshot of one chat-completions request the server received.
+    """A snapshot of one model request the server received.
 
     Attributes:
-        index: 0-based position among the chat-completions requests.
+        index: 0-based position among the model requests.
         method: The HTTP method.
         path: The request path.
         headers: Request headers, names lower-cased.
@@ -99,6 +121,8 @@ class _State:
 
     script: Script
     models: tuple[str, ...]
+    endpoints: frozenset[Endpoint] = frozenset({"chat", "responses"})
+    name: str = "FakeOpenAIServer"
     model_info: Mapping[str, Mapping[str, Any]] = field(
         default_factory=dict[str, Mapping[str, Any]]
     )
@@ -150,7 +174,7 @@ class _State:
             if position >= len(script):
                 return ScriptedError(
                     status=400,
-                    message=f"FakeOpenAIServer: no reply scripted for a {purpose!r} request",
+                    message=f"{self.name}: no reply scripted for a {purpose!r} request",
                     type="fake_script_exhausted",
                 )
             self.side_next[purpose] = position + 1
@@ -165,7 +189,7 @@ class _State:
                 if self.next_reply >= len(script):
                     return ScriptedError(
                         status=400,
-                        message=f"FakeOpenAIServer: script exhausted after {len(script)} replies",
+                        message=f"{self.name}: script exhausted after {len(script)} replies",
                         type="fake_script_exhausted",
                     )
                 entry = script[self.next_reply]
@@ -179,7 +203,7 @@ class _State:
                 self.errors.append(exc)
             return ScriptedError(
                 status=400,
-                message=f"FakeOpenAIServer: reply function raised {exc!r}",
+                message=f"{self.name}: reply function raised {exc!r}",
                 type="fake_reply_function_error",
             )
 
@@ -202,6 +226,7 @@ class _ClientGone(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    _endpoint: Endpoint = "chat"
 
     @property
     def _state(self) -> _State:
@@ -262,9 +287,13 @@ class _Handler(BaseHTTPRequestHandler):
         if path in self._state.routes:
             self._answer_route(path)
             return
-        if not path.endswith("/chat/completions"):
+        endpoint = next(
+            (kind for suffix, kind in _ENDPOINT_PATHS.items() if path.endswith(suffix)), None
+        )
+        if endpoint is None or endpoint not in self._state.endpoints:
             self._send_error(ScriptedError(status=404, message=f"no route {self.path}"))
             return
+        self._endpoint = endpoint
         try:
             body: Any = json.loads(raw)
         except ValueError:
@@ -308,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.error is not None:
             self._send_error(reply.error)
             return "error"
-        frames = Frames(index, request, reply)
+        frames = _RENDERERS[self._endpoint](index, request, reply)
         if not request.get("stream"):
             if reply.hang_after is not None:
                 self._hang(reply.hang_timeout)
@@ -379,6 +408,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _send_error(self, error: ScriptedError) -> None:
+        if self._endpoint == "messages" or "chat" not in self._state.endpoints:
+            self._send_json(error.status, anthropic_error(error))
+            return
         payload = {
             "error": {
                 "message": error.message,
@@ -391,7 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeOpenAIServer:
-    """A scripted OpenAI-compatible chat-completions server on loopback.
+    """A scripted OpenAI-compatible server on loopback (chat completions and Responses).
 
     Use as a context manager (or call `start()` / `close()`):
 
@@ -399,7 +431,7 @@ class FakeOpenAIServer:
             client = openai.OpenAI(base_url=server.base_url, api_key="test")
 
     The server runs in daemon threads of this process, so a subprocess (`accord serve`) can use it
-    too. Every chat-completions request is recorded (`requests`); blocking `wait_for_requests`
+    too. Every model request is recorded (`requests`); blocking `wait_for_requests`
     lets a test wait for the server to reach a point without sleeping.
 
     Args:
@@ -504,7 +536,7 @@ class FakeOpenAIServer:
 
     @property
     def requests(self) -> tuple[RecordedRequest, ...]:
-        """Snapshots of the chat-completions requests received so far, in arrival order."""
+        """Snapshots of the model requests received so far, in arrival order."""
         with self._state.condition:
             return tuple(self._state.records)
 
