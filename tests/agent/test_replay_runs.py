@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from accord.agent._restore import RestoredState, replay
+from accord.agent._restore import Replay, RestoredState
 from accord.engines import (
     EngineCapabilities,
     Event,
@@ -75,15 +75,10 @@ async def test_replay_sends_what_decoding_and_compacting_every_event_sends(seed:
     async with MemorySessionStore() as store:
         await store.create_session(record)
         await store.append_events(chain)
-        sent: list[tuple[Envelope, tuple[int, int]]] = []
-
-        async def deliver(envelope: Envelope, cursor: tuple[int, int]) -> None:
-            sent.append((envelope, cursor))
-
         restored = RestoredState(record, EngineCapabilities())
-        count = await replay(
-            store, "s", deliver=deliver, restored=restored, tracker=ToolCallTracker()
-        )
+        replay = Replay(store, "s", restored=restored, tracker=ToolCallTracker())
+        sent: list[tuple[Envelope, tuple[int, int]]] = [pair async for pair in replay]
+        count = replay.read
     expected = compact_for_replay(
         envelope_from_stored(stored) for stored in chain if stored.layer != "observe"
     )

@@ -21,6 +21,13 @@ Below: :mod:`accord.engines` (the contract), :mod:`accord.roles`, :mod:`accord.e
 """
 
 from ._activity_log import ActivityLog as ActivityLog
+from ._attachment import ATTACHMENT_TRANSITIONS as ATTACHMENT_TRANSITIONS
+from ._attachment import DEFAULT_ATTACHMENT_QUEUE as DEFAULT_ATTACHMENT_QUEUE
+from ._attachment import Attachment as Attachment
+from ._attachment import AttachmentPhase as AttachmentPhase
+from ._attachment import AttachmentStatistics as AttachmentStatistics
+from ._attachment import ClientChannel as ClientChannel
+from ._attachment import Recipient as Recipient
 from ._client_services import ClientFiles as ClientFiles
 from ._client_services import ClientTerminal as ClientTerminal
 from ._client_services import ClientTerminals as ClientTerminals
@@ -38,14 +45,9 @@ from ._ownership import SessionChangedElsewhere as SessionChangedElsewhere
 from ._ownership import SessionOwnedElsewhere as SessionOwnedElsewhere
 from ._permissions import DEFAULT_PERMISSION_OPTIONS as DEFAULT_PERMISSION_OPTIONS
 from ._permissions import permission_key as permission_key
-from ._pipeline import DEFAULT_ATTACHMENT_QUEUE as DEFAULT_ATTACHMENT_QUEUE
 from ._pipeline import MAX_HELD_OBSERVE as MAX_HELD_OBSERVE
-from ._pipeline import Attachment as Attachment
-from ._pipeline import AttachmentStatistics as AttachmentStatistics
-from ._pipeline import ClientChannel as ClientChannel
 from ._pipeline import DeliveryPipeline as DeliveryPipeline
 from ._pipeline import PipelineStatistics as PipelineStatistics
-from ._pipeline import Recipient as Recipient
 from ._pipeline import Tap as Tap
 from ._runtime import CURSOR_CAPABILITY as CURSOR_CAPABILITY
 from ._runtime import DEFAULT_REMOTE_GRACE_SECONDS as DEFAULT_REMOTE_GRACE_SECONDS
@@ -54,6 +56,7 @@ from ._runtime import RuntimeStatistics as RuntimeStatistics
 from ._turn import CANCEL_GRACE_SECONDS as CANCEL_GRACE_SECONDS
 
 __all__ = (
+    "ATTACHMENT_TRANSITIONS",
     "CANCEL_GRACE_SECONDS",
     "CURSOR_CAPABILITY",
     "DEFAULT_ATTACHMENT_QUEUE",
@@ -65,6 +68,7 @@ __all__ = (
     "ActivityLog",
     "AgentRuntime",
     "Attachment",
+    "AttachmentPhase",
     "AttachmentStatistics",
     "ClientChannel",
     "ClientElicitation",

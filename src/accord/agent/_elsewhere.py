@@ -7,7 +7,7 @@ follows the session in the store (:meth:`~accord.store.SessionStore.follow_event
 ``LISTEN``/``NOTIFY`` on PostgreSQL, by polling on SQLite) and offers every committed event
 that this process did not write (a ``seq`` beyond what its own pipeline has stamped) to the
 session's pipeline (:meth:`~._pipeline.DeliveryPipeline.offer_elsewhere`), which offers it to
-every attached client's :class:`~._pipeline.Attachment`. Each attachment sends them exactly as
+every attached client's :class:`~._attachment.Attachment`. Each attachment sends them exactly as
 its own: in ``seq`` order, never twice (it skips what is at or below its cursor), catching up
 from the store if it falls behind.
 

@@ -4,8 +4,8 @@ One :class:`~accord.agent.AgentRuntime` serves several connections at once
 (:meth:`~accord.agent.AgentRuntime.serve` per connection); the sessions, the engine and the
 store are shared, and each connection has a :class:`ClientLink`: its
 :class:`~accord.roles.AgentSideConnection`, the capabilities its client advertised, its
-choice of extended events, the :class:`~._pipeline.ClientChannel` that renders events for it,
-and its attachments (session id -> :class:`~._pipeline.Attachment`). The link of the
+choice of extended events, the :class:`~._attachment.ClientChannel` that renders events for it,
+and its attachments (session id -> :class:`~._attachment.Attachment`). The link of the
 connection a handler serves is found through a context variable set when the connection is
 created (every task of that connection inherits it): :func:`current_link`.
 
@@ -17,29 +17,28 @@ question ends without an answer when the turn is cancelled, or when every client
 failed to answer while at least one of them is still attached (a question whose clients all
 left stays open for a client that comes back; the grace period bounds the wait).
 
-Below: :mod:`accord.roles`, :mod:`._pipeline`. Above: the runtime, the session table, the turn.
+Below: :mod:`accord.roles`, :mod:`._attachment`. Above: the runtime, the session table, the turn.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..errors import RequestCancelled, RequestError, TransportError
 from ..schema import ClientCapabilities
+from ._attachment import Attachment, ClientChannel
 from ._mcp_caller import AcpMcpCaller
-from ._pipeline import Attachment, ClientChannel
 
 if TYPE_CHECKING:
     from ..roles import AgentSideConnection
-    from ._live_session import Host, LiveSession
 
-__all__ = ("ClientLink", "OpenQuestion", "current_link", "link_context")
+__all__ = ("AskingSession", "ClientLink", "Host", "OpenQuestion", "current_link", "link_context")
 
 logger = logging.getLogger("accord.agent")
 
@@ -47,6 +46,11 @@ _GONE = (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 link_context: ContextVar[ClientLink | None] = ContextVar("accord_client_link", default=None)
 """The link of the connection the current task serves (set when the connection is created)."""
+
+
+Host: TypeAlias = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
+"""Starts a live session's task group (``LiveSession.run``) in a task group that outlives a
+request (:attr:`ClientLink.host`)."""
 
 
 def current_link() -> ClientLink | None:
@@ -77,8 +81,8 @@ class ClientLink:
     """
 
     __slots__ = (
+        "__weakref__",
         "_bound",
-        "alone",
         "attachments",
         "capabilities",
         "channel",
@@ -106,8 +110,6 @@ class ClientLink:
         self.attachments: dict[str, Attachment] = {}
         #: Set once the client has gone and its attachments were dropped.
         self.left = False
-        #: The sessions its leaving left with no client attached.
-        self.alone: list[LiveSession] = []
         #: Inner MCP requests to the ``acp`` MCP servers this client hosts.
         self.mcp = AcpMcpCaller(connection)
         #: Starts the task group of a session this client makes live (``LiveSession.run``):
@@ -168,6 +170,26 @@ class ClientLink:
 R = TypeVar("R")
 
 
+class AskingSession(Protocol):
+    """What a question sees of the live session whose turn asks it
+    (``accord.agent._live_session.LiveSession``)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session."""
+        ...
+
+    @property
+    def links(self) -> Mapping[ClientLink, Attachment]:
+        """The attached clients and their attachments."""
+        ...
+
+    @property
+    def questions(self) -> set[OpenQuestion[Any]]:
+        """The questions its turn has open (a question adds and removes itself)."""
+        ...
+
+
 class OpenQuestion(Generic[R]):
     """One question put to every attached client that can answer it (module docstring).
 
@@ -184,7 +206,7 @@ class OpenQuestion(Generic[R]):
 
     def __init__(
         self,
-        session: LiveSession,
+        session: AskingSession,
         *,
         after_seq: int,
         eligible: Callable[[ClientLink], bool],

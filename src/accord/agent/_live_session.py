@@ -45,7 +45,7 @@ Below: :mod:`accord.events`, :mod:`accord.store`, the engine protocol. Above: th
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
@@ -56,19 +56,17 @@ from ..errors import LocalProtocolError
 from ..events import Envelope
 from ..schema import AvailableCommand, McpServer
 from ..store import SessionStore
+from ._attachment import Attachment
 from ._controls import Controls
 from ._elsewhere import ElsewhereFeed
 from ._lifecycle import SessionLifecycle
+from ._links import ClientLink, Host, OpenQuestion
 from ._permissions import PermissionMemory
-from ._pipeline import Attachment, DeliveryPipeline
-
-if TYPE_CHECKING:
-    from ._links import ClientLink, OpenQuestion
+from ._pipeline import DeliveryPipeline
 
 __all__ = (
     "STATE_FORMAT",
     "TURN_TRANSITIONS",
-    "Host",
     "LiveSession",
     "TurnHandle",
     "TurnPhase",
@@ -87,9 +85,6 @@ further output is read); ``done`` (it ended and its events are delivered)."""
 
 TurnTrigger: TypeAlias = Literal["cancel", "stop", "finish"]
 """What happens to a turn: the cancel request, the hard stop, its end."""
-
-Host: TypeAlias = Callable[[Callable[[], Coroutine[Any, Any, None]]], object]
-"""Starts a session's :meth:`LiveSession.run` in a task group that outlives a request."""
 
 TURN_TRANSITIONS: Final[StateTable[TurnPhase, TurnTrigger]] = StateTable(
     {

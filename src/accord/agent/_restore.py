@@ -8,8 +8,9 @@ and the record's update loses nothing a client saw. The events that change state
 before, rebuilt here, see :mod:`accord.events._state_chain`); remembered permission answers
 live only in the record (they are saved before the answer is acted on).
 
-:func:`replay` sends a stored session to a client for ``session/load``: the whole chain, in
-``seq`` order, read from the store in batches; each batch is shortened by
+:class:`Replay` is a stored session as ``session/load`` sends it (through a replaying
+:class:`~._attachment.Attachment`): the whole chain, or the chain up to a ``seq``, in ``seq``
+order, read from the store in batches; each batch is shortened by
 :func:`~accord.events.compact_for_replay` (chunks of one message merged, tool-call progress
 folded: the client ends in the same state with fewer messages); observe events are skipped
 without being decoded. While it reads, it folds state and rebuilds the tool-call tracker, so
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 import orjson
@@ -59,7 +60,7 @@ from ..store import SessionRecord, SessionStore, StoredEvent, iter_events
 from ._controls import Controls
 from ._permissions import PermissionMemory
 
-__all__ = ("RestoredState", "replay")
+__all__ = ("Replay", "RestoredState")
 
 _COMMANDS: TypeAdapter[list[AvailableCommand]] = TypeAdapter(list[AvailableCommand])
 
@@ -294,76 +295,103 @@ def _merged(head: Envelope, pieces: list[str]) -> Envelope:
     return restamp(head, dataclasses.replace(event, content=TextContentBlock(text="".join(pieces))))
 
 
-async def replay(
-    store: SessionStore,
-    session_id: str,
-    *,
-    deliver: Callable[[Envelope, tuple[int, int]], Awaitable[None]],
-    restored: RestoredState,
-    tracker: ToolCallTracker,
-    until_seq: int | None = None,
-) -> int:
-    """Send a stored session's chain (up to ``until_seq``) to ``deliver``; return the events
-    read.
+class Replay:
+    """A stored session's chain (up to ``until_seq``) as a replay: iterate it (once) for
+    ``(envelope, cursor)`` pairs, which a replaying attachment sends
+    (:meth:`~._attachment.Attachment.replaying`).
 
-    Each envelope goes with the cursor ``(epoch, seq)`` of the last stored event it stands
+    Each envelope comes with the cursor ``(epoch, seq)`` of the last stored event it stands
     for (a merged chunk stands for the chunks after it, a batch's last envelope for the
-    observe events after it): a client resuming from it gets nothing twice.
-    Also folds state into ``restored`` and tool-call events into ``tracker``.
+    observe events after it): a client resuming from it gets nothing twice. While it is read,
+    state is folded into ``restored`` and tool-call events into ``tracker``.
+
+    Args:
+        store: Where the session is stored.
+        session_id: The session.
+        restored: Folds the stored state events (a state appended is rebuilt onto the one
+            before it).
+        tracker: Gets every tool-call event (the calls a crash left unfinished).
+        until_seq: The last ``seq`` replayed (``None``: the whole stored chain).
     """
-    count = 0
-    async for batch in iter_events(store, session_id):
-        if until_seq is not None:
-            batch = [stored for stored in batch if stored.seq <= until_seq]
-            if not batch:
-                break
-        envelopes: list[Envelope] = []
-        epochs: dict[int, int] = {}
-        # The run of plain-text chunks being merged: the index in `envelopes` of its first
-        # chunk, what the next chunk must match (kind, message, agent, turn), and the texts.
-        # A chunk that continues the run is never decoded into an event (the costliest part
-        # of a replay): compact_for_replay would fold it into the run's first chunk anyway.
-        run_head = -1
-        run_key: tuple[str, str, str, str | None] | None = None
-        pieces: list[str] = []
-        for stored in batch:
-            count += 1
-            epochs[stored.seq] = stored.epoch
-            if stored.layer == "observe":
-                continue
-            chunk = _plain_chunk(stored) if stored.kind in _CHUNK_KINDS else None
-            if chunk is not None and run_key is not None and chunk[0] == run_key:
-                pieces.append(chunk[1])
-                continue
+
+    __slots__ = ("_restored", "_session_id", "_store", "_tracker", "_until", "read")
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        restored: RestoredState,
+        tracker: ToolCallTracker,
+        until_seq: int | None = None,
+    ) -> None:
+        """Prepare the replay; see the class docstring for the arguments."""
+        self._store = store
+        self._session_id = session_id
+        self._restored = restored
+        self._tracker = tracker
+        self._until = until_seq
+        #: Stored events read so far.
+        self.read = 0
+
+    def __aiter__(self) -> AsyncIterator[tuple[Envelope, tuple[int, int]]]:
+        """The replayed envelopes with their cursors, batch by batch."""
+        return self._pairs()
+
+    async def _pairs(self) -> AsyncIterator[tuple[Envelope, tuple[int, int]]]:
+        until_seq, restored, tracker = self._until, self._restored, self._tracker
+        async for batch in iter_events(self._store, self._session_id):
+            if until_seq is not None:
+                batch = [stored for stored in batch if stored.seq <= until_seq]
+                if not batch:
+                    break
+            envelopes: list[Envelope] = []
+            epochs: dict[int, int] = {}
+            # The run of plain-text chunks being merged: the index in `envelopes` of its
+            # first chunk, what the next chunk must match (kind, message, agent, turn), and
+            # the texts. A chunk that continues the run is never decoded into an event (the
+            # costliest part of a replay): compact_for_replay would fold it into the run's
+            # first chunk anyway.
+            run_head = -1
+            run_key: tuple[str, str, str, str | None] | None = None
+            pieces: list[str] = []
+            for stored in batch:
+                self.read += 1
+                epochs[stored.seq] = stored.epoch
+                if stored.layer == "observe":
+                    continue
+                chunk = _plain_chunk(stored) if stored.kind in _CHUNK_KINDS else None
+                if chunk is not None and run_key is not None and chunk[0] == run_key:
+                    pieces.append(chunk[1])
+                    continue
+                if len(pieces) > 1:
+                    envelopes[run_head] = _merged(envelopes[run_head], pieces)
+                run_key = None
+                pieces = []
+                if stored.kind in _STATE_KINDS:
+                    envelope = restored.fold_stored(stored)
+                else:
+                    envelope = envelope_from_stored(stored)
+                    if chunk is not None:
+                        run_head, run_key, pieces = len(envelopes), chunk[0], [chunk[1]]
+                    event = envelope.event
+                    if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
+                        try:
+                            tracker.apply(event)
+                        except LocalProtocolError:
+                            pass  # a stored chain is what it is; replay it anyway
+                envelopes.append(envelope)
             if len(pieces) > 1:
                 envelopes[run_head] = _merged(envelopes[run_head], pieces)
-            run_key = None
-            pieces = []
-            if stored.kind in _STATE_KINDS:
-                envelope = restored.fold_stored(stored)
-            else:
-                envelope = envelope_from_stored(stored)
-                if chunk is not None:
-                    run_head, run_key, pieces = len(envelopes), chunk[0], [chunk[1]]
-                event = envelope.event
-                if isinstance(event, ToolCallStarted | ToolCallProgress | ToolCallEnded):
-                    try:
-                        tracker.apply(event)
-                    except LocalProtocolError:
-                        pass  # a stored chain is what it is; replay it anyway
-            envelopes.append(envelope)
-        if len(pieces) > 1:
-            envelopes[run_head] = _merged(envelopes[run_head], pieces)
-        compacted = compact_for_replay(envelopes)
-        seqs = [stored.seq for stored in batch]
-        last = seqs[-1]
-        for index, envelope in enumerate(compacted):
-            if index + 1 < len(compacted):
-                covered = seqs[bisect.bisect_left(seqs, compacted[index + 1].seq) - 1]
-            else:
-                covered = last
-            await deliver(envelope, (epochs[covered], covered))
-        if until_seq is not None and last >= until_seq:
-            break
-    restored.check_engine()
-    return count
+            compacted = compact_for_replay(envelopes)
+            seqs = [stored.seq for stored in batch]
+            last = seqs[-1]
+            for index, envelope in enumerate(compacted):
+                if index + 1 < len(compacted):
+                    covered = seqs[bisect.bisect_left(seqs, compacted[index + 1].seq) - 1]
+                else:
+                    covered = last
+                yield envelope, (epochs[covered], covered)
+            if until_seq is not None and last >= until_seq:
+                break
+        restored.check_engine()

@@ -152,11 +152,11 @@ from ..store import (
     StoreError,
 )
 from ._activity_log import ActivityLog
+from ._attachment import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._links import ClientLink, link_context
 from ._live_session import LiveSession, TurnHandle
 from ._nes import NesSessions
 from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
-from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._session_table import SessionTable
 from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner

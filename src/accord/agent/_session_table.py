@@ -9,8 +9,9 @@ engine. The client of the connection a method serves is "the caller":
   sent), then the engine opens the session.
 * **load**: an unknown id answers -32002; the request's ``cwd`` must equal the stored one.
   That directory must still exist (else -32602, the history kept: :mod:`._directories`).
-  The whole stored chain is replayed (:func:`._restore.replay`) before the response; tool
-  calls it leaves unfinished (a crash mid-turn) are then ended as ``failed``.
+  The whole stored chain is replayed (a replaying attachment, :mod:`._attachment`) before
+  the response; tool calls it leaves unfinished (a crash mid-turn) are then ended as
+  ``failed``.
 * **resume**: as load, without the replay.
 * **attach**: load or resume of a session that is live here while the caller is not attached
   to it (another client has it open, or it waits out its grace period after its last client
@@ -39,6 +40,12 @@ engine. The client of the connection a method serves is "the caller":
   sessions with history: one with no stored event (opened and never prompted nor changed)
   is not listed, though it can still be loaded, resumed or forked by its id.
 
+Every one of them reaches the caller's client the same way (:meth:`SessionTable._attach`, "attach
+after X; tell me when you have sent it"): an :class:`~._attachment.Attachment` started live
+after the last committed ``seq`` (new, fork, resume, attach), from the store after a cursor,
+or replaying the history up to the last committed ``seq`` (load); the response then waits
+until the attachment has sent everything committed before it.
+
 A client loading or resuming a session it alone is attached to (a reload) bumps its epoch on
 the same bus: a turn of the old epoch is cancelled, and whatever it still yields is dropped.
 Every activation bumps the stored epoch.
@@ -65,6 +72,7 @@ runtime (``AgentRuntime``), which owns one table.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -95,6 +103,7 @@ from ..schema import (
     SessionUpdate,
 )
 from ..store import SessionRecord, SessionStore
+from ._attachment import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._client_services import ConnectionPicker, client_services
 from ._controls import Controls
 from ._cursor import check_cursor
@@ -105,8 +114,8 @@ from ._errors import session_not_found
 from ._links import ClientLink
 from ._live_session import LiveSession
 from ._mcp_caller import AcpMcpCaller, AcpMcpRouter
-from ._pipeline import DEFAULT_ATTACHMENT_QUEUE, Attachment, DeliveryPipeline, Tap
-from ._restore import RestoredState, replay
+from ._pipeline import DeliveryPipeline, Tap
+from ._restore import Replay, RestoredState
 from ._turn import CLEANUP_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
@@ -195,6 +204,10 @@ class SessionTable:
         self._live_from_elsewhere = live_from_elsewhere
         self._locks = _KeyedLocks()
         self.live: dict[str, LiveSession] = {}
+        # The sessions each departed client left with no client attached (leave() again
+        # returns them); forgotten with the link.
+        self._alone: weakref.WeakKeyDictionary[ClientLink, list[LiveSession]]
+        self._alone = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ lookups
 
@@ -244,13 +257,15 @@ class SessionTable:
         )
         await self._store.create_session(record)
         restored = RestoredState(record, self._capabilities)
+        link = self._link()
         try:
-            session = await self._open(record, restored, mcp_servers, epoch=0, link=self._link())
+            session = await self._open(record, restored, mcp_servers, epoch=0, link=link)
+            await self._attach(session, link)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.delete_session(record.session_id)
             raise
-        await self._announce(session, record.updated_at)
+        await self._announce(session, record.updated_at, link)
         return session
 
     async def fork(
@@ -286,16 +301,16 @@ class SessionTable:
         restored = RestoredState(forked, self._capabilities)
         await restored.catch_up(self._store, forked.session_id)
         forked = await self._store.update_session(forked.session_id, epoch=forked.epoch + 1)
+        link = self._link()
         try:
-            session = await self._open(
-                forked, restored, mcp_servers, epoch=forked.epoch, link=self._link()
-            )
+            session = await self._open(forked, restored, mcp_servers, epoch=forked.epoch, link=link)
+            await self._attach(session, link)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._store.delete_session(forked.session_id)
             raise
         await session.save(self._store)
-        await self._announce(session, forked.updated_at)
+        await self._announce(session, forked.updated_at, link)
         return session
 
     # ------------------------------------------------------------------ load / resume
@@ -331,12 +346,14 @@ class SessionTable:
                 )
             await check_working_directory(cwd, stored=True)
             live = self.live.get(session_id)
-            if live is not None and live.lifecycle.live and link not in live.links:
-                # The client's acp MCP servers (a client back after a reconnect) are its own.
-                link.mcp.declare(mcp_servers if mcp_servers is not None else live.mcp_servers)
-                return await self._join(live, link, replay_history=replay_history, cursor=cursor)
-            if live is not None and link in live.links and len(live.links) > 1:
-                # Reloading a session others share: re-attach instead of restarting it.
+            if (
+                live is not None
+                and live.lifecycle.live
+                and (link not in live.links or len(live.links) > 1)
+            ):
+                # Attach to a session live here; a client reloading a session others share
+                # attaches again instead of restarting it. The client's acp MCP servers (a
+                # client back after a reconnect) are its own.
                 link.mcp.declare(mcp_servers if mcp_servers is not None else live.mcp_servers)
                 self._detach(live, link)
                 return await self._join(live, link, replay_history=replay_history, cursor=cursor)
@@ -368,20 +385,12 @@ class SessionTable:
                     epoch=epoch,
                 )
                 restored = RestoredState(record, self._capabilities)
-                tracker = ToolCallTracker()
-                if replay_history and after is None:
-                    await replay(
-                        self._store,
-                        session_id,
-                        deliver=link.channel.deliver,
-                        restored=restored,
-                        tracker=tracker,
-                    )
-                else:
-                    await restored.catch_up(self._store, session_id)
+                await restored.catch_up(self._store, session_id)
                 session = await self._open(
-                    record, restored, servers, epoch=epoch, live=live, link=link, after=after
+                    record, restored, servers, epoch=epoch, live=live, link=link
                 )
+                history = record if replay_history and after is None else None
+                tracker = await self._attach(session, link, after=after, history=history)
                 session.tracker = tracker
                 await self._end_unfinished(session, tracker)
                 await session.save(self._store)
@@ -404,8 +413,9 @@ class SessionTable:
         """Attach ``link`` to a session live here (module docstring: attach)."""
         if live.turn is None:
             await self.catch_up(live, owned=False)
-        pipeline = live.pipeline
+        after: int | None = None
         if cursor is not None:
+            pipeline = live.pipeline
             after = await check_cursor(
                 self._store,
                 live.session_id,
@@ -413,31 +423,10 @@ class SessionTable:
                 epoch=pipeline.epoch,
                 last_seq=pipeline.committed_seq,
             )
-            self._attach(live, link, after=after, catch_up=True)
-        elif replay_history:
-            # Queue what commits from now on; send the history up to now first.
-            snapshot = pipeline.committed_seq
-            attachment = self._attach(live, link, after=snapshot, start=False)
-            try:
-                await replay(
-                    self._store,
-                    live.session_id,
-                    deliver=link.channel.deliver,
-                    restored=RestoredState(await self._stored(live.session_id), self._capabilities),
-                    tracker=ToolCallTracker(),
-                    until_seq=snapshot,
-                )
-            except BaseException:
-                self._detach(live, link)
-                raise
-            live.start_for(
-                link,
-                attachment.run,
-                name=f"accord session {live.session_id} sender",
-                key=attachment,
-            )
-        else:
-            self._attach(live, link, after=pipeline.committed_seq)
+        history = None
+        if replay_history and after is None:
+            history = await self._stored(live.session_id)
+        await self._attach(live, link, after=after, history=history)
         await live.settle(link)
         await self._announce(live, datetime.now(UTC), link)
         for question in list(live.questions):
@@ -510,10 +499,9 @@ class SessionTable:
         epoch: int,
         link: ClientLink,
         live: LiveSession | None = None,
-        after: int | None = None,
     ) -> LiveSession:
-        """Open the engine session for ``record`` and make it live (or refresh ``live``), and
-        attach ``link`` (after ``after``, sent from the store first, when given)."""
+        """Open the engine session for ``record`` and make it live (or refresh ``live``);
+        ``link`` is the client that asked (attached next, :meth:`_attach`)."""
         session_id = record.session_id
         holder: list[LiveSession] = []  # until the session is live: the caller's client
         engine_session = await self._open_engine(record, restored, mcp_servers, link, holder)
@@ -540,7 +528,6 @@ class SessionTable:
             self.live[session_id] = live
             self._go_live(live, link)
             holder.append(live)
-            self._attach_after(live, link, after)
             return live
         # Another process may have continued the session since it went live here.
         live.pipeline.continue_after(record.last_seq)
@@ -554,7 +541,6 @@ class SessionTable:
         live.commands = restored.commands
         live.restore_engine_state(restored.engine_state, restored.engine_seq)
         holder.append(live)
-        self._attach_after(live, link, after)
         return live
 
     async def _open_engine(
@@ -631,41 +617,58 @@ class SessionTable:
             feed = live.feed = ElsewhereFeed(live.pipeline)
             live.start_soon(feed.run, name=f"accord session {live.session_id} feed", key=feed)
 
-    def _attach_after(self, live: LiveSession, link: ClientLink, after: int | None) -> None:
-        if after is None:
-            # It has everything committed so far (a new session has nothing, a load replayed
-            # it, a resume does not want it).
-            self._attach(live, link, after=live.pipeline.committed_seq)
-        else:
-            self._attach(live, link, after=after, catch_up=True)
-
-    def _attach(
+    async def _attach(
         self,
         live: LiveSession,
         link: ClientLink,
         *,
-        after: int,
-        catch_up: bool = False,
-        start: bool = True,
-    ) -> Attachment:
-        """Attach ``link``'s client to ``live``; it has everything up to ``after``
-        (``catch_up``: send the stored events after it first; ``start``: start the sender)."""
+        after: int | None = None,
+        history: SessionRecord | None = None,
+    ) -> ToolCallTracker:
+        """Attach ``link``'s client to ``live``: the one way new, fork, load, resume, a resume
+        from a cursor and a join reach a client (:mod:`._attachment`).
+
+        With ``after`` (a cursor's ``seq``), the stored events after it are sent first; with
+        ``history`` (the stored record, ``session/load``), the history up to now is replayed
+        first (before this returns: a failed replay detaches the client and raises); else the
+        client gets what commits from now on. Returns the tool-call tracker the replay rebuilt
+        (empty without one); ``live.settle(link)`` then says when everything is sent.
+        """
         pipeline = live.pipeline
-        attachment = Attachment(
-            pipeline, link.channel, cursor=after, max_queue=self._max_queue, catch_up=catch_up
-        )
+        tracker = ToolCallTracker()
+        if after is not None:
+            attachment = Attachment.from_store(
+                pipeline, link.channel, after=after, max_queue=self._max_queue
+            )
+        elif history is not None:
+            until = pipeline.committed_seq
+            replayed = Replay(
+                self._store,
+                live.session_id,
+                restored=RestoredState(history, self._capabilities),
+                tracker=tracker,
+                until_seq=until,
+            )
+            attachment = Attachment.replaying(
+                pipeline, link.channel, history=replayed, until=until, max_queue=self._max_queue
+            )
+        else:
+            attachment = Attachment.live(
+                pipeline, link.channel, after=pipeline.committed_seq, max_queue=self._max_queue
+            )
         live.host(link.host)  # opened again if its host has ended (LiveSession.host)
         pipeline.attach(attachment)
         live.links[link] = attachment
         link.attachments[live.session_id] = attachment
-        if start:
-            live.start_for(
-                link,
-                attachment.run,
-                name=f"accord session {live.session_id} sender",
-                key=attachment,
-            )
-        return attachment
+        try:
+            await attachment.replay()
+        except BaseException:
+            self._detach(live, link)
+            raise
+        live.start_for(
+            link, attachment.run, name=f"accord session {live.session_id} sender", key=attachment
+        )
+        return tracker
 
     def _detach(self, live: LiveSession, link: ClientLink | None = None) -> None:
         """Detach ``link`` (every client when ``None``) from ``live``."""
@@ -737,7 +740,7 @@ class SessionTable:
         """``link``'s client has gone: detach it everywhere; return the sessions it leaves
         with no client attached (with no grace period, their turns are cancelled)."""
         if link.left:
-            return link.alone
+            return self._alone.get(link, [])
         link.leave()
         alone: list[LiveSession] = []
         for session_id in list(link.attachments):
@@ -753,7 +756,7 @@ class SessionTable:
                         "session %s: its last client disconnected; cancelling its turn", session_id
                     )
                     live.request_cancel()
-        link.alone = alone
+        self._alone[link] = alone
         return alone
 
     async def expire(self, live: LiveSession) -> None:
