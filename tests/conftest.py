@@ -19,6 +19,7 @@ third-party agents whose output is not ours to vouch for, opt out with
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -88,3 +89,14 @@ def _check_wire_messages(
         shown = "\n\n".join(failures[:5])
         more = f"\n\n... and {len(failures) - 5} more" if len(failures) > 5 else ""
         pytest.fail(f"{len(failures)} message(s) on the wire broke the ACP schema:\n{shown}{more}")
+
+
+@pytest.fixture
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's own configuration directory (``XDG_CONFIG_HOME``), and no model provider's
+    key in the environment: what the coder reads and writes of its settings stays the test's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(variable, "placeholder")  # restored by monkeypatch after
+        monkeypatch.delenv(variable)
+    return tmp_path / "config"

@@ -26,16 +26,6 @@ _MODEL = "openai-chat:client-providers-model"
 _KEY = "sk-client-providers-5d1e"
 
 
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The test's own configuration directory, and no provider key in the environment."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.setenv(variable, "placeholder")  # restored by monkeypatch after
-        monkeypatch.delenv(variable)
-    return tmp_path / "config"
-
-
 @pytest.mark.asyncio_only("the coder (pydantic-ai) runs on asyncio only")
 async def test_the_client_lists_sets_and_disables_the_coders_providers(
     tmp_path: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch

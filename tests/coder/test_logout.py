@@ -29,15 +29,6 @@ pytestmark = pytest.mark.anyio
 _MODEL = "openai:gpt-3.5-turbo"
 
 
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The test's own configuration directory, and no OpenAI key in the environment."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("OPENAI_API_KEY", "placeholder")  # restored by monkeypatch after
-    monkeypatch.delenv("OPENAI_API_KEY")
-    return tmp_path / "config"
-
-
 async def test_logout_forgets_the_saved_key_and_sessions_need_sign_in_again(
     project: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers.memory_keyring import memory_keyring
 
-from accord.client import connect
+from accord.client import TurnResult, connect
 from accord.coder import CoderConfig, CoderRuntime
 from accord.coder._agent import forget_models
 from accord.schema import SetProviderRequest
@@ -24,16 +24,6 @@ from accord.testing import FakeAnthropicServer, FakeOpenAIServer, ScriptedReply
 pytestmark = pytest.mark.anyio
 
 _KEY = "sk-route-test-5d2b7e90c4"
-
-
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The test's own configuration directory, and no provider key in the environment."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.setenv(variable, "placeholder")  # restored by monkeypatch after
-        monkeypatch.delenv(variable)
-    return tmp_path / "config"
 
 
 async def _close_anthropic_clients() -> None:
@@ -49,6 +39,21 @@ async def _close_anthropic_clients() -> None:
         await client.close()
 
 
+async def _prompt_through(route: SetProviderRequest, model: str, project: Path) -> TurnResult:
+    """``providers/set`` with ``route``, then one prompt in a new session of a coder whose
+    model is ``model`` (a name no other test uses: the coder builds a model once per process
+    and route); what the prompt returned."""
+    runtime = CoderRuntime(CoderConfig(models=(model,)))
+    try:
+        async with connect(runtime, cwd=project) as connection:
+            await connection.calls.set_provider(route)
+            session = await connection.new_session(project)
+            return await session.prompt("say something")
+    finally:
+        await runtime.aclose()
+        await _close_anthropic_clients()
+
+
 async def test_an_anthropic_route_carries_the_next_sessions_requests(
     project: Path,
     config_home: Path,
@@ -60,23 +65,13 @@ async def test_an_anthropic_route_carries_the_next_sessions_requests(
         memory_keyring(monkeypatch),
         FakeAnthropicServer([ScriptedReply(text=["from ", "claude"])]) as server,
     ):
-        # A model name no other test uses: the coder builds a model once per process and route.
-        runtime = CoderRuntime(CoderConfig(models=("anthropic:claude-route-test",)))
-        try:
-            async with connect(runtime, cwd=project) as connection:
-                await connection.calls.set_provider(
-                    SetProviderRequest(
-                        provider_id="anthropic",
-                        api_type="anthropic",
-                        base_url=server.base_url,
-                        headers={"x-api-key": _KEY, "X-Team": "accord"},
-                    )
-                )
-                session = await connection.new_session(project)
-                result = await session.prompt("say something")
-        finally:
-            await runtime.aclose()
-            await _close_anthropic_clients()
+        route = SetProviderRequest(
+            provider_id="anthropic",
+            api_type="anthropic",
+            base_url=server.base_url,
+            headers={"x-api-key": _KEY, "X-Team": "accord"},
+        )
+        result = await _prompt_through(route, "anthropic:claude-route-test", project)
     assert result.stop_reason == "end_turn"
     assert result.text == "from claude"
     (request,) = server.requests
@@ -98,21 +93,13 @@ async def test_an_openai_route_carries_a_responses_models_requests(
         memory_keyring(monkeypatch),
         FakeOpenAIServer([ScriptedReply(text=["through ", "responses"])]) as server,
     ):
-        runtime = CoderRuntime(CoderConfig(models=("openai:responses-route-test",)))
-        try:
-            async with connect(runtime, cwd=project) as connection:
-                await connection.calls.set_provider(
-                    SetProviderRequest(
-                        provider_id="openai",
-                        api_type="openai",
-                        base_url=server.base_url,
-                        headers={"Authorization": f"Bearer {_KEY}"},
-                    )
-                )
-                session = await connection.new_session(project)
-                result = await session.prompt("say something")
-        finally:
-            await runtime.aclose()
+        route = SetProviderRequest(
+            provider_id="openai",
+            api_type="openai",
+            base_url=server.base_url,
+            headers={"Authorization": f"Bearer {_KEY}"},
+        )
+        result = await _prompt_through(route, "openai:responses-route-test", project)
     assert result.stop_reason == "end_turn"
     assert result.text == "through responses"
     (request,) = server.requests

@@ -38,16 +38,6 @@ _MODEL = "openai-chat:providers-test-model"
 _KEY = "sk-providers-test-0f3c9a1e"
 
 
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The test's own configuration directory, and no provider key in the environment."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        monkeypatch.setenv(variable, "placeholder")  # restored by monkeypatch after
-        monkeypatch.delenv(variable)
-    return tmp_path / "config"
-
-
 def _by_id(providers: list[ProviderInfo]) -> dict[str, ProviderInfo]:
     return {p.provider_id: p for p in providers}
 
