@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import socket
 from pathlib import Path
+from typing import cast
 
 import anyio
 import anyio.abc
 import orjson
 import pytest
-from _remote_support import UPGRADE, request_bytes
+from _remote_support import UPGRADE, raw_request, request_bytes
 from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
@@ -149,3 +150,157 @@ async def test_a_client_that_stops_reading_mid_turn_holds_a_bounded_amount_then_
     # The queue's high water, one chunk over it and one write under way: a few MiB of 50.
     assert 0 < peak <= 5 * _MIB, peak
     assert any("(1008): the peer stopped reading" in r.getMessage() for r in caplog.records)
+
+
+# ---------------------------------------------------------------------- Streamable HTTP
+
+_JSON = ("Content-Type", "application/json")
+_EVENTS = ("Accept", "text/event-stream")
+
+
+def _post_bytes(
+    connection_id: str | None, message: dict[str, object], session: str | None = None
+) -> bytes:
+    headers: list[tuple[str, str]] = [_JSON]
+    if connection_id is not None:
+        headers.append(("Acp-Connection-Id", connection_id))
+    if session is not None:
+        headers.append(("Acp-Session-Id", session))
+    return request_bytes("POST", headers=headers, body=orjson.dumps(message))
+
+
+async def _event_stream(
+    port: int, connection_id: str, session: str | None, *, rcvbuf: int | None = None
+) -> anyio.abc.SocketStream:
+    """A GET event stream on a raw socket, its ``200`` head read (nothing after it)."""
+    stream = await anyio.connect_tcp("127.0.0.1", port)
+    if rcvbuf is not None:
+        raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    headers = [_EVENTS, ("Acp-Connection-Id", connection_id)]
+    if session is not None:
+        headers.append(("Acp-Session-Id", session))
+    await stream.send(request_bytes("GET", headers=headers))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += await stream.receive(1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return stream
+
+
+async def _next_event(stream: anyio.abc.SocketStream, buffer: bytearray) -> dict[str, object]:
+    """The next ``data:`` event of a chunked SSE body (chunk framing skipped by line)."""
+    while True:
+        end = buffer.find(b"\n\n")
+        if end >= 0:
+            event, buffer[:] = bytes(buffer[:end]), buffer[end + 2 :]
+            for line in event.split(b"\n"):
+                if line.startswith(b"data: "):
+                    return orjson.loads(line[6:])
+            continue
+        buffer += await stream.receive()
+
+
+async def _http_session(port: int, cwd: Path) -> tuple[str, str, anyio.abc.SocketStream]:
+    """A Streamable HTTP connection with one new session: its ids and its own GET stream."""
+    hello: dict[str, object] = {"protocolVersion": 1, "clientCapabilities": {}}
+    initialize: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": hello,
+    }
+    answer = await raw_request(port, _post_bytes(None, initialize))
+    assert answer.status == 200
+    cid = answer.headers["acp-connection-id"]
+    own = await _event_stream(port, cid, None)
+    new: dict[str, object] = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "session/new",
+        "params": {"cwd": str(cwd), "mcpServers": []},
+    }
+    assert (await raw_request(port, _post_bytes(cid, new))).status == 202
+    created = await _next_event(own, bytearray())
+    result = created["result"]
+    assert isinstance(result, dict)
+    sid = cast("dict[str, object]", result)["sessionId"]
+    assert isinstance(sid, str)
+    return cid, sid, own
+
+
+def _prompt(sid: str) -> dict[str, object]:
+    params: dict[str, object] = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+    return {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params}
+
+
+async def _peak_while_open(connection: object, served: str, port: int, peak: list[int]) -> str:
+    """Watch ``connection``'s bytes till it closes while another client is served (what it
+    held when it closed counts too: a close keeps its queues till the connection is gone)."""
+
+    async def watch() -> None:
+        while not _closed(connection):
+            peak[0] = max(peak[0], _buffered(connection))
+            await anyio.sleep(0.005)
+        peak[0] = max(peak[0], _buffered(connection))
+
+    text = ""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        url = f"http://127.0.0.1:{port}/acp"
+        async with connect(url, token=TOKEN, reconnect=False) as conn:
+            text = (await (await conn.new_session()).prompt("hi")).text
+    assert text == served
+    return text
+
+
+async def test_a_streamable_http_client_that_stops_reading_mid_turn_is_bounded_then_closed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = ServerLimits(heartbeat_interval=_INTERVAL)
+    peak = [0]
+    async with served_agent([[_TURN], [Say("served")]], limits=limits) as server:
+        with caplog.at_level(logging.INFO, logger="accord.remote"), anyio.fail_after(TIMEOUT):
+            cid, sid, own = await _http_session(server.port, tmp_path)
+            stalled_stream = await _event_stream(server.port, cid, sid, rcvbuf=4096)
+            assert (
+                await raw_request(server.port, _post_bytes(cid, _prompt(sid), sid))
+            ).status == 202
+            # From here the client reads nothing of the session's stream.
+            await _peak_while_open(server.served[0], "served", server.port, peak)
+            await stalled_stream.aclose()
+            await own.aclose()
+    # The stream's high water and one event over it, one write of at most as much under
+    # way: about 2 MiB of the turn's 50, 4 MiB at the very most.
+    assert 0 < peak[0] <= 4 * _MIB + 1024, peak
+    assert any("the peer stopped reading" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_session_stream_no_get_reads_holds_its_byte_bound_then_the_connection_closes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bound = 3 * _MIB
+    limits = ServerLimits(sse_buffer_bytes=bound)
+    peak = [0]
+    async with served_agent([[_TURN], [Say("served")]], limits=limits) as server:
+        with caplog.at_level(logging.INFO, logger="accord.remote"), anyio.fail_after(TIMEOUT):
+            cid, sid, own = await _http_session(server.port, tmp_path)
+            # The prompt goes in, but nothing ever GETs the session's stream.
+            assert (
+                await raw_request(server.port, _post_bytes(cid, _prompt(sid), sid))
+            ).status == 202
+            await _peak_while_open(server.served[0], "served", server.port, peak)
+            await own.aclose()
+    # Far under the 8,192 messages of ``sse_buffer``: the bytes bound it, one event past.
+    assert bound <= peak[0] <= bound + _MIB + 1024, peak
+    assert any("over its bound" in r.getMessage() for r in caplog.records)
+
+
+def test_events_a_broken_stream_did_not_wholly_send_are_kept_for_the_next_get() -> None:
+    from accord.remote._server import _unsent
+
+    batch = [b"a" * 10, b"b" * 10, b"c" * 10]
+    assert _unsent(batch, 0) == batch
+    assert _unsent(batch, 10) == batch[1:]
+    assert _unsent(batch, 15) == batch[1:]  # cut in the middle: sent again whole
+    assert _unsent(batch, 30) == []

@@ -27,13 +27,18 @@ class ServerLimits:
             before it is closed; a turn still running on the agent is not affected.
         heartbeat_interval: seconds between WebSocket pings and SSE comment lines; keeps
             proxies that cut quiet connections (often at 60 s) from doing so, and finds dead
-            peers. A WebSocket peer that has not answered a ping by the next one is gone.
+            peers. A WebSocket peer that has not answered a ping by the next one is gone; a
+            peer (WebSocket or event stream) whose socket takes nothing of what waits for it
+            for a whole interval has stopped reading, and its connection is closed.
         request_timeout: seconds a client may take to send one request's head and body
             (slow-loris protection); the long-lived streams are not bounded by it.
         sse_buffer: messages held for an HTTP stream no GET reads (a session stream
             before its GET arrives, or after it broke); past it the connection is closed
             rather than growing without bound. While a GET reads the stream, a burst past
             it makes the agent wait for the reader (backpressure, as over WebSocket).
+        sse_buffer_bytes: the same bound in bytes (the events as they would be written); a
+            few long messages reach it well before ``sse_buffer``. A read stream holds at
+            most 1 MiB queued and 1 MiB being written, whatever this says.
         max_unauthenticated_per_address: sockets one client address (an IPv6 /64) may hold
             before its first request shows the token; past it the address's oldest such
             socket is closed (:mod:`._admission`), so a flood evicts itself, not real clients.
@@ -51,6 +56,7 @@ class ServerLimits:
     heartbeat_interval: float = 20.0
     request_timeout: float = 30.0
     sse_buffer: int = 8192
+    sse_buffer_bytes: int = 4 * 1024 * 1024
     max_unauthenticated_per_address: int = 32
     max_unauthenticated: int = 512
     max_streams_per_connection: int = 32

@@ -36,7 +36,7 @@ import h11
 import orjson
 
 from ..errors import ConnectionClosed
-from ..transports import Transport, encode_message
+from ..transports import Transport
 from ._admission import Admission, Ticket, address_key
 from ._auth import AccessPolicy, Refusal
 from ._http11 import BadFraming, BodyTooLarge, HttpChannel, header_map
@@ -53,6 +53,10 @@ _log = logging.getLogger("accord.remote")
 ACP_PATH = b"/acp"
 CONNECTION_HEADER = "Acp-Connection-Id"
 SESSION_HEADER = "Acp-Session-Id"
+
+#: Largest single write to an event stream's socket; a slice not taken within a heartbeat
+#: interval is a client that stopped reading.
+_WRITE_SLICE = 256 * 1024
 
 #: Seconds ``initialize`` may take over HTTP before the POST is answered 504.
 INITIALIZE_TIMEOUT = 120.0
@@ -364,7 +368,9 @@ class _Server:
         if not self._acquire():
             await channel.respond(429, b"too many connections for this token\n")
             return
-        connection = HttpAcpConnection("token", buffer=self._limits.sse_buffer)
+        connection = HttpAcpConnection(
+            "token", buffer=self._limits.sse_buffer, buffer_bytes=self._limits.sse_buffer_bytes
+        )
         self._http[connection.connection_id] = connection
         self._task_group.start_soon(self._run_http_connection, connection)
         answer = await connection.initialize(message, INITIALIZE_TIMEOUT)
@@ -452,22 +458,42 @@ class _Server:
         stream: OutboundStream,
         gone: anyio.Event,
     ) -> None:
-        """Write ``stream``'s messages (or a heartbeat) until it ends or its reader is gone."""
+        """Write ``stream``'s events (or a heartbeat) until it ends or its reader is gone.
+
+        A batch goes out in slices of :data:`_WRITE_SLICE`; a slice the socket has not taken
+        within a heartbeat interval means the client stopped reading: the connection is
+        closed (the agent's sessions go on for their grace period and can be resumed).
+        """
+        interval = self._limits.heartbeat_interval
         while True:
-            batch = await stream.next_batch(self._limits.heartbeat_interval)
+            batch = await stream.next_batch(interval)
             if gone.is_set():
                 stream.requeue(batch or [])
                 return
             if batch is None:
                 await channel.send(h11.EndOfMessage())
                 return
-            data = b"".join(b"data: " + encode_message(m)[:-1] + b"\n\n" for m in batch)
+            data = b"".join(batch) or b": ping\n\n"
+            stream.in_flight = len(data)
+            start = 0
             try:
-                await channel.send(h11.Data(data=data or b": ping\n\n"))
+                for start in range(0, len(data), _WRITE_SLICE):
+                    with anyio.move_on_after(interval) as scope:
+                        await channel.send(h11.Data(data=data[start : start + _WRITE_SLICE]))
+                    if scope.cancelled_caught:
+                        _log.info(
+                            "closing HTTP connection %s: the peer stopped reading",
+                            connection.connection_id,
+                        )
+                        await connection.aclose()
+                        return
+                    stream.in_flight = max(0, len(data) - start - _WRITE_SLICE)
+                    connection.last_activity = anyio.current_time()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                stream.requeue(batch)
+                stream.requeue(_unsent(batch, start))  # for the next GET: nothing lost
                 return
-            connection.last_activity = anyio.current_time()
+            finally:
+                stream.in_flight = 0
 
     async def _delete(self, channel: HttpChannel, headers: dict[bytes, bytes]) -> None:
         connection_id = _header(headers, CONNECTION_HEADER)
@@ -530,3 +556,14 @@ def _new_id() -> str:
     import secrets
 
     return secrets.token_urlsafe(18)
+
+
+def _unsent(batch: list[bytes], sent: int) -> list[bytes]:
+    """The events of ``batch`` not wholly within its first ``sent`` bytes (the socket took
+    those before it broke); an event cut in the middle is sent again whole."""
+    end = 0
+    for index, event in enumerate(batch):
+        end += len(event)
+        if end > sent:
+            return batch[index:]
+    return []

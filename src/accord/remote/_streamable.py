@@ -27,10 +27,18 @@ from typing import Any, cast
 import anyio
 
 from ..errors import ConnectionClosed
+from ..transports import encode_message
 
 __all__ = ("HttpAcpConnection", "OutboundStream", "route_key")
 
 _log = logging.getLogger("accord.remote")
+
+#: Bytes of events queued for a read stream before its senders wait (the backpressure), and
+#: the most one write to its socket carries; as :data:`~._websocket.WRITE_HIGH_WATER`.
+STREAM_HIGH_WATER = 1 << 20
+
+#: The default bound on the bytes a stream no GET reads holds (``ServerLimits.sse_buffer_bytes``).
+STREAM_MAX_UNREAD = 4 << 20
 
 
 def route_key(message_id: Any) -> str | None:
@@ -55,28 +63,58 @@ def session_of(message: dict[str, Any]) -> str | None:
 
 
 class OutboundStream:
-    """Messages for one GET stream: held while no receiver is attached, bounded."""
+    """Events for one GET stream: held while no receiver is attached, bounded in bytes.
 
-    def __init__(self, limit: int) -> None:
-        """A stream holding at most ``limit`` undelivered messages."""
-        self._queue: deque[dict[str, Any]] = deque()
+    Each message is kept as the bytes of its SSE event (encoded once, when it is queued), so
+    the bounds count what the server really holds: while a receiver is attached a sender
+    waits once :data:`STREAM_HIGH_WATER` bytes are queued (the backpressure); with none
+    attached, past ``limit`` messages or ``max_bytes`` bytes the stream is over its bound.
+    """
+
+    def __init__(self, limit: int, max_bytes: int = STREAM_MAX_UNREAD) -> None:
+        """A stream holding at most ``limit`` undelivered messages and ``max_bytes`` bytes."""
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
         self._limit = limit
+        self._max_bytes = max_bytes
         self._wakeup = anyio.Event()
         self._drained = anyio.Event()
+        #: Bytes of the batch being written that the socket has not taken yet (the pump's).
+        self.in_flight = 0
         self.attached = False
         self.closed = False
 
-    async def put(self, message: dict[str, Any]) -> bool:
-        """Queue ``message``; False if the stream is over its bound (the caller closes).
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes queued plus those of the write under way: what this stream holds."""
+        return self._queued + self.in_flight
 
-        While a receiver is attached a full stream waits for it to take what is queued (a
-        burst is not a client that never reads); only an unread stream is over its bound.
+    def _full(self) -> bool:
+        return bool(self._queue) and (
+            len(self._queue) >= self._limit or self._queued >= self._max_bytes
+        )
+
+    async def put(self, message: dict[str, Any]) -> bool:
+        """Queue ``message``; False if the stream is closed or over its bound (the caller
+        closes the connection).
+
+        While a receiver is attached a sender waits while :data:`STREAM_HIGH_WATER` bytes or
+        ``limit`` messages are queued, for the receiver to take them (a burst is not a client
+        that never reads); only an unread stream is over its bound. A message larger than
+        every bound still goes alone into an empty stream.
         """
-        while len(self._queue) >= self._limit and self.attached and not self.closed:
+        while (
+            self._queue
+            and (len(self._queue) >= self._limit or self._queued >= STREAM_HIGH_WATER)
+            and self.attached
+            and not self.closed
+        ):
             await self._drained.wait()
-        if len(self._queue) >= self._limit:
+        if self.closed or self._full():
             return False
-        self._queue.append(message)
+        event = b"data: " + encode_message(message)[:-1] + b"\n\n"
+        self._queue.append(event)
+        self._queued += len(event)
         self._wakeup.set()
         return True
 
@@ -105,42 +143,63 @@ class OutboundStream:
         self._drained.set()
         self._drained = anyio.Event()
 
-    async def next_batch(self, heartbeat: float) -> list[dict[str, Any]] | None:
-        """Wait up to ``heartbeat`` seconds for messages; [] if none came, None once closed."""
+    async def next_batch(self, heartbeat: float) -> list[bytes] | None:
+        """Wait up to ``heartbeat`` seconds for events; [] if none came, None once closed.
+
+        A batch is the queued events up to :data:`STREAM_HIGH_WATER` bytes (at least one).
+        """
         if not self._queue and not self.closed:
             with anyio.move_on_after(heartbeat):
                 await self._wakeup.wait()
             self._wakeup = anyio.Event()
         if self._queue:
-            batch = list(self._queue)
-            self._queue.clear()
+            batch: list[bytes] = []
+            size = 0
+            while self._queue and (not batch or size + len(self._queue[0]) <= STREAM_HIGH_WATER):
+                event = self._queue.popleft()
+                batch.append(event)
+                size += len(event)
+            self._queued -= size
             self._drain()
             return batch
         return None if self.closed else []
 
-    def requeue(self, messages: list[dict[str, Any]]) -> None:
-        """Put back messages a receiver could not write (its socket broke)."""
-        self._queue.extendleft(reversed(messages))
+    def requeue(self, events: list[bytes]) -> None:
+        """Put back events a receiver could not write (its socket broke)."""
+        self._queue.extendleft(reversed(events))
+        self._queued += sum(len(e) for e in events)
 
 
 class HttpAcpConnection:
     """One ACP connection over Streamable HTTP: the agent's Transport, fed by POSTs."""
 
-    def __init__(self, token_key: str, *, buffer: int) -> None:
-        """A new connection with a fresh id; ``buffer`` bounds each outbound stream."""
+    def __init__(
+        self, token_key: str, *, buffer: int, buffer_bytes: int = STREAM_MAX_UNREAD
+    ) -> None:
+        """A new connection with a fresh id; each outbound stream no GET reads holds at most
+        ``buffer`` messages and ``buffer_bytes`` bytes."""
         self.connection_id = secrets.token_urlsafe(18)
         self.token_key = token_key
         self._buffer = buffer
+        self._buffer_bytes = buffer_bytes
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](buffer)
         self._inbound_send = send
         self._inbound = receive
-        self.streams: dict[str | None, OutboundStream] = {None: OutboundStream(buffer)}
+        self.streams: dict[str | None, OutboundStream] = {
+            None: OutboundStream(buffer, buffer_bytes)
+        }
         self._pending_routes: dict[str, str | None] = {}
         self._client_routes: dict[str, str] = {}
         self._initialize: tuple[str, anyio.Event] | None = None
         self._initialize_answer: dict[str, Any] | None = None
         self.closed = False
         self.last_activity = anyio.current_time()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of events this connection holds that no socket has taken yet (all its
+        streams' queues and writes under way)."""
+        return sum(stream.buffered_bytes for stream in self.streams.values())
 
     # ------------------------------------------------------------------ the agent's side
 
@@ -167,7 +226,15 @@ class HttpAcpConnection:
                 self._client_routes[key] = target
         stream = self.stream_for(target)
         if not await stream.put(message):
-            _log.warning("closing HTTP connection: a stream held %d unread messages", self._buffer)
+            if self.closed:  # closed while the sender waited (a reader that stopped reading)
+                raise ConnectionClosed("the HTTP connection is closed")
+            _log.warning(
+                "closing HTTP connection %s: a stream no GET reads is over its bound "
+                "(%d messages or %d bytes)",
+                self.connection_id,
+                self._buffer,
+                self._buffer_bytes,
+            )
             await self.aclose()
             raise ConnectionClosed("the client does not read its event stream")
 
@@ -219,7 +286,7 @@ class HttpAcpConnection:
         """The stream for ``session_id`` (None: the connection's), created on first use."""
         stream = self.streams.get(session_id)
         if stream is None:
-            stream = self.streams[session_id] = OutboundStream(self._buffer)
+            stream = self.streams[session_id] = OutboundStream(self._buffer, self._buffer_bytes)
             if self.closed:
                 stream.close()
         return stream
