@@ -47,15 +47,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from accord.client import ClientSession, ConnectedAgent, connect
 from accord.errors import RequestError
-from accord.testing import FakeOpenAIServer, ScriptedReply
 
 
 @dataclass
@@ -70,8 +69,12 @@ class Tally:
     control_ms: list[float] = field(default_factory=list[float])
     cpu: list[tuple[float, float]] = field(default_factory=list[tuple[float, float]])
     bench_cpu: list[float] = field(default_factory=list[float])
+    model_cpu: list[float] = field(default_factory=list[float])
     load_at_start: tuple[float, float, float] = (0.0, 0.0, 0.0)
     sessions_opened: int = 0
+    conversations_completed: int = 0
+    turns_reached: list[int] = field(default_factory=list[int])
+    streaming_s: float = 0.0
 
 
 def pieces(tag: str, count: int) -> list[str]:
@@ -79,13 +82,26 @@ def pieces(tag: str, count: int) -> list[str]:
     return [f"{tag}c{n} " for n in range(count)]
 
 
-def reply_for(chunks: int, delay: float) -> Any:
-    def reply(body: dict[str, Any]) -> ScriptedReply:
-        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-        tag = str(users[-1].get("content")).strip() if users else "none"
-        return ScriptedReply(text=pieces(tag, chunks), delay=delay)
-
-    return reply
+@contextlib.contextmanager
+def model_server(chunks: int, delay: float) -> Generator[tuple[str, int]]:
+    """``benchmarks/_soak_model.py`` in its own process: its base URL and its pid."""
+    script = str(Path(__file__).with_name("_soak_model.py"))
+    model = subprocess.Popen(
+        [sys.executable, script, "--chunks", str(chunks), "--delay", str(delay)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert model.stdout is not None
+        port = int(model.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1", model.pid
+    finally:
+        model.terminate()
+        try:
+            model.wait(10)
+        except subprocess.TimeoutExpired:
+            model.kill()
+            model.wait()
 
 
 def rss_of(pid: int) -> int:
@@ -136,7 +152,7 @@ async def soak(args: argparse.Namespace) -> Tally:
     tally = Tally()
     with (
         tempfile.TemporaryDirectory() as scratch,
-        FakeOpenAIServer(reply_for(args.chunks, args.delay)) as server,
+        model_server(args.chunks, args.delay) as (base_url, model_pid),
     ):
         project = Path(scratch) / "project"
         project.mkdir()
@@ -155,7 +171,7 @@ async def soak(args: argparse.Namespace) -> Tally:
             "--model",
             "openai:fake-model",
             "--base-url",
-            server.base_url,
+            base_url,
         ]
         async with connect(command, cwd=project, env=env) as connection:
             pid = agent_pid()
@@ -170,19 +186,32 @@ async def soak(args: argparse.Namespace) -> Tally:
             tally.load_at_start = os.getloadavg()
             tally.cpu.append((0.0, cpu_of(pid)))
             tally.bench_cpu.append(cpu_of(os.getpid()))
+            tally.model_cpu.append(cpu_of(model_pid))
+            streaming = [args.sessions]  # streams still running: the probes stop with the last
+
+            def going() -> bool:
+                return streaming[0] > 0 and time.monotonic() < end
 
             async def stream(index: int, session: ClientSession) -> None:
-                turn = 1
-                while time.monotonic() < end:
-                    if args.turns_per_session and turn % args.turns_per_session == 0:
-                        await session.close()  # the conversation is over: a new one starts
-                        session = await connection.new_session(project)
-                        tally.sessions_opened += 1
-                    await one_turn(session, index, turn, args.chunks, tally)
-                    turn += 1
+                turn = 1  # turn 0 was the warm-up
+                try:
+                    while going():
+                        if args.turns_per_session and turn % args.turns_per_session == 0:
+                            tally.conversations_completed += 1
+                            if args.until_complete:
+                                break  # this stream's conversation has all its turns
+                            await session.close()  # the conversation is over: a new one starts
+                            session = await connection.new_session(project)
+                            tally.sessions_opened += 1
+                        await one_turn(session, index, turn, args.chunks, tally)
+                        turn += 1
+                finally:
+                    streaming[0] -= 1
+                    per = args.turns_per_session  # turns done in the stream's last conversation:
+                    tally.turns_reached.append((turn - 1) % per + 1 if per else turn)
 
             async def sample() -> None:
-                while time.monotonic() < end:
+                while going():
                     await anyio.sleep(args.sample)
                     tally.rss.append((time.monotonic() - start, rss_of(pid)))
                     tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
@@ -190,14 +219,14 @@ async def soak(args: argparse.Namespace) -> Tally:
                         os.kill(pid, signal.SIGUSR1)  # the probe writes its stats
 
             async def list_sessions(conn: ConnectedAgent) -> None:
-                while time.monotonic() < end:
+                while going():
                     began = time.perf_counter()
                     await conn.list_sessions()
                     tally.list_ms.append((time.perf_counter() - began) * 1000)
                     await anyio.sleep(0.2)
 
             async def control(conn: ConnectedAgent) -> None:
-                while time.monotonic() < end:
+                while going():
                     began = time.perf_counter()
                     with contextlib.suppress(RequestError):
                         await conn.calls.ext_request("_soak/control", {})
@@ -211,9 +240,11 @@ async def soak(args: argparse.Namespace) -> Tally:
                     group.start_soon(sample)
                     group.start_soon(list_sessions, connection)
                     group.start_soon(control, connection)
-            tally.rss.append((time.monotonic() - start, rss_of(pid)))
-            tally.cpu.append((time.monotonic() - start, cpu_of(pid)))
+            tally.streaming_s = time.monotonic() - start
+            tally.rss.append((tally.streaming_s, rss_of(pid)))
+            tally.cpu.append((tally.streaming_s, cpu_of(pid)))
             tally.bench_cpu.append(cpu_of(os.getpid()))
+            tally.model_cpu.append(cpu_of(model_pid))
     return tally
 
 
@@ -227,11 +258,17 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
     control_p99 = control[min(len(control) - 1, int(len(control) * 0.99))] if control else None
     growth = (last - first) / 1024 / 1024
     cpu = tally.cpu[-1][1] - tally.cpu[0][1]
+    wall = max(tally.streaming_s, 1e-9)
+    complete = not args.until_complete or tally.conversations_completed == args.sessions
     figures = {
-        "duration_s": args.duration,
+        "duration_s": round(tally.streaming_s, 1),
+        "until_complete": args.until_complete,
         "sessions": args.sessions,
         "turns_per_session": args.turns_per_session or None,
         "sessions_opened": tally.sessions_opened,
+        "conversations_completed": tally.conversations_completed,
+        "last_conversation_turns_min": min(tally.turns_reached, default=0),
+        "last_conversation_turns_max": max(tally.turns_reached, default=0),
         "turns_verified": tally.turns,
         "chunks_verified": tally.chunks,
         "lost_or_wrong_turns": len(tally.lost),
@@ -251,10 +288,11 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
             round(r / 1024 / 1024, 1) for t, r in tally.rss if t == 0 or t % 60 < args.sample
         ],
         "agent_cpu_s": round(cpu, 1),
-        "agent_cpu_share_of_one_core": round(cpu / max(tally.cpu[-1][0], 1e-9), 2),
+        "agent_cpu_share_of_one_core": round(cpu / wall, 2),
         "agent_cpu_ms_per_turn": round(cpu * 1000 / max(tally.turns, 1), 1),
-        "bench_cpu_share_of_one_core": round(
-            (tally.bench_cpu[-1] - tally.bench_cpu[0]) / max(tally.cpu[-1][0], 1e-9), 2
+        "client_cpu_share_of_one_core": round((tally.bench_cpu[-1] - tally.bench_cpu[0]) / wall, 2),
+        "model_server_cpu_share_of_one_core": round(
+            (tally.model_cpu[-1] - tally.model_cpu[0]) / wall, 2
         ),
         "load_average_at_start": [round(x, 2) for x in tally.load_at_start],
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -262,13 +300,19 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
     print(json.dumps(figures, indent=2))
     for problem in tally.lost[:10]:
         print(f"lost: {problem}", file=sys.stderr)
-    ok = not tally.lost and p99 <= args.list_p99_ms and growth <= args.max_growth_mb
+    ok = complete and not tally.lost and p99 <= args.list_p99_ms and growth <= args.max_growth_mb
+    if not complete:
+        print(
+            f"only {tally.conversations_completed} of {args.sessions} conversations completed "
+            f"{args.turns_per_session} turns in {args.duration:.0f} s",
+            file=sys.stderr,
+        )
     print("soak: OK" if ok else "soak: FAILED", file=sys.stderr)
     return ok
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of streaming")
     parser.add_argument("--sessions", type=int, default=50, help="concurrent sessions")
     parser.add_argument(
@@ -284,6 +328,12 @@ def main() -> None:
     parser.add_argument("--list-p99-ms", type=float, default=250.0, help="bound on the p99")
     parser.add_argument("--max-growth-mb", type=float, default=25.0, help="bound on RSS growth")
     parser.add_argument(
+        "--until-complete",
+        action="store_true",
+        help="each stream runs one conversation of --turns-per-session turns and the run ends "
+        "when all have (--duration is then the bound: exit 1 if they have not by then)",
+    )
+    parser.add_argument(
         "--probe",
         type=Path,
         default=None,
@@ -295,6 +345,8 @@ def main() -> None:
         help="run two busy-looping processes beside it (load >= 2, as users' machines are)",
     )
     args = parser.parse_args()
+    if args.until_complete and args.turns_per_session < 1:
+        parser.error("--until-complete needs conversations of --turns-per-session turns")
     hogs = [
         subprocess.Popen([sys.executable, "-c", "while 1: pass"])
         for _ in range(2 if args.hog else 0)
