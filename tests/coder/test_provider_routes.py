@@ -17,7 +17,6 @@ from helpers.memory_keyring import memory_keyring
 
 from accord.client import TurnResult, connect
 from accord.coder import CoderConfig, CoderRuntime
-from accord.coder._agent import forget_models
 from accord.schema import SetProviderRequest
 from accord.testing import FakeAnthropicServer, FakeOpenAIServer, ScriptedReply
 
@@ -34,7 +33,6 @@ async def _close_anthropic_clients() -> None:
 
     from anthropic import AsyncAnthropic
 
-    forget_models()
     for client in [o for o in gc.get_objects() if isinstance(o, AsyncAnthropic)]:
         await client.close()
 
