@@ -7,8 +7,9 @@
    process's CPU seconds per round (agent and clients run in it), for K = 1, 2, 5, 10, rounds
    interleaved; reported: the median per K and the slope (CPU per extra client).
 2. Resume: a session holding a turn of G chunks (default 10,000); a new client resumes it
-   with the cursor taken right after the prompt's echo, so the G chunks arrive before the
-   answer. Measured: wall and CPU seconds of ``session/resume`` (median of the rounds).
+   with the cursor of the turn's first chunk, so the other G - 1 chunks arrive before the
+   answer (the prompt is not echoed back to the client that sent it). Measured: wall and
+   CPU seconds of ``session/resume`` (median of the rounds).
 
 Run: ``python benchmarks/bench_attach.py [--chunks 2000] [--gap 10000] [--rounds 5]``.
 Figures depend on the machine's load: the load average is printed with them.
@@ -49,20 +50,20 @@ def _load() -> str:
 
 
 class Counter(Client):
-    """Counts message chunks; remembers the first cursor after the prompt's echo."""
+    """Counts message chunks; remembers the cursor of the turn's first chunk."""
 
     def __init__(self) -> None:
         self.chunks = 0
         self.target = 0
         self.done = anyio.Event()
-        self.echo_cursor: str | None = None
+        self.first_cursor: str | None = None
 
     async def session_update(self, notification: SessionNotification) -> None:
         update = notification.update.to_wire()
         kind = update["sessionUpdate"]
-        if kind == "user_message_chunk" and self.echo_cursor is None:
-            self.echo_cursor = (notification.meta or {}).get(CURSOR_META_KEY)
         if kind == "agent_message_chunk":
+            if self.first_cursor is None:
+                self.first_cursor = (notification.meta or {}).get(CURSOR_META_KEY)
             self.chunks += 1
             if self.chunks >= self.target:
                 self.done.set()
@@ -108,18 +109,18 @@ async def resume_round(gap: int) -> tuple[float, float]:
             PromptRequest(session_id=session_id, prompt=[TextContentBlock(text="go")])
         )
         await first.done.wait()
-        assert first.echo_cursor is not None
+        assert first.first_cursor is not None
         back = Counter()
-        back.target = gap
+        back.target = gap - 1
         other = await _connect(stack, runtime, back)
         wall, cpu = time.perf_counter(), time.process_time()
         await other.resume_session(
             ResumeSessionRequest(
-                session_id=session_id, cwd=CWD, meta={CURSOR_META_KEY: first.echo_cursor}
+                session_id=session_id, cwd=CWD, meta={CURSOR_META_KEY: first.first_cursor}
             )
         )
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        assert back.chunks == gap, (back.chunks, gap)
+        assert back.chunks == gap - 1, (back.chunks, gap - 1)
         return wall, cpu
 
 
