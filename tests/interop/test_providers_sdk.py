@@ -55,7 +55,11 @@ def sdk_program(request: pytest.FixtureRequest) -> tuple[str, Program]:
 
 def _routes(providers: list[dict[str, Any]]) -> dict[str, str | None]:
     """Each provider's base URL (``None``: disabled)."""
-    return {p["providerId"]: (p.get("current") or {}).get("baseUrl") for p in providers}
+    routes: dict[str, str | None] = {}
+    for provider in providers:
+        current: dict[str, Any] | None = provider.get("current")
+        routes[provider["providerId"]] = None if current is None else current["baseUrl"]
+    return routes
 
 
 @pytest.mark.anyio
