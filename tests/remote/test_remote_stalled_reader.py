@@ -20,6 +20,9 @@ import anyio.abc
 import orjson
 import pytest
 from _remote_support import UPGRADE, raw_request, request_bytes
+from _remote_support import event_stream as _event_stream
+from _remote_support import next_event as _next_event
+from _remote_support import post_bytes as _post_bytes
 from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
@@ -153,52 +156,6 @@ async def test_a_client_that_stops_reading_mid_turn_holds_a_bounded_amount_then_
 
 
 # ---------------------------------------------------------------------- Streamable HTTP
-
-_JSON = ("Content-Type", "application/json")
-_EVENTS = ("Accept", "text/event-stream")
-
-
-def _post_bytes(
-    connection_id: str | None, message: dict[str, object], session: str | None = None
-) -> bytes:
-    headers: list[tuple[str, str]] = [_JSON]
-    if connection_id is not None:
-        headers.append(("Acp-Connection-Id", connection_id))
-    if session is not None:
-        headers.append(("Acp-Session-Id", session))
-    return request_bytes("POST", headers=headers, body=orjson.dumps(message))
-
-
-async def _event_stream(
-    port: int, connection_id: str, session: str | None, *, rcvbuf: int | None = None
-) -> anyio.abc.SocketStream:
-    """A GET event stream on a raw socket, its ``200`` head read (nothing after it)."""
-    stream = await anyio.connect_tcp("127.0.0.1", port)
-    if rcvbuf is not None:
-        raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    headers = [_EVENTS, ("Acp-Connection-Id", connection_id)]
-    if session is not None:
-        headers.append(("Acp-Session-Id", session))
-    await stream.send(request_bytes("GET", headers=headers))
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += await stream.receive(1)
-    assert head.startswith(b"HTTP/1.1 200"), head
-    return stream
-
-
-async def _next_event(stream: anyio.abc.SocketStream, buffer: bytearray) -> dict[str, object]:
-    """The next ``data:`` event of a chunked SSE body (chunk framing skipped by line)."""
-    while True:
-        end = buffer.find(b"\n\n")
-        if end >= 0:
-            event, buffer[:] = bytes(buffer[:end]), buffer[end + 2 :]
-            for line in event.split(b"\n"):
-                if line.startswith(b"data: "):
-                    return orjson.loads(line[6:])
-            continue
-        buffer += await stream.receive()
 
 
 async def _http_session(port: int, cwd: Path) -> tuple[str, str, anyio.abc.SocketStream]:
