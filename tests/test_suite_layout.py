@@ -29,6 +29,7 @@ _LITERAL_BOUND = re.compile(r"(?:\bfail_after|\bmove_on_after|\.wait)\(\s*[0-9.]
 PRIVATE_MODULES_KEPT = frozenset(
     {
         "accord.agent._cursor",
+        "accord.agent._kept_state",
         "accord.agent._restore",
         "accord.agent._tracing",
         "accord.remote._server",

@@ -4,6 +4,7 @@ load, resume and fork still hand the engine exactly the history it last yielded.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from helpers.timeouts import TIMEOUT
 from pydantic import JsonValue
 
 from accord.agent import AgentRuntime
+from accord.agent._kept_state import KeptState
 from accord.engines import (
     EngineCapabilities,
     EngineSession,
@@ -419,3 +421,36 @@ def test_folding_does_not_change_the_state_before() -> None:
     after = apply_appended(before, {"path": ["h"], "base": 2, "items": [3]})
     assert after == {"p": "x", "h": [1, 2, 3]}
     assert before == {"p": "x", "h": [1, 2]}
+
+
+#: Instructions of a few hundred words that do not compress much on their own.
+_INSTRUCTIONS = " ".join(f"rule{index * 7919 % 10007}" for index in range(300))
+
+
+def test_a_kept_append_costs_what_is_new_in_it_and_reads_back_whole() -> None:
+    # Each kept append is compressed against the end of the one before: a turn that repeats
+    # the last one's instructions and keys costs a fraction of what it costs compressed
+    # alone, and the whole state still reads back exactly as the appends folded make it.
+    kept = KeptState()
+    expected: JsonValue = {"messages": []}
+    kept.replace(expected, chained=True, seq=1)
+    costs: list[int] = []
+    alone: list[int] = []
+    for turn in range(40):
+        items: list[JsonValue] = [
+            {"kind": "request", "instructions": _INSTRUCTIONS, "content": f"prompt {turn}"},
+            {"kind": "response", "content": f"reply {turn}", "model_name": "fake-model"},
+        ]
+        part = {"kind": "state_appended", "path": ["messages"], "base": 2 * turn, "items": items}
+        payload = orjson.dumps(part)
+        kept.check_append(("messages",), 2 * turn)
+        before = kept.packed_bytes
+        kept.append(payload, ("messages",), len(items))
+        costs.append(kept.packed_bytes - before)
+        alone.append(len(zlib.compress(payload, 1)))
+        expected = apply_appended(expected, part)
+    assert max(costs[1:]) * 4 < min(alone)
+    assert kept.pieces == 40
+    assert kept.whole() == expected
+    assert kept.pieces == 0 and kept.count(("messages",)) == 80
+    assert kept.whole() == expected

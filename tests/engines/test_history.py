@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import orjson
 import pytest
 from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from helpers.snapshots import fold_snapshots
 from pydantic_ai import Agent, ModelMessagesTypeAdapter
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from accord.engines import StateSnapshot
@@ -215,3 +223,49 @@ async def test_histories_that_went_cold_read_back_whole() -> None:
                 if isinstance(part, UserPromptPart)
             ]
             assert prompts == [f"session {index} turn {turn}" for turn in range(3)]
+
+
+#: Instructions of a few hundred words that do not compress much on their own.
+_INSTRUCTIONS = " ".join(f"rule{index * 7919 % 10007}" for index in range(300))
+
+
+def _exchange(turn: int) -> list[ModelMessage]:
+    return [
+        ModelRequest(parts=[UserPromptPart(f"prompt {turn}")], instructions=_INSTRUCTIONS),
+        ModelResponse(parts=[TextPart(f"reply {turn}")], model_name="fake-model"),
+    ]
+
+
+def test_a_packed_turn_costs_what_is_new_in_it_and_reads_back_whole() -> None:
+    # Each piece is compressed against the end of the one before: a turn that repeats the
+    # last one's instructions and keys costs a fraction of what it costs compressed alone.
+    # Gone cold, the history reads back whole and in order, also once merged into one piece.
+    messages = _exchange(0)
+    packed = history_module.PackedHistory(messages)
+    costs: list[int] = []
+    alone: list[int] = []
+    for turn in range(1, history_module.MERGED_PIECES + 5):
+        added = _exchange(turn)
+        messages = [*messages, *added]
+        before = packed.packed_bytes
+        packed.extend(messages, history_module.history_items(added))
+        costs.append(packed.packed_bytes - before)
+        alone.append(len(zlib.compress(orjson.dumps(history_module.history_items(added)), 1)))
+    assert max(costs[1:]) * 3 < min(alone)
+
+    others = [
+        history_module.PackedHistory(_exchange(0)) for _ in range(history_module.HOT_HISTORIES)
+    ]
+
+    def cold_read() -> list[ModelMessage]:
+        for other in others:
+            other.unpack()  # the hot histories are the last ones unpacked, process-wide
+        return packed.unpack()
+
+    expected = history_to_json(messages)
+    assert history_to_json(cold_read()) == expected
+    assert packed.pieces == 1  # more than MERGED_PIECES: packed again as one
+    added = _exchange(99)
+    messages = [*messages, *added]
+    packed.extend(messages, history_module.history_items(added))
+    assert history_to_json(cold_read()) == history_to_json(messages)

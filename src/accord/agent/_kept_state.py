@@ -5,9 +5,12 @@ conversation said) for the session record and to store the next snapshot as an a
 It keeps one copy, here (the pipeline owns it; the live session reads it). A whole snapshot
 replaces it: its JSON, compressed with zlib at its fastest level (a history is repetitive text,
 about a tenth of its JSON). An appended snapshot adds one more compressed piece: the JSON the
-store was given for it, so nothing before it is read, decoded or encoded again. The whole state
-is rebuilt only when it is read (:meth:`KeptState.whole`, which then keeps it as one piece
-again).
+store was given for it, so nothing before it is read, decoded or encoded again. Each piece is
+compressed with the one before it as zlib's preset dictionary (:class:`PieceChain`): one turn's
+messages repeat most of the last turn's (the instructions every request carries, the same keys,
+the same model name), so a piece costs what is new in it, a fifth of what it costs compressed
+alone. The whole state is rebuilt only when it is read (:meth:`KeptState.whole`, which then
+keeps it as one piece again).
 
 The guard against an engine whose appended snapshot does not fit needs no second copy: the
 number of items of every list reachable through JSON objects from the root (the coder's
@@ -32,10 +35,59 @@ from pydantic import JsonValue
 
 from ..events import StateChainError, apply_appended
 
-__all__ = ("KeptState", "pack_state", "unpack_state")
+__all__ = ("DICTIONARY_BYTES", "KeptState", "PieceChain", "pack_state", "unpack_state")
 
 #: zlib's fastest level: a history shrinks about tenfold at level 1 already.
 _LEVEL: Final = 1
+
+DICTIONARY_BYTES: Final = 8192
+"""How much of a piece's end the next piece is compressed against: a turn of a short exchange
+is about 3 KB of JSON; kept per session, not per piece."""
+
+
+class PieceChain:
+    """Byte strings kept compressed in order, each against the end of the one before.
+
+    Read back only all together and in order (:meth:`join`), as a history is; what one piece
+    repeats of the one before costs a few bytes. Beside the pieces the chain keeps the last
+    :data:`DICTIONARY_BYTES` of the last one (the dictionary of the next).
+    """
+
+    __slots__ = ("_dictionary", "_pieces")
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._pieces: list[bytes] = []
+        self._dictionary = b""
+
+    def __len__(self) -> int:
+        """The number of pieces."""
+        return len(self._pieces)
+
+    def add(self, raw: bytes) -> None:
+        """Keep ``raw``, compressed against the end of the last piece."""
+        if self._dictionary:
+            packer = zlib.compressobj(_LEVEL, zdict=self._dictionary)
+        else:
+            packer = zlib.compressobj(_LEVEL)
+        self._pieces.append(packer.compress(raw) + packer.flush())
+        self._dictionary = raw[-DICTIONARY_BYTES:]
+
+    def join(self) -> list[bytes]:
+        """Every piece as it was given, in order."""
+        found: list[bytes] = []
+        dictionary = b""
+        for piece in self._pieces:
+            unpacker = zlib.decompressobj(zdict=dictionary) if dictionary else zlib.decompressobj()
+            raw = unpacker.decompress(piece) + unpacker.flush()
+            found.append(raw)
+            dictionary = raw[-DICTIONARY_BYTES:]
+        return found
+
+    @property
+    def packed_bytes(self) -> int:
+        """The pieces' size, compressed."""
+        return sum(len(piece) for piece in self._pieces)
 
 
 def pack_state(state: JsonValue) -> bytes:
@@ -70,12 +122,12 @@ class KeptState:
     failed store).
     """
 
-    __slots__ = ("_counts", "_packed", "_tail", "chained", "seq")
+    __slots__ = ("_chain", "_counts", "chained", "seq")
 
     def __init__(self) -> None:
         """Start with no state (``None``), not chained, not in the stored chain."""
-        self._packed = pack_state(None)
-        self._tail: list[bytes] = []
+        self._chain = PieceChain()
+        self._chain.add(orjson.dumps(None))
         self._counts: dict[tuple[str, ...], int] = {}
         self.chained = False
         #: The ``seq`` of the stored whole snapshot this state grew from by appends stored
@@ -85,8 +137,8 @@ class KeptState:
 
     def replace(self, state: JsonValue, *, chained: bool, seq: int | None = None) -> None:
         """Keep ``state`` (a whole one) instead; ``seq``: see the attribute."""
-        self._packed = pack_state(state)
-        self._tail = []
+        self._chain = PieceChain()
+        self._chain.add(orjson.dumps(state))
         self._counts = _list_counts(state)
         self.chained = chained
         self.seq = seq
@@ -113,7 +165,7 @@ class KeptState:
     def append(self, payload: bytes, path: tuple[str, ...], added: int) -> None:
         """Add a checked append: ``payload`` is its stored ``state_appended`` JSON (``path``,
         ``base``, ``items``), ``added`` the number of its items."""
-        self._tail.append(zlib.compress(payload, _LEVEL))
+        self._chain.add(payload)
         self._counts[path] = self._counts.get(path, 0) + added
 
     def whole(self) -> JsonValue:
@@ -122,17 +174,23 @@ class KeptState:
         Raises:
             StateChainError: a kept append does not fit (never, for checked appends).
         """
-        state = unpack_state(self._packed)
-        if not self._tail:
+        first, *appended = self._chain.join()
+        state = cast(JsonValue, orjson.loads(first))
+        if not appended:
             return state
-        for piece in self._tail:
-            part: Any = orjson.loads(zlib.decompress(piece))
+        for raw in appended:
+            part: Any = orjson.loads(raw)
             state = apply_appended(state, part)
-        self._packed = pack_state(state)
-        self._tail = []
+        self._chain = PieceChain()
+        self._chain.add(orjson.dumps(state))
         return state
 
     @property
     def pieces(self) -> int:
         """How many appends are kept apart from the last whole state."""
-        return len(self._tail)
+        return len(self._chain) - 1
+
+    @property
+    def packed_bytes(self) -> int:
+        """The size of what is kept, compressed."""
+        return self._chain.packed_bytes

@@ -115,6 +115,9 @@ as objects between turns (:class:`PackedHistory`)."""
 MERGED_PIECES: Final = 32
 """A history read back from more pieces than this is packed again as one."""
 
+DICTIONARY_BYTES: Final = 8192
+"""How much of a piece's end the next piece is compressed against (:class:`PackedHistory`)."""
+
 
 class PackedHistory:
     """A message history kept between turns: pydantic-ai's JSON of it, compressed, in pieces.
@@ -125,13 +128,17 @@ class PackedHistory:
     without end (``benchmarks/bench_soak.py``); packed, a tenth of its JSON.
 
     A turn that only appended to the history adds one piece, the JSON of its new messages
-    (:meth:`extend`): earlier messages are never encoded again. The messages of the
+    (:meth:`extend`): earlier messages are never encoded again. Each piece is compressed with
+    the end of the one before as zlib's preset dictionary: a turn repeats most of the last
+    one (the instructions every request carries, the keys, the model's name), so a piece
+    costs what is new in it, about a fifth of what it costs compressed alone; the pieces are
+    read back only all together, in order. The messages of the
     :data:`HOT_HISTORIES` histories unpacked last (process-wide) stay as objects too, so the
     next turn of a session that just ran does not decode its whole history either; the others
     are read back from their pieces (new objects, about a millisecond per 100 KB of history).
     """
 
-    __slots__ = ("__weakref__", "_count", "_messages", "_pieces")
+    __slots__ = ("__weakref__", "_count", "_dictionary", "_messages", "_pieces")
 
     #: The histories whose messages are kept as objects, the most recent last.
     _hot: ClassVar[collections.OrderedDict[int, weakref.ref[PackedHistory]]] = (
@@ -141,7 +148,9 @@ class PackedHistory:
     def __init__(self, messages: Sequence[ModelMessage] = ()) -> None:
         """Pack ``messages``."""
         self._count = len(messages)
-        self._pieces = [zlib.compress(ModelMessagesTypeAdapter.dump_json(list(messages)), 1)]
+        self._pieces: list[bytes] = []
+        self._dictionary = b""
+        self._add(ModelMessagesTypeAdapter.dump_json(list(messages)))
         self._messages: list[ModelMessage] | None = None
 
     def __len__(self) -> int:
@@ -152,6 +161,11 @@ class PackedHistory:
     def pieces(self) -> int:
         """How many packed pieces the history is kept in."""
         return len(self._pieces)
+
+    @property
+    def packed_bytes(self) -> int:
+        """The size of the packed pieces."""
+        return sum(len(piece) for piece in self._pieces)
 
     def extend(self, messages: list[ModelMessage], added: Sequence[JsonValue]) -> None:
         """Become ``messages``: the history so far followed by new ones, whose stored form
@@ -166,7 +180,7 @@ class PackedHistory:
                 f"{len(added)} added expected"
             )
         if added:
-            self._pieces.append(zlib.compress(orjson.dumps(list(added)), 1))
+            self._add(orjson.dumps(list(added)))
         self._count = len(messages)
         self._keep(messages)
 
@@ -183,8 +197,12 @@ class PackedHistory:
             self._keep(self._messages)
             return list(self._messages)
         messages: list[ModelMessage] = []
+        dictionary = b""
         for piece in self._pieces:
-            messages.extend(ModelMessagesTypeAdapter.validate_json(zlib.decompress(piece)))
+            unpacker = zlib.decompressobj(zdict=dictionary) if dictionary else zlib.decompressobj()
+            raw = unpacker.decompress(piece) + unpacker.flush()
+            messages.extend(ModelMessagesTypeAdapter.validate_json(raw))
+            dictionary = raw[-DICTIONARY_BYTES:]
         shared: str | None = None
         for message in messages:
             if isinstance(message, ModelRequest) and message.instructions is not None:
@@ -193,9 +211,20 @@ class PackedHistory:
                 else:
                     shared = message.instructions
         if len(self._pieces) > MERGED_PIECES:  # one piece compresses better than many
-            self._pieces = [zlib.compress(ModelMessagesTypeAdapter.dump_json(messages), 1)]
+            self._pieces = []
+            self._dictionary = b""
+            self._add(ModelMessagesTypeAdapter.dump_json(messages))
         self._keep(messages)
         return list(messages)
+
+    def _add(self, raw: bytes) -> None:
+        """Keep ``raw`` as the next piece, compressed against the end of the last one."""
+        if self._dictionary:
+            packer = zlib.compressobj(1, zdict=self._dictionary)
+        else:
+            packer = zlib.compressobj(1)
+        self._pieces.append(packer.compress(raw) + packer.flush())
+        self._dictionary = raw[-DICTIONARY_BYTES:]
 
     def _keep(self, messages: list[ModelMessage]) -> None:
         """Keep ``messages`` as objects, and let the least recent hot history go cold."""
