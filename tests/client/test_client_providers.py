@@ -46,7 +46,7 @@ async def test_the_client_lists_sets_and_disables_the_coders_providers(
                     "openai",
                     api_type="openai",
                     base_url=server.base_url,
-                    headers={"Authorization": f"Bearer {_KEY}"},
+                    api_key=_KEY,  # sent as a bearer token for an openai-type provider
                 )
                 assert _KEY in backend.entries[("accord", "providers/openai")]
                 (openai, _) = await connection.list_providers()
@@ -61,7 +61,7 @@ async def test_the_client_lists_sets_and_disables_the_coders_providers(
                         "anthropic",
                         api_type="anthropic",
                         base_url="https://api.anthropic.com",
-                        headers={"x-api-key": ""},
+                        api_key="",  # sent as x-api-key for an anthropic-type provider
                     )
                 assert empty.value.code == -32602
                 assert "the key in header 'x-api-key' is empty" in empty.value.message

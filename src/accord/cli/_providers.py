@@ -30,7 +30,7 @@ from ._exit_codes import ExitCode
 from ._report import explain_agent_error, report
 from ._settings import Settings
 
-__all__ = ("add_providers_arguments", "key_headers", "providers_command")
+__all__ = ("add_providers_arguments", "providers_command")
 
 
 def add_providers_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,13 +56,6 @@ def add_providers_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="list: print JSON lines")
     parser.add_argument("--model", help="model of the built-in agent (without --agent)")
     parser.add_argument("--store", help="session store of the built-in agent")
-
-
-def key_headers(api_type: str, key: str) -> dict[str, str]:
-    """The headers that carry ``key`` for a provider speaking ``api_type``."""
-    if api_type == "anthropic":
-        return {"x-api-key": key}
-    return {"Authorization": f"Bearer {key}"}
 
 
 def providers_command(args: argparse.Namespace) -> int:
@@ -159,8 +152,7 @@ async def _set(conn: ConnectedAgent, args: argparse.Namespace, key: str | None) 
         )
         report(f"provider {args.id!r} is not listed as enabled by the agent: give {missing}")
         return ExitCode.USAGE
-    headers = key_headers(api_type, key) if key is not None else {}
-    await conn.set_provider(args.id, api_type=api_type, base_url=base_url, headers=headers)
+    await conn.set_provider(args.id, api_type=api_type, base_url=base_url, api_key=key)
     shown = f"{neutralise(api_type, multiline=False)} at {neutralise(base_url, multiline=False)}"
     sent = " (key sent)" if key is not None else ""
     print(f"{neutralise(args.id, multiline=False)}: {shown}{sent}")

@@ -243,24 +243,25 @@ class ConnectedAgent:
         api_type: str,
         base_url: str,
         headers: Mapping[str, str] | None = None,
+        api_key: str | None = None,
     ) -> None:
         """Replace the whole configuration of one provider (unstable ``providers/set``).
 
-        The key goes in ``headers`` as the provider's API expects it (``Authorization:
-        Bearer ...`` for OpenAI, ``x-api-key`` for Anthropic); it is sent to the agent and
-        kept nowhere here.
+        The key goes in a header, as the provider's API expects it: ``api_key`` is sent as
+        ``x-api-key`` when ``api_type`` is ``anthropic``, else as ``Authorization: Bearer``
+        (or give the header in ``headers``). It is sent to the agent and kept nowhere here.
 
         Raises:
             LocalProtocolError: the agent did not advertise ``providers`` (nothing is sent).
             RequestError: the agent refused (-32602: an unknown id, an empty key, ...).
         """
         self._require_providers("providers/set")
+        sent = dict(headers or {})
+        if api_key is not None:
+            sent.update(_key_headers(api_type, api_key))
         await self._calls.set_provider(
             SetProviderRequest(
-                provider_id=provider_id,
-                api_type=api_type,
-                base_url=base_url,
-                headers=dict(headers or {}),
+                provider_id=provider_id, api_type=api_type, base_url=base_url, headers=sent
             )
         )
 
@@ -669,3 +670,10 @@ def _running_turn(meta: dict[str, Any] | None) -> tuple[bool, str | None]:
 def absolute_path(path: str | os.PathLike[str]) -> str:
     """``path`` made absolute (ACP paths must be), without touching the file system."""
     return os.path.abspath(os.fspath(path))
+
+
+def _key_headers(api_type: str, key: str) -> dict[str, str]:
+    """The header that carries ``key`` for a provider speaking ``api_type``."""
+    if api_type == "anthropic":
+        return {"x-api-key": key}
+    return {"Authorization": f"Bearer {key}"}
