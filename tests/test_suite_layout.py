@@ -84,6 +84,7 @@ PRIVATE_MODULES_KEPT = frozenset(
         "accord.tui._permission",
         "accord.tui._picker",
         "accord.tui._prompt",
+        "accord.tui._providers",
         "accord.tui._tool_card",
     }
 )

@@ -10,8 +10,10 @@ not) asks the session's pane to redraw from the session's view.
 
 Keys: Enter sends, Ctrl-C cancels the running turn (again: quits; on an idle session twice
 quits), Ctrl-Q quits, Ctrl-N a new session, Ctrl-O the session picker, Ctrl-G closes the
-tab's session, Ctrl-T unfolds or folds every tool card and thought, Ctrl-PageUp/PageDown
-(or Alt-Left/Right) switch tabs. (The prompt keeps the editing keys of Textual's text area,
+tab's session, Ctrl-T unfolds or folds every tool card and thought, Ctrl-R (or the prompt
+``/providers``) the agent's model providers where it advertises them (list, set with a masked
+API key, disable: :mod:`accord.tui._providers`), Ctrl-PageUp/PageDown (or Alt-Left/Right)
+switch tabs. (The prompt keeps the editing keys of Textual's text area,
 Ctrl-A/E/K/U/W among them.)
 
 While a permission question waits the terminal bell rings and the window title says so.
@@ -70,7 +72,8 @@ from ._pane import SessionPane
 from ._permission import PermissionScreen
 from ._picker import PickedSession, SessionAction, SessionPicker
 from ._prompt import PromptBar
-from ._safe import clean, plain
+from ._providers import ProviderChoice, ProviderForm, ProviderScreen
+from ._safe import clean, plain, plain_line
 
 __all__ = ("AgentSpecFactory", "ChatApp", "describe_failure")
 
@@ -87,6 +90,11 @@ CHAT_TITLE = "accord chat"
 LIVENESS_INTERVAL = 0.5
 #: Seconds between two redraws of the footer while nothing else redraws it.
 FOOTER_INTERVAL = 0.5
+#: The prompt's own command for the provider screen (offered when the agent has providers and
+#: no command of that name).
+PROVIDERS_COMMAND = AvailableCommand(
+    name="providers", description="the agent's model providers: list, set, disable (Ctrl-R)"
+)
 
 
 def describe_failure(error: BaseException, stderr: str = "") -> str:
@@ -141,6 +149,7 @@ class ChatApp(App[int]):
         Binding("ctrl+o", "pick_session", "Sessions"),
         Binding("ctrl+g", "close_session", "Close session"),
         Binding("ctrl+t", "toggle_all", "Fold all"),
+        Binding("ctrl+r", "providers", "Providers"),
         Binding("ctrl+pagedown,alt+right", "next_tab", "Next tab"),
         Binding("ctrl+pageup,alt+left", "previous_tab", "Previous tab"),
     ]
@@ -397,7 +406,19 @@ class ChatApp(App[int]):
 
     def _commands(self) -> Sequence[AvailableCommand]:
         pane = self.active_pane
-        return pane.session.view.available_commands if pane is not None else ()
+        commands = list(pane.session.view.available_commands) if pane is not None else []
+        if self._providers_command(commands):
+            commands.append(PROVIDERS_COMMAND)
+        return commands
+
+    def _providers_command(self, commands: Sequence[AvailableCommand]) -> bool:
+        """Whether ``/providers`` is the chat's own command (not one the agent has)."""
+        connection = self.connection
+        return (
+            connection is not None
+            and connection.supports("providers")
+            and all(c.name != PROVIDERS_COMMAND.name for c in commands)
+        )
 
     def _accepts_images(self) -> bool:
         connection = self.connection
@@ -413,6 +434,11 @@ class ChatApp(App[int]):
             self.notify("The agent is not ready yet.", severity="warning")
             return
         session = pane.session
+        if event.text.strip() == f"/{PROVIDERS_COMMAND.name}" and not any(
+            c.name == PROVIDERS_COMMAND.name for c in session.view.available_commands
+        ):
+            self.action_providers()
+            return
         if session.state != "idle":
             self.notify("A turn is running: wait for it, or Ctrl-C to cancel it.")
             return
@@ -606,6 +632,63 @@ class ChatApp(App[int]):
             return
         await self.add_session(session)
 
+    @work(exclusive=True, group="providers")
+    async def action_providers(self) -> None:
+        """Show the agent's model providers; set or disable the one picked, then show again."""
+        connection = self.connection
+        if connection is None:
+            return
+        if not connection.supports("providers"):
+            self.notify(
+                "The agent does not offer provider configuration (no providers capability).",
+                severity="warning",
+            )
+            return
+        while True:
+            try:
+                providers = await connection.list_providers()
+            except AcpError as error:
+                self.notify(
+                    f"Could not list the providers: {clean(str(error))}",
+                    severity="error",
+                    markup=False,
+                )
+                return
+            choice = await self.push_screen_wait(ProviderScreen(providers))
+            if choice is None:
+                return
+            await self._provider_act(connection, choice)
+
+    async def _provider_act(self, connection: ConnectedAgent, choice: ProviderChoice) -> None:
+        name = plain_line_text(choice.provider.provider_id)
+        if choice.action == "disable":
+            try:
+                await connection.disable_provider(choice.provider.provider_id)
+            except AcpError as error:
+                self.notify(
+                    f"The agent refused: {clean(str(error))}", severity="error", markup=False
+                )
+                return
+            self.notify(f"Provider {name} disabled.", markup=False)
+            return
+        setting = await self.push_screen_wait(ProviderForm(choice.provider))
+        if setting is None:
+            return
+        try:
+            await connection.set_provider(
+                choice.provider.provider_id,
+                api_type=setting.api_type,
+                base_url=setting.base_url,
+                api_key=setting.api_key,
+            )
+        except AcpError as error:
+            # the agent's refusal names a header, never its value (the key)
+            self.notify(f"The agent refused: {clean(str(error))}", severity="error", markup=False)
+            return
+        sent = " (key sent)" if setting.api_key is not None else ""
+        route = plain_line_text(f"{setting.api_type} at {setting.base_url}")
+        self.notify(f"Provider {name}: {route}{sent}; new sessions use it.", markup=False)
+
     def _activate(self, pane: SessionPane) -> None:
         tab = pane.parent
         if isinstance(tab, TabPane) and tab.id:
@@ -689,3 +772,8 @@ class ChatApp(App[int]):
 
     async def on_unmount(self) -> None:
         self._quit_event.set()
+
+
+def plain_line_text(text: str) -> str:
+    """``text`` on one line, without escape sequences (for a notice)."""
+    return plain_line(text).plain
