@@ -32,6 +32,7 @@ PRIVATE_MODULES_KEPT = frozenset(
         "accord.agent._kept_state",
         "accord.agent._restore",
         "accord.agent._tracing",
+        "accord.remote._admission",
         "accord.remote._server",
         "accord.cli._agent_spec",
         "accord.cli._bridge_link",
