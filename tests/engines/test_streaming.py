@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -10,8 +11,10 @@ import pytest
 from _engines_support import ModelCounter, Turn, of_type, opened, run_turn, texts, wait_for_requests
 from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent
+from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 
 from accord.engines import (
+    Event,
     ModelCallEnded,
     ModelCallStarted,
     StateSnapshot,
@@ -21,7 +24,7 @@ from accord.engines import (
     TurnOutput,
     UsageReported,
 )
-from accord.engines.pydantic_ai import PydanticAIEngine
+from accord.engines.pydantic_ai import EventTranslator, PydanticAIEngine
 from accord.engines.pydantic_ai._pipe import MAX_BUFFERED_EVENTS, Pipe
 from accord.schema import TextContentBlock
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedUsage
@@ -231,3 +234,67 @@ async def test_a_full_queue_holds_the_producer_but_text_still_merges() -> None:
         assert await pipe.next() is None
     assert taken == [*((event, 1) for event in started[1:]), (chunk("ab"), 2)]
     assert (pipe.sent, pipe.handled) == (MAX_BUFFERED_EVENTS + 2, 0)
+
+
+async def test_text_deltas_append_to_the_queued_chunk_without_one_built_each() -> None:
+    translator = EventTranslator(cwd="/")
+    pipe = Pipe(coalesce=True)
+    (start,) = translator.translate(PartStartEvent(index=0, part=TextPart(content="a")))
+    assert isinstance(start, TextChunk)
+
+    def delta(text: str, index: int = 0) -> PartDeltaEvent:
+        return PartDeltaEvent(index=index, delta=TextPartDelta(content_delta=text))
+
+    assert translator.plain_text_delta(delta("b", index=1)) is None  # no such part
+    assert translator.plain_text_delta(delta("")) is None
+    assert translator.plain_text_delta(delta("b")) == (start.message_id, "b")
+    assert not pipe.append_text(start.message_id, "b")  # nothing queued to append to
+    assert pipe.put_nowait(start)
+    assert not pipe.append_text("another message", "b")
+    for text in "bcd":
+        found = translator.plain_text_delta(delta(text))
+        assert found is not None and pipe.append_text(*found)
+    started = ModelCallStarted(call_id="c", model="m")
+    assert pipe.put_nowait(started)
+    assert not pipe.append_text(start.message_id, "e")  # the chunk is no longer the last entry
+    pipe.close()
+    taken = [item async for item in _drain(pipe)]
+    merged = TextChunk(message_id=start.message_id, content=TextContentBlock(text="abcd"))
+    assert taken == [(merged, 4), (started, 1)]
+    assert pipe.sent == 5
+
+
+async def _drain(pipe: Pipe) -> AsyncGenerator[tuple[TurnOutput, int]]:
+    while (item := await pipe.next()) is not None:
+        yield item
+
+
+class _CountingDeltas(EventTranslator):
+    """Counts the text deltas it maps (an override the engine's fast path must respect)."""
+
+    deltas = 0
+
+    def on_text_delta(self, index: int, delta: TextPartDelta) -> Sequence[Event]:
+        _CountingDeltas.deltas += 1
+        return super().on_text_delta(index, delta)
+
+
+async def test_a_translator_overriding_text_deltas_maps_every_delta() -> None:
+    pieces = [f"w{i} " for i in range(300)]
+    _CountingDeltas.deltas = 0
+    assert (
+        EventTranslator(cwd="/").plain_text_delta(
+            PartDeltaEvent(index=0, delta=TextPartDelta(content_delta="x"))
+        )
+        is None
+    )  # no part started: never the fast path
+    with FakeOpenAIServer([ScriptedReply(text=pieces)]) as server:
+        engine = PydanticAIEngine(
+            Agent(),
+            models=[ModelCounter().choice(server, "fake-model")],
+            translator=_CountingDeltas,
+        )
+        async with opened(engine) as session:
+            events = await run_turn(session)
+    assert texts(events) == "".join(pieces)
+    assert _CountingDeltas.deltas >= len(pieces) - 1  # every delta after the part's start

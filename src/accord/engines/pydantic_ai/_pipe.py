@@ -165,6 +165,19 @@ class Pipe:
         self._wake()
         return True
 
+    def append_text(self, message_id: str, text: str) -> bool:
+        """Append ``text`` to the queued plain text chunk of ``message_id`` if it is still
+        open (what :meth:`put_nowait` of that chunk would do, without the chunk being built);
+        ``False``: nothing was done."""
+        merged = self._open
+        if merged is None or type(merged.first) is not TextChunk:
+            return False
+        if merged.first.message_id != message_id:
+            return False
+        merged.texts.append(text)
+        self.sent += 1
+        return True
+
     async def put(self, event: TurnOutput) -> None:
         """Hand ``event`` to the consumer; waits only while the queue is full."""
         while not self.put_nowait(event):

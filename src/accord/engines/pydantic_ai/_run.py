@@ -254,8 +254,14 @@ class TurnRun:
                     translator.begin_response()
                     self._call_id = call_id = new_id()
                     await pipe.put(ModelCallStarted(call_id=call_id, model=model_name))
+                    plain_text_delta, append_text = translator.plain_text_delta, pipe.append_text
                     async with node.stream(agent_run.ctx) as stream:
                         async for event in stream:
+                            # Most events are text deltas merging into the queued chunk of
+                            # their message: appended as text, no chunk built per delta.
+                            text = plain_text_delta(event)
+                            if text is not None and append_text(*text):
+                                continue
                             for output in translator.translate(event):
                                 if not pipe.put_nowait(output):  # no coroutine per delta
                                     await pipe.put(output)

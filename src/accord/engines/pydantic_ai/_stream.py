@@ -151,6 +151,13 @@ class EventTranslator:
         """Names of output tools seen so far (their calls are not shown)."""
         self._parts: dict[int, _Part] = {}
         self._calls: dict[str, _Call] = {}
+        # Whether a text delta becomes one plain chunk as mapped here (no hook overridden):
+        # then :meth:`plain_text_delta` may name it without the chunk being built.
+        cls = type(self)
+        self._plain_deltas = (
+            cls.translate is EventTranslator.translate
+            and cls.on_text_delta is EventTranslator.on_text_delta
+        )
 
     def acp_tool_call_id(self, tool_call_id: str) -> str | None:
         """The ACP id of the call pydantic-ai names ``tool_call_id``, while the call is open."""
@@ -192,6 +199,21 @@ class EventTranslator:
                 return self.on_tool_result(event)
             case _:
                 return self.on_other(event)
+
+    def plain_text_delta(self, event: AgentStreamEvent) -> tuple[str, str] | None:
+        """``(message id, text)`` when :meth:`translate` would turn ``event`` into exactly one
+        plain text chunk of a message already started (the hot path: most events of a reply);
+        else ``None``. A subclass that overrides ``translate`` or ``on_text_delta`` always
+        gets ``None``, so its mapping is used for every event."""
+        if not self._plain_deltas or type(event) is not PartDeltaEvent:
+            return None
+        delta = event.delta
+        if type(delta) is not TextPartDelta or not delta.content_delta:
+            return None
+        part = self._parts.get(event.index)
+        if part is None or part.kind != "text":
+            return None
+        return part.message_id, delta.content_delta
 
     # -- text and thinking -------------------------------------------------------------------
 
