@@ -1,5 +1,6 @@
 """``accord chat`` in a real terminal (tmux): start it on the built-in agent, type, read back;
-a ``/compact`` shown as its compaction note.
+a ``/compact`` shown as its compaction note; a provider set from the provider screen with a
+masked key.
 
 The built-in coding agent runs in the ``accord chat`` process with the model pointed at the
 fake OpenAI server of :mod:`accord.testing` on loopback (in this test process), so everything
@@ -60,6 +61,16 @@ class Tmux:
                 raise AssertionError(f"{text!r} never appeared; the screen:\n{screen}")
             time.sleep(0.1)
 
+    def wait_gone(self, text: str) -> str:
+        deadline = time.monotonic() + SCREEN_TIMEOUT
+        while True:
+            screen = self.screen()
+            if text not in screen:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} stayed; the screen:\n{screen}")
+            time.sleep(0.1)
+
     def running(self) -> bool:
         """Whether the window is still there (it closes when the program in it exits)."""
         done = subprocess.run(
@@ -76,7 +87,9 @@ class Tmux:
         )
 
 
-def chat_command(server: FakeOpenAIServer, tmp_path: Path) -> list[str]:
+def chat_command(
+    server: FakeOpenAIServer, tmp_path: Path, extra_env: dict[str, str] | None = None
+) -> list[str]:
     """``accord chat`` on the built-in agent, its model the fake server (through ``env``)."""
     env = {
         "OPENAI_API_KEY": "test",
@@ -84,6 +97,7 @@ def chat_command(server: FakeOpenAIServer, tmp_path: Path) -> list[str]:
         "ACCORD_BASE_URL": "",
         "PYTHONPATH": os.pathsep.join(sys.path),
         "TERM": "xterm-256color",
+        **(extra_env or {}),
     }
     return [
         "env",
@@ -165,3 +179,51 @@ def test_chat_in_tmux_shows_a_compact_and_goes_on(tmp_path: Path) -> None:
     assert len(compact) == 1
     last = str(server.requests[-1].body)
     assert "SUMMARY-OF-THREE-TURNS" in last and "prompt-one" not in last
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+@pytest.mark.timeout(240)  # two turns and two screens of a fresh chat process, polled
+def test_chat_in_tmux_sets_a_provider_with_a_masked_key(tmp_path: Path) -> None:
+    # Ctrl-R opens the provider screen; Enter on openai asks for its key (typed, never drawn);
+    # the next session's request carries it. No keyring: the key goes to the private file of
+    # the test's own configuration directory, never to the session store.
+    assert TMUX is not None
+    key = "sk-tmux-providers-6b1d93"
+    tmux = Tmux(TMUX)
+    script = [ScriptedReply(text=[t]) for t in ("reply-with-env-key", "reply-with-typed-key")]
+    private = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "ACCORD_NO_KEYRING": "1"}
+    with FakeOpenAIServer(script) as server:
+        try:
+            command = chat_command(server, tmp_path, private)
+            tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "36", *command)
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "-l", "first")
+            tmux("send-keys", "-t", "chat", "Enter")
+            tmux.wait_for("reply-with-env-key")
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "C-r")
+            screen = tmux.wait_for("Model providers (2)")
+            assert "in use" in screen and server.base_url in screen
+            tmux("send-keys", "-t", "chat", "Enter")
+            tmux.wait_for("Set provider openai")
+            tmux("send-keys", "-t", "chat", "-l", key)
+            screen = tmux.wait_for("•" * 8)  # the masked key
+            assert key not in screen
+            tmux("send-keys", "-t", "chat", "Enter")
+            tmux.wait_gone("Set provider openai")  # the form
+            screen = tmux.wait_for("Model providers (2)")  # the list again, and the notice
+            assert key not in screen
+            tmux("send-keys", "-t", "chat", "Escape")
+            tmux.wait_gone("Model providers (2)")  # a key right after Escape would join it
+            tmux("send-keys", "-t", "chat", "C-n")
+            tmux.wait_for(" idle ")
+            tmux("send-keys", "-t", "chat", "-l", "second")
+            tmux("send-keys", "-t", "chat", "Enter")
+            screen = tmux.wait_for("reply-with-typed-key")
+            assert key not in screen
+        finally:
+            tmux.close()
+    first, second = server.requests
+    assert first.headers["authorization"] == "Bearer test"
+    assert second.headers["authorization"] == f"Bearer {key}"
+    assert key.encode() not in (tmp_path / "sessions.sqlite3").read_bytes()
