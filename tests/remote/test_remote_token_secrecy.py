@@ -14,6 +14,7 @@ reason.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,6 +32,7 @@ from accord.testing import (
     FakeOpenAIServer,
     HttpTarget,
     ScriptedReply,
+    ScriptedToolCall,
     run_http_attack,
 )
 
@@ -203,3 +205,29 @@ async def test_a_generated_token_is_shown_once_and_never_again(tmp_path: Path) -
     assert refused.status == 401 and token.lower() not in _response_text(refused).lower()
     assert queried.status == 401 and token.lower() not in _response_text(queried).lower()
     assert log.text.lower().count(token.lower()) == 1, log.text
+
+
+async def test_a_command_the_model_runs_does_not_inherit_the_token(tmp_path: Path) -> None:
+    # The model is not trusted (SECURITY.md): a command it runs, even in auto mode, must not
+    # find the server's token in its environment and hand it to the model (or the network).
+    project = tmp_path / "project"
+    project.mkdir()
+    command = 'printenv ACCORD_TOKEN; echo "exit-$?"'
+    call = ScriptedToolCall(name="run_command", arguments={"command": command})
+    replies = [ScriptedReply(tool_calls=[call]), ScriptedReply(text=["Ran it."])]
+    with FakeOpenAIServer(replies) as model:
+        serve_args = ("--model", "openai:fake", "--base-url", model.base_url)
+        serve_args += ("--store", str(tmp_path / "s.db"))
+        env = accord_env(ACCORD_TOKEN=TOKEN)
+        with accord_serve_logged(*serve_args, env=env, options=()) as (url, _):
+            with anyio.fail_after(TIMEOUT * 2):
+                async with connect(url, token=TOKEN, reconnect=False) as conn:
+                    session = await conn.new_session(project)
+                    await session.set_mode("auto")
+                    result = await session.prompt("run it")
+        sent = [json.dumps(request.body) for request in model.requests]
+    assert result.text == "Ran it."
+    # The command ran (printenv found nothing: exit status 1) and the model got its output.
+    tool = [m for m in model.requests[-1].messages if m.get("role") == "tool"]
+    assert len(sent) >= 2 and "exit-1" in json.dumps(tool), tool
+    assert not any(_leaks(body) for body in sent)

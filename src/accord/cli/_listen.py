@@ -7,7 +7,8 @@
 
 ACP at ``/acp`` over WebSocket and Streamable HTTP (:mod:`accord.remote`), with the same
 runtime, engine and session store as over stdio. The bearer token comes from ``--token-file``
-or ``ACCORD_TOKEN``; with neither, one is generated and printed once on stderr. Listening on
+or ``ACCORD_TOKEN`` (then removed from the environment, so no command the model runs inherits
+it); with neither, one is generated and printed once on stderr. Listening on
 an address other than loopback needs TLS (``--certfile``/``--keyfile``) or, knowingly,
 ``--insecure-no-tls``; otherwise a one-line error and exit code 2 (usage).
 
@@ -87,7 +88,14 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 def listen_command(args: argparse.Namespace) -> int:
     """Run the agent on ``--listen`` until interrupted; returns the exit code."""
-    from ..remote import AccessPolicy, ServerLimits, generate_token, is_loopback_host, read_token
+    from ..remote import (
+        TOKEN_ENV,
+        AccessPolicy,
+        ServerLimits,
+        generate_token,
+        is_loopback_host,
+        read_token,
+    )
 
     try:
         host, port = parse_listen(args.listen)
@@ -111,6 +119,9 @@ def listen_command(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ssl.SSLError) as exc:
         print(f"accord serve: {exc}", file=sys.stderr)
         return ExitCode.ERROR
+    # Read once, then gone from the environment: the commands the model runs, MCP servers
+    # and every other child inherit it, and the model is not trusted with the token.
+    os.environ.pop(TOKEN_ENV, None)
     if token is None:
         token = generate_token()
         print(
