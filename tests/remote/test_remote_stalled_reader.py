@@ -27,13 +27,15 @@ from helpers.served_agent import TOKEN, served_agent
 from helpers.timeouts import TIMEOUT
 
 from accord.client import connect
+from accord.errors import ConnectionClosed
 from accord.remote import ServerLimits
 from accord.testing import Say
 
 pytestmark = pytest.mark.anyio
 
-#: Heartbeat interval under test (the default is 20 s): the stall is found after one.
-_INTERVAL = 1.0
+#: Heartbeat interval under test (the default is 20 s): the stall is found after one or two;
+#: long enough that on a loaded machine the turn is streaming by the second.
+_INTERVAL = 2.0
 
 _MIB = 1024 * 1024
 
@@ -55,7 +57,12 @@ def _text_frame(message: dict[str, object]) -> bytes:
 
 
 class _Reader:
-    """Reads the server's unmasked text frames off a raw socket."""
+    """Reads the server's unmasked text frames off a raw socket, answering its pings.
+
+    While the test reads (before it stalls) the heartbeat is answered, so the connection is
+    closed for not reading, never for a ping that went unanswered while nothing waited (a
+    slow setup on a loaded machine once passed two heartbeats: closed ``1001``, no stall).
+    """
 
     def __init__(self, stream: anyio.abc.ByteStream) -> None:
         self.stream = stream
@@ -67,7 +74,7 @@ class _Reader:
 
     async def message(self) -> dict[str, object]:
         await self._need(2)
-        size, at = self.buffer[1] & 0x7F, 2
+        first, size, at = self.buffer[0], self.buffer[1] & 0x7F, 2
         if size == 126:
             await self._need(4)
             size, at = int.from_bytes(self.buffer[2:4], "big"), 4
@@ -76,6 +83,9 @@ class _Reader:
             size, at = int.from_bytes(self.buffer[2:10], "big"), 10
         await self._need(at + size)
         payload, self.buffer = self.buffer[at : at + size], self.buffer[at + size :]
+        if first & 0x0F == 0x9:  # the heartbeat ping: a masked pong with its payload
+            await self.stream.send(bytes((0x8A, 0x80 | len(payload))) + b"\0\0\0\0" + payload)
+            return await self.message()
         return orjson.loads(payload)
 
     async def answer(self, request_id: int) -> dict[str, object]:
@@ -136,6 +146,11 @@ async def test_a_client_that_stops_reading_mid_turn_holds_a_bounded_amount_then_
                 )
             )
             stalled = server.served[0]
+            # The turn's first update read (the heartbeat answered till then): the turn is
+            # under way. Not its first chunk: 1 MiB through a 4 KiB window takes longer than
+            # a heartbeat interval, and rightly ends the connection as one that reads too slow.
+            while (await reader.message()).get("method") != "session/update":
+                pass
             # From here the client reads nothing.
 
             async def watch() -> None:
@@ -153,6 +168,59 @@ async def test_a_client_that_stops_reading_mid_turn_holds_a_bounded_amount_then_
     # The queue's high water, one chunk over it and one write under way: a few MiB of 50.
     assert 0 < peak <= 5 * _MIB, peak
     assert any("(1008): the peer stopped reading" in r.getMessage() for r in caplog.records)
+
+
+class _TricklingPeer(anyio.abc.ByteStream):
+    """A peer that takes one write every ``pause`` seconds and never sends a byte (no pong)."""
+
+    def __init__(self, pause: float) -> None:
+        self.pause = pause
+        self.taken = 0
+        self._gone = anyio.Event()
+
+    async def send(self, item: bytes) -> None:
+        await anyio.sleep(self.pause)
+        self.taken += len(item)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        await self._gone.wait()
+        raise anyio.EndOfStream
+
+    async def send_eof(self) -> None:
+        self._gone.set()
+
+    async def aclose(self) -> None:
+        self._gone.set()
+
+
+async def test_a_peer_that_reads_slowly_and_never_answers_the_ping_is_closed_1008(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The flaky case of the test above, made the rule: the socket takes a slice well within
+    every heartbeat interval (so it never sits a whole interval unwritten), yet the ping waits
+    behind the frames and is never answered. The peer does not read what it is sent: closed
+    ``1008`` with ``the peer stopped reading``, never ``1001`` (once the verdict of whichever
+    check came first, as the load on the machine decided)."""
+    from wsproto.connection import Connection, ConnectionType
+
+    from accord.remote._websocket import WebSocketTransport
+
+    interval = 0.5
+    peer = _TricklingPeer(pause=interval / 10)
+    transport = WebSocketTransport(peer, Connection(ConnectionType.SERVER), max_message_bytes=_MIB)
+    chunk = {"jsonrpc": "2.0", "method": "x", "params": {"text": "x" * 100_000}}
+    with caplog.at_level(logging.INFO, logger="accord.remote"), anyio.fail_after(TIMEOUT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transport.keepalive, interval, 10 * TIMEOUT)
+            while not transport.closed:
+                try:
+                    await transport.send(chunk)
+                except ConnectionClosed:
+                    break
+    closes = [r.getMessage() for r in caplog.records if "closing a WebSocket" in r.getMessage()]
+    assert len(closes) == 1, closes
+    assert "(1008): the peer stopped reading" in closes[0], closes
+    assert peer.taken > _MIB  # it did read: slowly, never a whole interval without a write
 
 
 # ---------------------------------------------------------------------- Streamable HTTP

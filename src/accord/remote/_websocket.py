@@ -61,6 +61,9 @@ WRITE_HIGH_WATER = 1 << 20
 #: Close code for a peer that stopped reading (RFC 6455 1008, policy violation).
 CLOSE_POLICY = 1008
 
+#: The reason a peer that stopped reading is closed with (and the log line says).
+STOPPED_READING = "the peer stopped reading"
+
 #: A message may arrive in at most one piece per this many bytes of the message limit: empty
 #: or tiny fragments add (almost) nothing to the size, yet each piece held costs memory.
 BYTES_PER_PART = 64
@@ -214,10 +217,14 @@ class WebSocketTransport:
     async def keepalive(self, interval: float, idle_timeout: float) -> None:
         """Ping every ``interval`` seconds; close a dead or idle connection. Runs until closed.
 
-        A peer whose socket took nothing for a whole ``interval`` while frames waited has
-        stopped reading (close 1008); one that has not answered the previous ping by the
-        next one is gone (close 1001); a connection with no message either way for
-        ``idle_timeout`` seconds is closed too.
+        A peer that does not read is closed ``1008`` (policy violation), with the reason
+        ``the peer stopped reading``: its socket took nothing for a whole ``interval`` while
+        frames waited, or it has not answered the previous ping by the next one while frames
+        still wait for it (the ping itself may be among them: a peer that reads nothing never
+        sees it, so which of the two is found first depends only on when the socket last took
+        a slice). A peer that has not answered the previous ping with nothing left to send it
+        is gone (close ``1001``); a connection with no message either way for
+        ``idle_timeout`` seconds is closed ``1001`` too.
         """
         from wsproto.events import Ping
 
@@ -227,7 +234,10 @@ class WebSocketTransport:
             if self.closed:
                 return
             if self._stalled(interval):
-                await self._close(CLOSE_POLICY, "the peer stopped reading")
+                await self._close(CLOSE_POLICY, STOPPED_READING)
+                return
+            if self._awaiting_pong and self._waiting():
+                await self._close(CLOSE_POLICY, f"{STOPPED_READING} (the ping still unanswered)")
                 return
             if self._awaiting_pong:
                 await self._close(CLOSE_GOING_AWAY, "no answer to the heartbeat ping")
