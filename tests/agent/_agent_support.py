@@ -305,7 +305,8 @@ def rich_steps() -> list[ScriptStep]:
 
 def command_steps(prompt: str) -> list[ScriptStep]:
     """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``, ``hang`` (a tool call
-    left open, three chunks, then a wait that ignores cancel), ``ambiguous`` (a tool that asks
+    left open, three chunks, then a wait that ignores cancel), ``wait`` (one chunk, then a
+    wait ended by ``session/cancel``), ``ambiguous`` (a tool that asks
     with two options under one id: ``Deny`` and ``Allow always``); anything else echoes."""
     words = prompt.split()
     if words[:1] == ["ambiguous"]:
@@ -316,6 +317,8 @@ def command_steps(prompt: str) -> list[ScriptStep]:
         return [UseTool(title="Edit main.py", kind="edit", ask=True, options=options)]
     if words[:1] == ["rich"]:
         return rich_steps()
+    if words[:1] == ["wait"]:
+        return [Stream(count=1), WaitForCancel()]
     if words[:1] == ["hang"]:
         started = ToolCallStarted(tool_call_id="hung", title="Hang", status="in_progress")
         return [Emit(started), Stream(count=3), WaitForCancel(cooperative=False)]

@@ -38,7 +38,15 @@ from accord.schema import (
     SetSessionModeRequest,
 )
 from accord.store import SqliteSessionStore
-from accord.testing import ScriptedEngine
+from accord.testing import (
+    HOSTILE_IDS,
+    ScriptedEngine,
+    check_answer,
+    check_refusal,
+    id_request,
+    next_answer,
+    play_hostile_ids,
+)
 from accord.transports import Transport, memory_transport_pair, spawn_agent
 
 pytestmark = [
@@ -329,3 +337,37 @@ async def test_a_permission_question_with_a_repeated_option_id_never_reaches_the
     assert agent.requests == []
     assert not any("session/request_permission" in line for line in agent.lines)
     assert any("still here" in line for line in agent.lines)
+
+
+@pytest.mark.wire_unchecked("ids of every wrong kind on purpose")
+async def test_hostile_request_ids_over_stdio_are_answered_as_json_rpc_says(
+    tmp_path: Path,
+) -> None:
+    """accord.testing's ``HOSTILE_IDS`` against the agent process: valid ids (a 1 MiB string,
+    2**63, null...) come back exactly, the rest get -32600 with id null and a short message;
+    a duplicate of a prompt's id while the prompt runs is refused and the prompt goes on to
+    its own answer; the agent serves on and its stderr never quotes an id whole."""
+    command = [sys.executable, str(_AGENT), str(tmp_path / "store.db")]
+    held = HOSTILE_IDS["huge-string"]
+    async with raw_agent(command, env=child_env(_AGENT)) as agent:
+        init = {"protocolVersion": 1, "clientCapabilities": {}}
+        assert "result" in await agent.request(1, "initialize", init)
+        problems = await play_hostile_ids(agent)
+        assert problems == dict.fromkeys(HOSTILE_IDS, ""), problems
+        created = await agent.request(2, "session/new", {"cwd": CWD, "mcpServers": []})
+        session_id = created["result"]["sessionId"]
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "wait"}]}
+        await agent.send(id_request(held, "session/prompt", prompt))
+        while (await agent.receive()).get("method") != "session/update":
+            pass  # the turn streams: the prompt is in flight
+        await agent.send(id_request(held, "session/prompt", prompt))
+        refusal = await next_answer(agent)
+        assert check_refusal(refusal) == "", refusal
+        await agent.send(
+            {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+        )
+        answer = await next_answer(agent)
+        assert check_answer(held, answer) == ""
+        assert answer["result"]["stopReason"] == "cancelled"
+        assert "result" in await agent.request(3, "session/list", {})
+    assert len(agent.stderr) < 64 * 1024, len(agent.stderr)

@@ -49,6 +49,7 @@ from ._core import (
     RequestId,
     RequestReceived,
     ResponseReceived,
+    describe_id,
     is_request_id,
 )
 from ._errors import exception_to_error
@@ -197,7 +198,7 @@ async def _method_not_found(method: str, params: Any) -> Any:
 
 
 async def _ignore_notification(method: str, params: Any) -> None:
-    logger.debug("notification %r ignored: no handler", method)
+    logger.debug("notification %.100r ignored: no handler", method)
 
 
 @dataclass(frozen=True, slots=True)
@@ -790,7 +791,9 @@ class Connection:
         if not is_request_id(request_id):
             # Not an id at all (an array or an object would not even hash; true and 1.0 would
             # name the request 1): nothing of ours can be meant, so the notice is dropped.
-            logger.debug("%s: $/cancel_request with invalid id %.100r", self._name, request_id)
+            logger.debug(
+                "%s: $/cancel_request with invalid id %s", self._name, describe_id(request_id)
+            )
             return
         scope = self._running.get(request_id)
         hooks = self._on_cancel.get(request_id)
@@ -799,18 +802,25 @@ class Connection:
                 try:
                     hook()
                 except Exception:
-                    logger.exception("%s: cancel hook for %r failed", self._name, request_id)
+                    logger.exception(
+                        "%s: cancel hook for %s failed", self._name, describe_id(request_id)
+                    )
         elif scope is not None:
             scope.cancel()
         else:
-            logger.debug("%s: $/cancel_request for %r: not running", self._name, request_id)
+            logger.debug(
+                "%s: $/cancel_request for %s: not running", self._name, describe_id(request_id)
+            )
 
     async def _handle_request(
         self, event: RequestReceived, barrier: int, scope: anyio.CancelScope | None
     ) -> None:
         try:
             if scope is None:
-                reason = f"request id {event.id!r} is already in use by a running request"
+                reason = (
+                    f"request id {describe_id(event.id)} is already in use by a running "
+                    "request: this one is refused, that one goes on"
+                )
                 error = InvalidRequest(data=reason)  # shaped like every other -32600 reply
                 await self._send_quietly(self._endpoint.build_error(None, error))
                 return
@@ -849,7 +859,9 @@ class Connection:
                 try:
                     await hook()
                 except Exception:
-                    logger.exception("%s: after-reply work for %r failed", self._name, event.method)
+                    logger.exception(
+                        "%s: after-reply work for %.100r failed", self._name, event.method
+                    )
         finally:
             self._slots.release()
 
@@ -857,7 +869,9 @@ class Connection:
         try:
             await self._send(message)
         except (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            logger.info("%s: could not send %s: %s", self._name, message.get("id"), exc)
+            logger.info(
+                "%s: could not send %s: %s", self._name, describe_id(message.get("id")), exc
+            )
 
     async def _notification_worker(self) -> None:
         _in_notification_worker.set(True)
@@ -895,7 +909,7 @@ class Connection:
                                 await route[1](value)
                     except Exception:
                         logger.exception(
-                            "%s: handler for notification %r failed", self._name, method
+                            "%s: handler for notification %.100r failed", self._name, method
                         )
                     self._handled_notifications += 1
                     if self._barrier_waiters:

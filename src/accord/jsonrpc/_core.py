@@ -26,6 +26,7 @@ __all__ = (
     "RequestReceived",
     "ResponseReceived",
     "StrayResponse",
+    "describe_id",
     "is_request_id",
 )
 
@@ -92,6 +93,36 @@ def is_request_id(value: Any) -> bool:
     list or an object does not hash, and ``true`` or ``1.0`` compare equal to the id ``1``.
     """
     return type(value) is int or type(value) is str
+
+
+#: Most characters of a peer's id that a log line or an error message quotes.
+ID_QUOTE_CHARS = 64
+
+
+def describe_id(value: Any) -> str:
+    """A short description of what the peer sent as an id, whatever its size.
+
+    A peer chooses its ids: one may be a 1 MB string or an object nested 500 deep, so no
+    log line or error message quotes one whole. Strings are quoted up to
+    :data:`ID_QUOTE_CHARS` characters (with their length), containers are named, not shown.
+    """
+    if type(value) is str:
+        if len(value) <= ID_QUOTE_CHARS:
+            return repr(value)
+        return f"{value[:ID_QUOTE_CHARS]!r}... ({len(value)} characters)"
+    if isinstance(value, dict):
+        return f"(an object of {len(cast(dict[Any, Any], value))} member(s))"
+    if isinstance(value, list):
+        return f"(an array of {len(cast(list[Any], value))} item(s))"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        # orjson reads a number with a fraction or an exponent, and an integer past 64 bits,
+        # as a float: a JSON-RPC id that would not come back as the peer wrote it.
+        return f"{value!r} (not an integer of at most 64 bits)"
+    if value is None:
+        return "null"
+    return repr(value)[:ID_QUOTE_CHARS]
 
 
 def error_response(id: RequestId, error: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +243,8 @@ class Endpoint:
             reply_id = raw_id if is_call and has_id and _is_valid_id(raw_id) else None
             return self._invalid(reply_id, -32600, reason)
         if has_id and not _is_valid_id(raw_id):
-            return self._invalid(
-                None, -32600, f"invalid id {raw_id!r}: must be a string or an integer"
-            )
+            reason = f"invalid id {describe_id(raw_id)}: an id must be a string or an integer"
+            return self._invalid(None, -32600, reason)
         if is_call:
             return self._classify_call(message, has_id, raw_id)
         if has_id and ("result" in message or "error" in message):
@@ -238,7 +268,7 @@ class Endpoint:
                 del self._abandoned[raw_id]
                 logger.debug("late answer to abandoned request %r ignored", raw_id)
                 return StrayResponse(message)
-            logger.warning("response for unknown request id %r ignored: %.200r", raw_id, message)
+            logger.warning("response for unknown request id %s ignored", describe_id(raw_id))
             return StrayResponse(message)
         self._pending.discard(raw_id)
         if "error" in message:

@@ -38,5 +38,5 @@ def exception_to_error(exc: BaseException, method: str) -> RequestError:
         data = validation_error_data(exc)
         fields = ", ".join(problem["field"] for problem in data["errors"])
         return InvalidParams(f"Invalid params for {method}: {fields}", data)
-    logger.error("handler for %r failed", method, exc_info=exc)
+    logger.error("handler for %.100r failed", method, exc_info=exc)
     return InternalError(data={"error": f"{type(exc).__name__}: {exc}"[:1000]})

@@ -42,7 +42,7 @@ from ._auth import AccessPolicy, Refusal
 from ._http11 import BadFraming, BodyTooLarge, HttpChannel, header_map
 from ._limits import ServerLimits
 from ._request_head import HeadProblem, read_head
-from ._streamable import HttpAcpConnection, OutboundStream, session_of
+from ._streamable import HttpAcpConnection, OutboundStream, route_key, session_of
 from ._websocket import WebSocketTransport
 
 __all__ = ("ACP_PATH", "CONNECTION_HEADER", "SESSION_HEADER", "serve_remote")
@@ -333,6 +333,11 @@ class _Server:
             if connection_id is not None:
                 await channel.respond(400, b"Initialize not allowed on an existing connection\n")
                 return
+            if route_key(message["id"]) is None:
+                # Its answer is matched by id to be this POST's: null (or what is no id at
+                # all) would look like the agent's answer to any message it could not read.
+                await _invalid_request(channel, "initialize needs an id: a string or an integer")
+                return
             await self._initialize(channel, message)
             return
         if connection_id is None:
@@ -527,6 +532,13 @@ async def _watch_reader(channel: HttpChannel, stream: OutboundStream, gone: anyi
         pass
     gone.set()
     stream.wake()
+
+
+async def _invalid_request(channel: HttpChannel, reason: str) -> None:
+    """Answer ``400`` with the JSON-RPC error -32600 (id null) saying ``reason``."""
+    error = {"code": -32600, "message": "Invalid request", "data": reason}
+    body = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+    await channel.respond(400, body, content_type="application/json")
 
 
 async def _refuse(channel: HttpChannel, refusal: Refusal) -> None:

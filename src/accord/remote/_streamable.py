@@ -327,7 +327,11 @@ class HttpAcpConnection:
                 method = message.get("method")
                 # `session/load` is answered on the connection's stream (RFD), the rest of a
                 # session's requests on the session's own.
-                self._pending_routes[key] = None if method == "session/load" else session_id
+                # A duplicate of an id still in flight is refused by the agent (answered with
+                # id null): it must not take over the route of the request it duplicates.
+                if key not in self._pending_routes:
+                    route = None if method == "session/load" else session_id
+                    self._pending_routes[key] = route
         try:
             await self._inbound_send.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -22,6 +22,10 @@ Importable without pytest:
   (request smuggling, almost-right tokens, DNS-rebinding ``Host`` names, ``Origin``
   look-alikes, floods of idle and trickling sockets, hostile frames) for testing any ACP
   server at ``/acp`` (accord's server tests use it);
+* ``HOSTILE_IDS``, ``play_hostile_ids``, ``id_request``, ``check_answer``, ``check_refusal``,
+  ``websocket_wire``, ``streamable_http_wire``: hostile JSON-RPC request ids (1 MiB strings,
+  nested objects, floats, booleans, integers past 64 bits, null) and the checks JSON-RPC 2.0
+  sets for their answers, for any ACP peer over stdio, WebSocket or Streamable HTTP;
 * ``check_transport``: the conformance suite every transport pair must pass, and
   ``pipe_transport_pair`` (two transports over real OS pipes).
 """
@@ -56,6 +60,17 @@ from ._hostile_http import hold_connections as hold_connections
 from ._hostile_http import read_responses as read_responses
 from ._hostile_http import run_http_attack as run_http_attack
 from ._hostile_http import server_alive as server_alive
+from ._hostile_ids import HOSTILE_IDS as HOSTILE_IDS
+from ._hostile_ids import HostileId as HostileId
+from ._hostile_ids import IdWire as IdWire
+from ._hostile_ids import StreamableHttpWire as StreamableHttpWire
+from ._hostile_ids import check_answer as check_answer
+from ._hostile_ids import check_refusal as check_refusal
+from ._hostile_ids import id_request as id_request
+from ._hostile_ids import next_answer as next_answer
+from ._hostile_ids import play_hostile_ids as play_hostile_ids
+from ._hostile_ids import streamable_http_wire as streamable_http_wire
+from ._hostile_ids import websocket_wire as websocket_wire
 from ._hostile_model import BACKTRACKING_PATTERN as BACKTRACKING_PATTERN
 from ._hostile_model import HostileAnswer as HostileAnswer
 from ._hostile_model import HostileCall as HostileCall
@@ -91,6 +106,7 @@ from ._transport_check import pipe_transport_pair as pipe_transport_pair
 __all__ = (
     "BACKTRACKING_PATTERN",
     "HOSTILE_ATTACKS",
+    "HOSTILE_IDS",
     "HTTP_ATTACKS",
     "MAX_DELAY",
     "MAX_HANG",
@@ -105,6 +121,7 @@ __all__ = (
     "HostileAnswer",
     "HostileCall",
     "HostileExchange",
+    "HostileId",
     "HostileModel",
     "HostileOptions",
     "HostileReport",
@@ -113,6 +130,7 @@ __all__ = (
     "HttpOutcome",
     "HttpResponse",
     "HttpTarget",
+    "IdWire",
     "MakeTransportPair",
     "Outcome",
     "Pause",
@@ -132,22 +150,30 @@ __all__ = (
     "SetTitle",
     "Stop",
     "Stream",
+    "StreamableHttpWire",
     "Think",
     "UseTool",
     "WaitFor",
     "WaitForCancel",
     "WebSocketAttack",
     "WebSocketOutcome",
+    "check_answer",
+    "check_refusal",
     "check_transport",
     "dump_script",
     "hold_connections",
     "hostile_calls",
+    "id_request",
     "load_script",
+    "next_answer",
     "pipe_transport_pair",
     "play_hostile_agent",
+    "play_hostile_ids",
     "read_responses",
     "run_hostile_agent",
     "run_http_attack",
     "run_websocket_attack",
     "server_alive",
+    "streamable_http_wire",
+    "websocket_wire",
 )
