@@ -42,8 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,11 +71,13 @@ def serve(
     trace: bool,
     profile: tuple[Path, int, int] | None,
     alone: bool = False,
+    base_url: str | None = None,
 ) -> None:
     """Serve `AgentRuntime(PydanticAIEngine(agent))` over stdio with accord imported from
     `src`; append one line of figures to `stats` at each model request (the `--serve` mode).
     `profile`: write a cProfile of turns `first` to `last` (exclusive) to the file. `alone`:
-    no accord, pydantic-ai alone runs the same conversation (turns read from stdin)."""
+    no accord, pydantic-ai alone runs the same conversation (turns read from stdin).
+    `base_url`: the model is the coder's OpenAI chat model on that server (``--openai``)."""
     sys.path.insert(0, str(src))
     import cProfile
     import tracemalloc
@@ -96,7 +98,8 @@ def serve(
     profiler = cProfile.Profile()
     requests = 0
 
-    async def reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    def record() -> None:
+        """One line of figures at a model request (and the profile's start or end)."""
         nonlocal requests
         if profile is not None:
             if requests == profile[1]:
@@ -110,15 +113,40 @@ def serve(
         if trace:
             tracemalloc.reset_peak()
         out.write(f"{cpu} {current} {peak}\n")
+
+    async def reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        record()
         for _ in range(REPLY_DELTAS):
             yield REPLY_DELTA
 
-    agent = Agent(FunctionModel(stream_function=reply))
+    agent = Agent(
+        FunctionModel(stream_function=reply) if base_url is None else _chat(base_url, record, alone)
+    )
     if alone:
         anyio.run(_alone, agent)
         return
     engine = PydanticAIEngine(agent)
     run_agent_stdio(AgentRuntime(engine, store=SqliteSessionStore(store)))
+
+
+def _chat(base_url: str, record: Callable[[], None], alone: bool) -> Any:
+    """The coder's model behind ``--base-url`` (``OpenAIChatModel`` on a ``PlainChatOpenAI``
+    client unless the way is `alone`, which keeps the SDK's own), `record` called as each
+    request is sent."""
+    import httpx2
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    async def sent(request: httpx2.Request) -> None:
+        record()
+
+    http = httpx2.AsyncClient(event_hooks={"request": [sent]})
+    provider = OpenAIProvider(base_url=base_url, api_key="bench", http_client=http)
+    if not alone:
+        from accord.coder._openai_chat import plain_chat
+
+        plain_chat(provider.client)
+    return OpenAIChatModel("fake-model", provider=provider)
 
 
 async def _alone(agent: Any) -> None:
@@ -202,7 +230,12 @@ async def _alone_way(command: list[str]) -> AsyncGenerator[Callable[[int], Await
 
 
 async def conversations(
-    ways: dict[str, Path | None], turns: int, trace: bool, tmp: Path, profile: list[str]
+    ways: dict[str, Path | None],
+    turns: int,
+    trace: bool,
+    tmp: Path,
+    profile: list[str],
+    base_url: str | None = None,
 ) -> dict[str, Turns]:
     """One conversation of `turns` per way, the ways' turns interleaved; their figures."""
     import anyio
@@ -242,6 +275,7 @@ async def conversations(
             command = [sys.executable, str(ME), "--serve", "--src", str(src or SRC)]
             command += ["--store", str(store), "--stats", str(stats[name])]
             command += ["--trace"] if trace else []
+            command += ["--base-url", base_url] if base_url else []
             if profile:
                 command += ["--profile", f"{profile[0]}.{index}", *profile[1:]]
             if src is None:
@@ -316,6 +350,20 @@ def report(runs: list[dict[str, Turns]], traced: list[dict[str, Turns]], turns: 
             _row(f"  {name}: own share", label, own, unit)
 
 
+@contextmanager
+def _server(openai: bool) -> Generator[str | None]:
+    """With ``--openai``: the scripted OpenAI-compatible model server in its own process
+    (``bench_soak.py``'s: a reply of `REPLY_DELTAS` pieces of the prompt, whatever the
+    history), its base URL; else None."""
+    if not openai:
+        yield None
+        return
+    from bench_soak import model_server
+
+    with model_server(REPLY_DELTAS, 0.0) as (url, _):
+        yield url
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the arguments; serve an agent, or run the conversations and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -339,7 +387,13 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         help="write a cProfile of turns FIRST..LAST-1 of each way's agent to FILE.<way index>",
     )
+    parser.add_argument(
+        "--openai",
+        action="store_true",
+        help="the coder's OpenAI chat model on a scripted server (benchmarks/_soak_model.py)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     parser.add_argument("--stats", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -350,7 +404,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.profile:
             profile = (Path(args.profile[0]), int(args.profile[1]), int(args.profile[2]))
         src = args.src[0] if args.src else SRC
-        serve(src, args.store, args.stats, args.trace, profile, args.alone)
+        serve(src, args.store, args.stats, args.trace, profile, args.alone, args.base_url)
         return
     if args.turns < 2 * WINDOW + 10:
         parser.error(f"--turns must be at least {2 * WINDOW + 10}")
@@ -369,14 +423,14 @@ def main(argv: list[str] | None = None) -> None:
     runs: list[dict[str, Turns]] = []
     traced: list[dict[str, Turns]] = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, _server(args.openai) as url:
             for _ in range(args.runs):
                 runs.append(
-                    anyio.run(conversations, ways, args.turns, False, Path(tmp), args.profile)
+                    anyio.run(conversations, ways, args.turns, False, Path(tmp), args.profile, url)
                 )
             for _ in range(args.runs if args.trace_runs is None else args.trace_runs):
                 traced.append(
-                    anyio.run(conversations, ways, args.turns, True, Path(tmp), list[str]())
+                    anyio.run(conversations, ways, args.turns, True, Path(tmp), list[str](), url)
                 )
     finally:
         for hog in hogs:

@@ -50,6 +50,7 @@ PRIVATE_MODULES_KEPT = frozenset(
         "accord.coder._acp_mcp",
         "accord.coder._agent",
         "accord.coder._openai_chat",
+        "accord.coder._chat_body",
         "accord.engines.pydantic_ai._history",
         "accord.coder._commands",
         "accord.coder._config",

@@ -76,7 +76,9 @@ CURSOR_META_KEY: Final = "acp/cursor"
 #: one when a turn starts and when it ends: ``{"sessionId", "running": bool, "client": name or
 #: null}`` (``client``: the prompting client's ``clientInfo`` title or name); the end once
 #: that client has the turn's updates. Clients that do not know it ignore it (ACP: unknown
-#: ``_`` notifications are ignored).
+#: ``_`` notifications are ignored). A prompt tagged ``_meta.accord.prompt`` (the agent
+#: advertises ``agentCapabilities._meta.accord.turnStart``) also gets one, sent to the prompting
+#: client just before its turn's first update: ``{"sessionId", "running": true, "prompt": tag}``.
 TURN_NOTICE_METHOD: Final = "_accord/turn"
 
 #: The ``_meta`` key of a ``session/prompt`` response naming the ``messageId`` the agent gave

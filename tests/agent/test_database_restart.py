@@ -11,9 +11,13 @@ cleanly). What must hold afterwards:
 - the same runtime, not restarted, serves a new prompt on every session once the server is
   back, and that turn's events follow the stored chain without a gap (the seqs of a failed
   turn's unstored events are given back; before that, 2 or 3 sessions a run resumed numbering
-  after them). Chunks of the interrupted turn committed while their acknowledgement was lost
-  come to the client by the catch-up at the start of that new prompt (so accord's client,
-  which cannot tell them from the new turn's, counts them into its reply text).
+  after them);
+- every client gets exactly its own chunks, once, in order: a turn's result holds that turn's
+  text and nothing else, and the view holds every stored chunk once, in the stored order.
+  Chunks of the interrupted turn committed while their acknowledgement was lost come to the
+  client by the catch-up at the start of the next prompt; the agent's turn-start notice
+  (``_accord/turn`` with the prompt's tag, just before the new turn's first event) tells the
+  client they are not the new turn's (before it, accord's client counted them into its reply).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from helpers.timeouts import SCENARIO_TIMEOUT
 
 from accord.agent import AgentRuntime
 from accord.client import ClientSession, connect
+from accord.engines import TextChunk
 from accord.errors import RequestError
+from accord.events import envelope_from_stored
 from accord.store import PostgresSessionStore, iter_events
 from accord.testing import Say, ScriptedEngine, ScriptStep, Stream
 
@@ -46,6 +52,21 @@ def _steps(prompt: str) -> list[ScriptStep]:
 
 async def _stored_seqs(store: PostgresSessionStore, session_id: str) -> list[int]:
     return [event.seq async for batch in iter_events(store, session_id) for event in batch]
+
+
+async def _stored_text(store: PostgresSessionStore, session_id: str) -> str:
+    """The agent's text in the stored chain, every chunk in seq order."""
+    parts: list[str] = []
+    async for batch in iter_events(store, session_id):
+        for stored in batch:
+            event = envelope_from_stored(stored).event
+            if isinstance(event, TextChunk) and event.content.type == "text":
+                parts.append(event.content.text)
+    return "".join(parts)
+
+
+def _agent_text(session: ClientSession) -> str:
+    return "".join(m.text for m in session.view.messages if m.role == "agent")
 
 
 async def _prompt_when_back(session: ClientSession, text: str) -> str:
@@ -92,9 +113,12 @@ async def test_a_restart_under_50_streaming_sessions_loses_nothing_and_recovers(
                     await anyio.to_thread.run_sync(restart_server, "immediate")
             # Every client was told: its turn ended, or it got the clear error.
             assert sorted(outcomes) == list(range(SESSIONS))
+            whole = "".join(f"c{n} " for n in range(CHUNKS)) + "end"
             for outcome in outcomes.values():
                 if isinstance(outcome, RequestError):
                     _check_told(outcome)
+                else:
+                    assert outcome == whole  # the turn's own text, all of it, once
             # Nothing committed is lost: every stored chain is gap-free from 1.
             before: dict[str, int] = {}
             for session in sessions:
@@ -104,15 +128,19 @@ async def test_a_restart_under_50_streaming_sessions_loses_nothing_and_recovers(
             # The same runtime serves a new prompt on every session, continuing its chain.
             with anyio.fail_after(SCENARIO_TIMEOUT):
                 for index, session in enumerate(sessions):
+                    # Exactly this turn's text: chunks of the interrupted turn that PostgreSQL
+                    # committed while their acknowledgement was lost reach the client by the
+                    # catch-up before this turn, before the agent says where the turn starts.
                     reply = await _prompt_when_back(session, f"n{index}")
-                    assert reply.endswith(f"back: n{index}"), reply
-                    # Chunks of the interrupted turn that PostgreSQL committed while their
-                    # acknowledgement was lost reach the client by the catch-up before this
-                    # turn, so accord's client counts them into this prompt's text: never
-                    # lost, never anything but the stream's own chunks.
-                    earlier = reply.removesuffix(f"back: n{index}").split()
-                    assert all(part.startswith("c") for part in earlier), reply
+                    assert reply == f"back: n{index}", reply
             for session in sessions:
                 seqs = await _stored_seqs(store, session.session_id)
                 assert seqs == list(range(1, len(seqs) + 1)), session.session_id
                 assert len(seqs) > before[session.session_id]
+            # Every stored chunk reached its client once, in order (the catch-up included).
+            with anyio.fail_after(SCENARIO_TIMEOUT):
+                for session in sessions:
+                    await session.wait_idle()
+            for session in sessions:
+                stored = await _stored_text(store, session.session_id)
+                assert _agent_text(session) == stored, session.session_id

@@ -5,15 +5,20 @@ client runs them through its ``TypedDict`` transform first. The shortcut holds o
 transform leaves every message as it is: these tests send the same requests (every role and
 content part of the chat API, and a pydantic-ai conversation with tool calls) through both
 clients to a fake server and compare the bodies it received, so an SDK release whose transform
-starts renaming or formatting a message field fails here.
+starts renaming or formatting a message field fails here. The bodies' bytes are compared too
+(a mock transport): each earlier message's text comes from a cache (``_chat_body``), encoded
+once, and the bytes must be the SDK's all the same.
 """
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx2
 import pytest
-from openai import AsyncAzureOpenAI, AsyncOpenAI
+from openai import AsyncAzureOpenAI, AsyncOpenAI, BadRequestError
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -28,6 +33,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from accord.coder import _chat_body
 from accord.coder._agent import forget_models, shared_model
 from accord.coder._openai_chat import PlainChatOpenAI, plain_chat
 from accord.testing import FakeOpenAIServer, ScriptedReply
@@ -203,3 +209,66 @@ def test_the_coders_models_behind_a_base_url_use_it() -> None:
             assert type(model.client) is PlainChatOpenAI
     finally:
         forget_models()
+
+
+def capturing_client(cls: type[AsyncOpenAI], sent: list[bytes]) -> AsyncOpenAI:
+    """A client of `cls` whose requests are answered by a mock transport that keeps each
+    request body's bytes."""
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.content)
+        return httpx2.Response(400, json={"error": {"message": "kept", "type": "x"}})
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    return cls(base_url="http://model/v1", api_key="k", max_retries=0, http_client=http)
+
+
+async def send(client: AsyncOpenAI, messages: list[dict[str, Any]], **params: Any) -> None:
+    create: Any = client.chat.completions.create
+    with pytest.raises(BadRequestError):
+        await create(model="fake-model", messages=messages, **params)
+
+
+async def test_the_body_is_the_sdks_byte_for_byte_also_from_the_cache() -> None:
+    sdk_sent: list[bytes] = []
+    plain_sent: list[bytes] = []
+    sdk = capturing_client(AsyncOpenAI, sdk_sent)
+    plain = plain_chat(capturing_client(AsyncOpenAI, plain_sent))
+    assert isinstance(plain, PlainChatOpenAI)
+    odd = [{"role": "user", "content": "t", "n": True}, {"role": "user", "content": "o", "n": 1}]
+    for _ in range(2):  # the second time every message's text comes from the cache
+        for client in (sdk, plain):
+            await send(client, [*EVERY_SHAPE, *odd], stream=True, temperature=0.5)
+            await send(client, EVERY_SHAPE, extra_body={"top_k": 3, "messages": odd})
+    assert plain_sent == sdk_sent and len(sdk_sent) == 4
+    assert b'"n":true' in sdk_sent[0] and b'"n":1' in sdk_sent[0]
+
+
+async def test_earlier_messages_are_encoded_once_and_a_changed_one_again() -> None:
+    sent: list[bytes] = []
+    client = plain_chat(capturing_client(AsyncOpenAI, sent))
+    before = _chat_body.FRAGMENTS.misses
+    history: list[dict[str, Any]] = []
+    for turn in range(50):
+        history.append({"role": "user", "content": f"question {turn} of a long session"})
+        await send(client, history)
+        history.append({"role": "assistant", "content": f"answer {turn}"})
+    assert _chat_body.FRAGMENTS.misses - before == 50 + 49  # each message once, not per turn
+    history[0]["content"] = "edited after it was sent"
+    history[1] = {**history[1], "content": "replaced"}
+    await send(client, history)
+    assert _chat_body.FRAGMENTS.misses - before == 99 + 3  # the two changed and the new answer
+    last = json.loads(sent[-1])["messages"]
+    assert last[:2] == [history[0], history[1]] and last == history
+
+
+def test_a_full_cache_starts_again_and_foreign_values_are_not_cached() -> None:
+    fragments = _chat_body.Fragments(limit=100)
+    big = {"role": "user", "content": "x" * 60}
+    assert fragments.text(big) == fragments.text(big) and fragments.hits == 1
+    other = {"role": "user", "content": "y" * 60}
+    assert fragments.text(other) == json.dumps(other, separators=(",", ":")).encode()
+    assert fragments.text(big) and fragments.misses == 3  # the first was forgotten
+    when = {"role": "user", "content": "t", "at": datetime(2026, 1, 2, tzinfo=UTC)}
+    assert fragments.text(when) == fragments.text(when)  # encoded each time, never kept
+    assert (fragments.hits, fragments.misses) == (1, 3)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 import pytest
+from _remote_proxy import CuttableProxy
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.text import TextReceiveStream
 from helpers.accord_serve import ACCORD, accord_env, accord_serve, run_accord
@@ -29,53 +28,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.subprocess, pytest.mark.timeout(300
 
 TOKEN = "bridge-outage-token-0123456789abcdef"
 PIECES = [f"piece{n:02d} " for n in range(30)]
-
-
-class CuttableProxy:
-    """A TCP proxy on loopback to ``target``; :meth:`cut` drops every connection open now
-    (both ends at once, as a network outage would) and goes on accepting new ones."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.port = 0
-        self.connections = 0
-        self._open: list[anyio.abc.SocketStream] = []
-
-    async def cut(self) -> None:
-        for stream in self._open:
-            await stream.aclose()
-        self._open.clear()
-
-    @asynccontextmanager
-    async def running(self) -> AsyncGenerator[CuttableProxy]:
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, self._serve)
-            try:
-                yield self
-            finally:
-                tg.cancel_scope.cancel()
-                await self.cut()
-                await listener.aclose()
-
-    async def _serve(self, client: anyio.abc.SocketStream) -> None:
-        upstream = await anyio.connect_tcp("127.0.0.1", self.target)
-        self.connections += 1
-        self._open += [client, upstream]
-
-        async def pump(source: anyio.abc.SocketStream, sink: anyio.abc.SocketStream) -> None:
-            try:
-                async for data in source:
-                    await sink.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
-            finally:
-                await sink.aclose()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump, client, upstream)
-            tg.start_soon(pump, upstream, client)
 
 
 class Editor:

@@ -38,6 +38,12 @@ relayed from the store). "Attach after X; tell me when you have sent it" is the 
   change, a permission request and the turn notices wait on it
   (:meth:`~._live_session.LiveSession.settle`): a response comes after its updates.
 
+* **Where the client's own turn starts**: a turn the client prompted is recorded with
+  :meth:`Attachment.prompted`, with the notice to send when the prompt asked for one
+  (``_meta.accord.prompt``, see :mod:`._runtime`); the sender sends it just before the turn's
+  first envelope, from the queue or from the store alike, so the client can tell the tail of
+  an earlier turn (caught up late, after a resume, or of another client) from its own.
+
 Where the envelopes come from: the session's :class:`~._pipeline.DeliveryPipeline` offers
 every envelope it committed (and :mod:`._elsewhere` the ones another process committed) to
 every attachment (:meth:`Attachment.offer`); the store has every committed envelope for the
@@ -80,6 +86,7 @@ from ._cursor import Cursor, encode_cursor
 __all__ = (
     "ATTACHMENT_TRANSITIONS",
     "DEFAULT_ATTACHMENT_QUEUE",
+    "Announce",
     "Attachment",
     "AttachmentPhase",
     "AttachmentStatistics",
@@ -98,6 +105,10 @@ logger = logging.getLogger("accord.agent")
 DEFAULT_ATTACHMENT_QUEUE: Final = 8192
 
 _GONE: Final = (TransportError, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+Announce: TypeAlias = Callable[[], Awaitable[None]]
+"""Sends a client the notice that its turn starts (see :meth:`Attachment.prompted`); a gone
+client is not an error."""
 
 History: TypeAlias = AsyncIterable[tuple[Envelope, Cursor]]
 """A replay: envelopes in ``seq`` order, each with the cursor ``(epoch, seq)`` of the last
@@ -344,6 +355,7 @@ class Attachment:
     """
 
     __slots__ = (
+        "_announcers",
         "_caught_up",
         "_fell_behind",
         "_history",
@@ -354,6 +366,7 @@ class Attachment:
         "_replayed",
         "_sent",
         "_source",
+        "_turn_seen",
         "_until",
         "_wake",
         "channel",
@@ -391,6 +404,10 @@ class Attachment:
         # The last turns this client prompted (a few: its queue may still hold the previous
         # turn's prompt when the next begins). Their prompt is not sent back to it live.
         self._prompted_turns: deque[str] = deque(maxlen=_PROMPTED_TURNS_KEPT)
+        # What to send the client just before the first envelope of a turn it prompted (the
+        # turn-start notice), by turn id; and the turn of the last envelope sent or passed.
+        self._announcers: dict[str, Announce] = {}
+        self._turn_seen: str | None = None
 
     # ------------------------------------------------------------------ the three modes
 
@@ -464,8 +481,13 @@ class Attachment:
         """Whether the sender reads from the store (catching up or behind), not its queue."""
         return self.phase in ("catching_up", "behind")
 
-    def prompted(self, turn_id: str) -> None:
+    def prompted(self, turn_id: str, *, announce: Announce | None = None) -> None:
         """Record that this attachment's client prompted turn ``turn_id``.
+
+        ``announce`` is sent (awaited by the sender) just before the turn's first envelope,
+        in order with the envelopes: what the client receives after it is the turn's, what it
+        received before is not (the turn-start notice, ``_accord/turn`` with the prompt's
+        tag; the runtime passes it when the prompt asked for it).
 
         The turn's prompt (its ``user_message_chunk`` events) is then not sent back to this
         client live: an editor already shows what it sent (Zed would show it twice). The
@@ -475,6 +497,11 @@ class Attachment:
         prompt included (it matches the echo itself, as accord's client does).
         """
         self._prompted_turns.append(turn_id)
+        if announce is not None:
+            announcers = self._announcers
+            announcers[turn_id] = announce
+            while len(announcers) > _PROMPTED_TURNS_KEPT:  # of turns that never sent anything
+                del announcers[next(iter(announcers))]
 
     def _wanted(self, envelope: Envelope) -> bool:
         channel = self.channel
@@ -613,10 +640,22 @@ class Attachment:
         the last envelope alive)."""
         envelope = self._queue.popleft()
         if envelope.seq > self.cursor:
+            if envelope.turn_id != self._turn_seen:
+                await self._turn_begins(envelope.turn_id)
             if self._wanted(envelope):
                 await self.channel.deliver(envelope)
                 self._sent += 1
             self._advance(envelope.seq)
+
+    async def _turn_begins(self, turn_id: str | None) -> None:
+        """The next envelope is of another turn than the last one (or of none): if this
+        client prompted it and asked to be told, tell it now, before the envelope."""
+        announce = self._announcers.get(turn_id) if turn_id is not None else None
+        if announce is not None and not self.channel.gone:
+            await announce()
+        if turn_id is not None:
+            self._announcers.pop(turn_id, None)
+        self._turn_seen = turn_id
 
     async def _catch_up(self) -> None:
         """Send the committed envelopes after the cursor from the store, then rejoin."""
@@ -628,6 +667,8 @@ class Attachment:
                 if stored.seq <= self.cursor:
                     continue
                 envelope = envelope_from_stored(stored)
+                if envelope.turn_id != self._turn_seen:
+                    await self._turn_begins(envelope.turn_id)
                 if self._wanted(envelope):
                     await channel.deliver(envelope)
                     self._sent += 1

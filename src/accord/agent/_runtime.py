@@ -56,7 +56,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast, final
 
 import anyio
 
@@ -81,7 +81,7 @@ from ..errors import (
     RequestError,
     TransportError,
 )
-from ..events import extension_capability, wants_extended_events
+from ..events import EXTENSION_META_KEY, extension_capability, wants_extended_events
 from ..jsonrpc import on_cancel_request
 from ..roles import (
     Agent,
@@ -152,7 +152,7 @@ from ..store import (
     StoreError,
 )
 from ._activity_log import ActivityLog
-from ._attachment import DEFAULT_ATTACHMENT_QUEUE, Attachment
+from ._attachment import DEFAULT_ATTACHMENT_QUEUE, Announce, Attachment
 from ._links import ClientLink, link_context
 from ._live_session import LiveSession, TurnHandle
 from ._nes import NesSessions
@@ -248,6 +248,36 @@ async def _tell(
         await link.connection.ext_notification(TURN_NOTICE_METHOD, params)
     except (ConnectionClosed, TransportError):
         pass  # it left meanwhile
+
+
+#: The longest prompt tag (``_meta.accord.prompt`` of ``session/prompt``) echoed back; a
+#: longer one, or one that is not a string, asks for nothing.
+_MAX_PROMPT_TAG: Final = 64
+
+
+def _prompt_tag(meta: dict[str, Any] | None) -> str | None:
+    """The tag a client put on its prompt to be told where its turn starts, if any."""
+    accord: object = (meta or {}).get(EXTENSION_META_KEY)
+    if not isinstance(accord, dict):
+        return None
+    tag = cast("dict[str, Any]", accord).get("prompt")
+    return tag if isinstance(tag, str) and 0 < len(tag) <= _MAX_PROMPT_TAG else None
+
+
+def _own_turn_notice(session_id: str, link: ClientLink, tag: str) -> Announce:
+    """The notice that tells the prompting client its turn starts here (``_accord/turn``
+    with its prompt's tag), sent by its attachment just before the turn's first event."""
+    params = {"sessionId": session_id, "running": True, "prompt": tag}
+
+    async def announce() -> None:
+        if link.gone:
+            return
+        try:
+            await link.connection.ext_notification(TURN_NOTICE_METHOD, params)
+        except (ConnectionClosed, TransportError):
+            pass  # it left meanwhile
+
+    return announce
 
 
 def _shown_name(name: str) -> str | None:
@@ -541,12 +571,16 @@ class AgentRuntime(Agent):
         return DisableProviderResponse()
 
     def agent_capabilities(self) -> AgentCapabilities:
-        """The derived capabilities, plus the ``_accord/event`` extension and the cursor
-        capability (``{"acp/cursor": {"attach": true}}``) in ``_meta``."""
+        """The derived capabilities, plus the ``_accord/event`` extension, the turn-start
+        notice (``accord.turnStart``: a prompt tagged ``_meta.accord.prompt`` is told where its
+        turn starts) and the cursor capability (``{"acp/cursor": {"attach": true}}``) in
+        ``_meta``."""
         capabilities = super().agent_capabilities()
+        extension = extension_capability()
+        accord = {**extension[EXTENSION_META_KEY], "turnStart": True}
         meta = {
             **(capabilities.meta or {}),
-            **extension_capability(),
+            EXTENSION_META_KEY: accord,
             CURSOR_CAPABILITY: {"attach": True},
         }
         return capabilities.model_copy(update={"meta": meta})
@@ -758,6 +792,8 @@ class AgentRuntime(Agent):
         session.lifecycle.apply("prompt")
         turn = TurnHandle(new_id(), session.pipeline.epoch)
         message_id = new_id()  # the prompt's, told to the prompter in the response
+        tag = _prompt_tag(request.meta)
+        announce = None if tag is None else _own_turn_notice(session.session_id, link, tag)
         session.turn = turn
         session.driver = link
         # $/cancel_request for this prompt: the turn winds down as on session/cancel, its
@@ -775,14 +811,18 @@ class AgentRuntime(Agent):
                 _tell_others(session, link, running=True)
                 told = True
                 if self._tracing is None:
-                    stop = await self._run_turn(session, turn, request.prompt, link, message_id)
+                    stop = await self._run_turn(
+                        session, turn, request.prompt, link, message_id, announce
+                    )
                 else:
                     with self._tracing.turn(
                         session_id=session.session_id,
                         turn_id=turn.turn_id,
                         parent=TraceContext.from_meta(request.meta),
                     ):
-                        stop = await self._run_turn(session, turn, request.prompt, link, message_id)
+                        stop = await self._run_turn(
+                            session, turn, request.prompt, link, message_id, announce
+                        )
         finally:
             if session.driver is link:
                 session.driver = None
@@ -810,6 +850,7 @@ class AgentRuntime(Agent):
         prompt: list[ContentBlock],
         link: ClientLink,
         message_id: str,
+        announce: Announce | None,
     ) -> StopReason:
         runner = TurnRunner(
             session,
@@ -818,6 +859,7 @@ class AgentRuntime(Agent):
             store=self._store,
             grace=self._cancel_grace,
             user_message_id=message_id,
+            announce=announce,
         )
         stop: StopReason = "end_turn"
         try:

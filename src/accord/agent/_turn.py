@@ -97,6 +97,7 @@ from ..schema import (
     ToolCallUpdate,
 )
 from ..store import SessionStore, StoreError, WriterClosed
+from ._attachment import Announce
 from ._elicitation import ClientElicitation
 from ._links import ClientLink, OpenQuestion
 from ._live_session import LiveSession, TurnHandle
@@ -136,6 +137,9 @@ class TurnRunner:
         grace: Seconds between a cancel request and cancelling the engine's step.
         user_message_id: The ``messageId`` of the prompt's ``user_message_chunk`` events (a
             new one when not given).
+        announce: The notice telling the prompting client where its turn starts, sent by
+            its attachment just before the turn's first event
+            (:meth:`._attachment.Attachment.prompted`).
     """
 
     def __init__(
@@ -147,6 +151,7 @@ class TurnRunner:
         store: SessionStore,
         grace: float,
         user_message_id: str | None = None,
+        announce: Announce | None = None,
     ) -> None:
         """Prepare the runner; see the class docstring for the arguments."""
         self._session = session
@@ -160,6 +165,7 @@ class TurnRunner:
         self._tool_agents: dict[str, str] = {}
         self._message_kinds: dict[str, str] = {}
         self._user_message_id = new_id() if user_message_id is None else user_message_id
+        self._announce = announce
         self._stop: StopReason | None = None
 
     # ------------------------------------------------------------------ the turn
@@ -173,7 +179,7 @@ class TurnRunner:
         session, turn = self._session, self._turn
         attachment = session.links.get(self._link)
         if attachment is not None:  # the prompt goes to the other attached clients only
-            attachment.prompted(turn.turn_id)
+            attachment.prompted(turn.turn_id, announce=self._announce)
         for block in prompt:
             await self._publish(UserMessageChunk(message_id=self._user_message_id, content=block))
         context = TurnContext(

@@ -91,6 +91,9 @@ _WITHDRAWN_EMIT: Final = 1.0
 
 _GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embedded_context"}
 
+#: Where an accord agent advertises that it tells the prompting client where its turn starts.
+_TURN_START_CAPABILITY: Final = ("_meta", "accord", "turnStart")
+
 
 @dataclass(slots=True, kw_only=True)
 class _SessionShared:
@@ -135,6 +138,9 @@ class ClientSession:
         # Activation announcements received (updates marked ``_meta.accord.announcement``).
         self._announced = 0
         self._announced_waiter: tuple[int, anyio.Event] | None = None
+        # Tags for this session's prompts (``_meta.accord.prompt``) to an agent that tells the
+        # prompting client where its turn starts.
+        self._prompt_tags = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"ClientSession(session_id={self.session_id!r}, state={self._state!r})"
@@ -173,7 +179,14 @@ class ClientSession:
         return self._view.turn_client or "another client"
 
     def _note_turn(self, params: dict[str, Any]) -> None:
-        """An accord agent says another client's turn started or ended (``_accord/turn``)."""
+        """An accord agent says another client's turn started or ended, or this client's own
+        turn starts here (``_accord/turn``; with ``prompt``, the tag of this client's prompt:
+        what follows is that turn's, what came before it is not)."""
+        if "prompt" in params:
+            turn = self._turn
+            if turn is not None and turn.phase == "waiting" and params["prompt"] == turn.tag:
+                turn.advance("start")
+            return
         running = params.get("running")
         if not isinstance(running, bool):
             return
@@ -206,8 +219,8 @@ class ClientSession:
             ConnectionClosed: the connection ended first (``AgentProcessExited`` with the exit
                 code and stderr tail if the agent process died).
         """
-        request = self._begin(content)
-        turn = _Turn(None)
+        request, tag = self._begin(content)
+        turn = _Turn(None, tag=tag)
         self._turn = turn
         try:
             response = await self._shared.calls.prompt(
@@ -237,9 +250,9 @@ class ClientSession:
             LocalProtocolError: the session is closed, or the content uses a type the agent
                 did not advertise.
         """
-        request = self._begin(content)
+        request, tag = self._begin(content)
         send, receive = anyio.create_memory_object_stream[TurnEvent](self._shared.event_buffer)
-        turn = _Turn(send)
+        turn = _Turn(send, tag=tag)
         self._turn = turn
         self._shared.task_group.start_soon(
             self._run_streamed_turn, turn, request, name=f"turn of session {self.session_id}"
@@ -262,7 +275,16 @@ class ClientSession:
                 self._end(turn, error=ConnectionClosed("the connection closed during the turn"))
             turn.close_stream()
 
-    def _begin(self, content: PromptContent) -> PromptRequest:
+    def _begin(self, content: PromptContent) -> tuple[PromptRequest, str | None]:
+        """The prompt request, and its tag when the agent tells where the turn starts.
+
+        An accord agent (``agentCapabilities._meta.accord.turnStart``) sends the prompting
+        client ``_accord/turn`` with the tag put in the prompt's ``_meta.accord.prompt``, in
+        order with the updates, just before the turn's first one: updates that arrive before
+        it (the tail of an earlier turn, caught up late or after a resume, or of another
+        client's turn) fold into the view but are not this turn's. With any other agent the
+        turn's updates are all those that arrive until the answer.
+        """
         blocks = self._blocks(content)
         self._state = transition(self.session_id, self._state, "prompt")
         self._view.observer = False
@@ -270,7 +292,12 @@ class ClientSession:
         self._view.turn_client = None
         self._idle = anyio.Event()
         self._view._add_prompt(blocks)
-        return PromptRequest(session_id=self.session_id, prompt=blocks)
+        request = PromptRequest(session_id=self.session_id, prompt=blocks)
+        tag: str | None = None
+        if _advertised(self._shared.calls, _TURN_START_CAPABILITY):
+            tag = str(next(self._prompt_tags))
+            request.meta = {"accord": {"prompt": tag}}
+        return request, tag
 
     def _end(
         self,

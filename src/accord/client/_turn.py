@@ -72,23 +72,28 @@ TRANSITIONS: Final[StateTable[SessionState, _SessionEvent]] = StateTable(
     final=("closed",),
 )
 
-TurnPhase: TypeAlias = Literal["open", "answered", "finished"]
-"""Where a prompt turn is on the client's side: ``open`` (the agent's updates are the turn's),
-``answered`` (the answer arrived: the turn's text and tool calls are taken, later updates are
-not its), ``finished`` (its result or error is set; waiters wake)."""
+TurnPhase: TypeAlias = Literal["waiting", "open", "answered", "finished"]
+"""Where a prompt turn is on the client's side: ``waiting`` (sent to an agent that will say
+where the turn starts, ``_accord/turn``: updates before that are not the turn's), ``open`` (the
+agent's updates are the turn's), ``answered`` (the answer arrived: the turn's text and tool
+calls are taken, later updates are not its), ``finished`` (its result or error is set; waiters
+wake)."""
 
-_TurnEvent: TypeAlias = Literal["answer", "finish"]
+_TurnEvent: TypeAlias = Literal["start", "answer", "finish"]
 
 #: (phase, event) -> next phase of a turn; the answer may be seen twice (the connection's
-#: ``on_answer`` hook, then the end of the request), finishing twice is a bug.
+#: ``on_answer`` hook, then the end of the request), finishing twice is a bug. A turn answered
+#: while ``waiting`` never started on the agent (refused) or sent nothing.
 TURN_TRANSITIONS: Final[StateTable[TurnPhase, _TurnEvent]] = StateTable(
     {
+        ("waiting", "start"): "open",
+        ("waiting", "answer"): "answered",
         ("open", "answer"): "answered",
         ("answered", "answer"): "answered",
         ("answered", "finish"): "finished",
         ("finished", "answer"): "finished",
     },
-    initial="open",
+    initial="waiting",
     final=("finished",),
 )
 
@@ -136,17 +141,23 @@ class _Turn:
         "phase",
         "result",
         "send",
+        "tag",
         "text",
         "text_parts",
         "tool_call_ids",
         "tool_calls",
     )
 
-    def __init__(self, send: MemoryObjectSendStream[TurnEvent] | None) -> None:
+    def __init__(
+        self, send: MemoryObjectSendStream[TurnEvent] | None, *, tag: str | None = None
+    ) -> None:
         self.send = send
-        #: The turn's phase (:data:`TURN_TRANSITIONS`): ``answered`` where the agent's answer
-        #: falls among the updates (the prompt's ``on_answer`` hook), ``finished`` at the end.
-        self.phase: TurnPhase = "open"
+        #: The prompt's tag when the agent says where the turn starts (``waiting`` until then).
+        self.tag = tag
+        #: The turn's phase (:data:`TURN_TRANSITIONS`): ``open`` where the agent says the turn
+        #: starts (at once without a tag), ``answered`` where the agent's answer falls among the
+        #: updates (the prompt's ``on_answer`` hook), ``finished`` at the end.
+        self.phase: TurnPhase = "open" if tag is None else "waiting"
         self.tool_call_ids: dict[str, None] = {}
         self.text_parts: list[str] = []
         # The turn's text and tool calls, taken when the turn is answered.

@@ -12,8 +12,11 @@ conversations of up to 200 turns) it was more than half of the agent's CPU (issu
 :class:`PlainChatOpenAI` is the SDK's ``AsyncOpenAI`` whose chat requests put ``messages``
 into the body as they are: through ``extra_body``, which the SDK merges over the transformed
 body unchanged; every other field (a few scalars, the tool definitions) still takes the SDK's
-path, and the body is encoded by the SDK as before. It keeps no state of its own, so the SDK's
-copies (``with_options``, which pydantic-ai uses for ``max_retries``) are of the same class.
+path. Its chat bodies are encoded by :func:`accord.coder._chat_body.encode_body`: the bytes
+the SDK writes, each earlier message's text taken from a cache of what was encoded before rather
+than encoded again for every turn (issue 21). It keeps no state of its own (the cache is the
+process's), so the SDK's copies (``with_options``, which pydantic-ai uses for ``max_retries``)
+are of the same class and share it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import httpx2
 from openai import AsyncOpenAI
+from openai._base_client import _merge_mappings
+from openai._models import FinalRequestOptions
 from openai.resources.chat import AsyncChat
 from openai.resources.chat.completions import AsyncCompletions
+
+from ._chat_body import encode_body
 
 __all__ = ("PlainChatOpenAI", "plain_chat")
 
@@ -63,7 +71,23 @@ class _PlainChat(AsyncChat):
 
 
 class PlainChatOpenAI(AsyncOpenAI):
-    """``AsyncOpenAI`` whose chat requests send their messages without the SDK's type walk."""
+    """``AsyncOpenAI`` whose chat requests send their messages without the SDK's type walk,
+    each earlier message's encoded text reused."""
+
+    def _build_request(
+        self, options: FinalRequestOptions, *, retries_taken: int = 0
+    ) -> httpx2.Request:
+        """The SDK's request, a chat body encoded by ``encode_body`` (the same bytes).
+
+        Only a JSON ``POST`` to ``/chat/completions`` with a mapping body and no ``content``
+        or ``files`` of its own; any other request is the SDK's, untouched.
+        """
+        body = _chat_body_of(options)
+        if body is not None:
+            options = options.model_copy(
+                update={"json_data": encode_body(body), "extra_json": None}
+            )
+        return super()._build_request(options, retries_taken=retries_taken)
 
     @property
     def chat(self) -> AsyncChat:
@@ -72,6 +96,28 @@ class PlainChatOpenAI(AsyncOpenAI):
         if made is None:
             made = self.__dict__["_plain_chat"] = _PlainChat(self)
         return made
+
+
+def _chat_body_of(options: FinalRequestOptions) -> Mapping[str, object] | None:
+    """The chat body the SDK would encode for `options` (its ``extra_json`` merged as the SDK
+    merges it), or None when the request is not a plain JSON chat completion."""
+    if options.method.lower() != "post" or not options.url.endswith("/chat/completions"):
+        return None
+    if options.content is not None or options.files is not None:
+        return None
+    headers: Any = options.headers
+    if isinstance(headers, Mapping) and "multipart" in str(headers.get("Content-Type", "")):  # pyright: ignore[reportUnknownMemberType,reportUnknownArgumentType]
+        return None
+    body: object = options.json_data
+    extra = options.extra_json
+    if extra is not None:
+        if body is None:
+            body = extra
+        elif isinstance(body, Mapping):
+            body = _merge_mappings(body, extra)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            return None
+    return body if isinstance(body, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
 def plain_chat(client: AsyncOpenAI) -> AsyncOpenAI:
