@@ -242,6 +242,11 @@ async def _tell(
 ) -> None:
     if after_seq is not None:
         await attachment.wait_sent(after_seq)
+    await _notify_turn(link, params)
+
+
+async def _notify_turn(link: ClientLink, params: dict[str, Any]) -> None:
+    """Send one ``_accord/turn`` notice to a client, unless it has left (or leaves meanwhile)."""
     if link.gone:
         return
     try:
@@ -270,12 +275,7 @@ def _own_turn_notice(session_id: str, link: ClientLink, tag: str) -> Announce:
     params = {"sessionId": session_id, "running": True, "prompt": tag}
 
     async def announce() -> None:
-        if link.gone:
-            return
-        try:
-            await link.connection.ext_notification(TURN_NOTICE_METHOD, params)
-        except (ConnectionClosed, TransportError):
-            pass  # it left meanwhile
+        await _notify_turn(link, params)
 
     return announce
 
