@@ -33,7 +33,9 @@ from accord.schema import (
     ProviderInfo,
     ResourceContentBlock,
     ResumeSessionRequest,
+    SessionStatusRequest,
     SetProviderRequest,
+    SetSessionTitleRequest,
     SseMcpServer,
     TextContentBlock,
 )
@@ -78,7 +80,7 @@ async def test_the_advertised_tree_is_derived_from_the_implementation() -> None:
     sessions = dict(advertised["sessionCapabilities"])
     assert sessions.pop("additionalDirectories") == {}
     assert sessions == derived["sessionCapabilities"]
-    assert set(sessions) == {"list", "delete", "resume", "close", "fork"}
+    assert set(sessions) == {"list", "delete", "resume", "close", "fork", "title", "status"}
     assert advertised["promptCapabilities"] == {
         "image": True,
         "audio": True,
@@ -122,6 +124,12 @@ async def test_every_advertised_capability_works() -> None:
             )
             assert "resume" in sessions
             await conn.resume_session(ResumeSessionRequest(session_id=fork.session_id, cwd=CWD))
+            assert "title" in sessions
+            titled = SetSessionTitleRequest(session_id=fork.session_id, title="Fork")
+            assert (await conn.set_session_title(titled)).title == "Fork"
+            assert "status" in sessions
+            status = await conn.session_status(SessionStatusRequest(session_id=fork.session_id))
+            assert status.status == "open"
             assert "delete" in sessions
             await conn.delete_session(DeleteSessionRequest(session_id=fork.session_id))
             assert (await h.prompt(session_id)).stop_reason == "end_turn"
@@ -152,7 +160,7 @@ async def test_every_unadvertised_method_answers_method_not_found() -> None:
         for spec in AGENT_METHODS.values()
         if spec.kind == "request" and spec.method not in implemented
     )
-    assert "authenticate" in missing and "session/set_title" in missing
+    assert "authenticate" in missing and "auth/status" in missing
     assert {"providers/list", "providers/set", "providers/disable"} <= set(missing)
     async with serve(runtime=runtime) as h:
         advertised = _advertised(h)

@@ -7,11 +7,12 @@ delegates to; the engine only produces events (:mod:`accord.engines`).
 
 What it advertises is derived, never written by hand: every session method is implemented,
 so ``loadSession`` and ``sessionCapabilities`` (``list``, ``delete``, ``resume``, ``close``,
-``fork``, ``additionalDirectories``) are advertised by :class:`~accord.roles.Agent` from the
-overridden handlers; ``promptCapabilities`` and ``mcpCapabilities`` come from the engine's
-:class:`EngineCapabilities`. Methods not implemented (``authenticate``, ``logout``, ...) answer
--32601; so do NES and document sync for an engine without ``nes``, and ``providers/*`` for an
-engine that is no :class:`~accord.engines.ProviderSettings` (each then unadvertised).
+``fork``, ``title``, ``status``, ``additionalDirectories``) are advertised by
+:class:`~accord.roles.Agent` from the overridden handlers; ``promptCapabilities`` and
+``mcpCapabilities`` come from the engine's :class:`EngineCapabilities`. Methods not
+implemented (``authenticate``, ``logout``, ...) answer -32601; so do NES and document sync
+for an engine without ``nes``, and ``providers/*`` for an engine that is no
+:class:`~accord.engines.ProviderSettings` (each then unadvertised).
 
 Per method (details in the modules named):
 
@@ -130,12 +131,16 @@ from ..schema import (
     RejectNesNotification,
     ResumeSessionRequest,
     ResumeSessionResponse,
+    SessionStatusRequest,
+    SessionStatusResponse,
     SetProviderRequest,
     SetProviderResponse,
     SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse,
     SetSessionModeRequest,
     SetSessionModeResponse,
+    SetSessionTitleRequest,
+    SetSessionTitleResponse,
     StartNesRequest,
     StartNesResponse,
     StopReason,
@@ -768,6 +773,25 @@ class AgentRuntime(Agent):
     async def list_sessions(self, request: ListSessionsRequest) -> ListSessionsResponse:
         """``session/list``: newest first, ``cwd`` filter, opaque cursor, capped page."""
         return await self._sessions.list(request)
+
+    async def set_session_title(self, request: SetSessionTitleRequest) -> SetSessionTitleResponse:
+        """``session/set_title`` (unstable): store the title; answer the one stored (trimmed).
+
+        Raises:
+            InvalidParams: empty, too long, or with a control character (-32602).
+            SessionNotActive: no such session is stored (-32002).
+        """
+        title = await self._sessions.set_title(request.session_id, request.title)
+        return SetSessionTitleResponse(title=title)
+
+    async def session_status(self, request: SessionStatusRequest) -> SessionStatusResponse:
+        """``session/status`` (unstable): ``open`` or ``saved``, with no side effect.
+
+        Raises:
+            SessionNotActive: the session is neither live here nor stored (-32002).
+        """
+        status, details = await self._sessions.status(request.session_id)
+        return SessionStatusResponse(status=status, meta={"accord": details})
 
     # ------------------------------------------------------------------ prompt turns
 

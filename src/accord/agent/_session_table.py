@@ -87,6 +87,7 @@ from ..engines import (
     EngineCapabilities,
     EngineSession,
     SessionContext,
+    TitleChanged,
     ToolCallEnded,
     ToolCallTracker,
     new_id,
@@ -116,6 +117,7 @@ from ._live_session import LiveSession
 from ._mcp_caller import AcpMcpCaller, AcpMcpRouter
 from ._pipeline import DeliveryPipeline, Tap
 from ._restore import Replay, RestoredState
+from ._titles import normalize_title
 from ._turn import CLEANUP_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
@@ -820,6 +822,47 @@ class SessionTable:
                 live = self.live.get(session_id)
                 if live is not None:
                     await self._shut(live)
+
+    # ------------------------------------------------------------------ title / status
+
+    async def set_title(self, session_id: str, title: str) -> str:
+        """``session/set_title``: store the normalized title (:mod:`._titles`); return it.
+
+        A session live here publishes it (stored in its chain, sent to every attached client
+        as ``session_info_update``) and saves it in its record; any other stored session has
+        its record's title replaced. Either way a later load or resume announces it.
+
+        Raises:
+            InvalidParams: the title fails validation (-32602; nothing changes).
+            SessionNotActive: no such session is stored (-32002).
+        """
+        stored = normalize_title(session_id, title)
+        async with self._locks.hold(session_id):
+            live = self.live.get(session_id)
+            if live is not None and live.lifecycle.live:
+                await live.announced.wait()
+                live.title = stored
+                await live.publish(TitleChanged(title=stored))
+                await live.save(self._store)
+                await live.settle(self._link())
+            else:
+                await self._stored(session_id)
+                await self._store.update_session(session_id, title=stored)
+        return stored
+
+    async def status(self, session_id: str) -> tuple[str, dict[str, Any]]:
+        """``session/status``: ``open`` (live here) or ``saved`` (stored only), with what
+        accord adds in ``_meta.accord`` (``running``: a turn runs; ``clients``: how many are
+        attached; ``archived``). Reads only: nothing is loaded, attached or changed.
+
+        Raises:
+            SessionNotActive: the session is neither live here nor stored (-32002).
+        """
+        live = self.live.get(session_id)
+        if live is not None and live.lifecycle.live:
+            return "open", {"running": live.turn is not None, "clients": len(live.links)}
+        await self._stored(session_id)
+        return "saved", {"running": False, "clients": 0}
 
     # ------------------------------------------------------------------ list
 

@@ -4,8 +4,9 @@ Made by :func:`~accord.client.connect`. It owns nothing itself (``connect`` owns
 the task group and the host services) and offers: what was negotiated (protocol version,
 agent info and capabilities, auth methods), sessions (``new_session``, ``load_session``,
 ``resume_session``, ``fork_session``, ``list_sessions``, ``close_session``,
-``delete_session``), authentication, model providers (``list_providers``,
-``set_provider``, ``disable_provider``) and extension calls. Every call the agent did not
+``delete_session``), a session's standing (``set_session_title``, ``session_status``),
+authentication, model providers (``list_providers``, ``set_provider``,
+``disable_provider``) and extension calls. Every call the agent did not
 advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
 
 Above: programs (CI bots, orchestrators, ``accord run``). Below: the typed
@@ -54,7 +55,9 @@ from ..schema import (
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionInfo,
+    SessionStatusRequest,
     SetProviderRequest,
+    SetSessionTitleRequest,
     WorkspaceFolder,
 )
 from ..transports import Transport
@@ -545,6 +548,39 @@ class ConnectedAgent:
             LocalProtocolError: the agent does not offer ``session/delete``.
         """
         await self._calls.delete_session(DeleteSessionRequest(session_id=session_id))
+
+    # ------------------------------------------------------------------ session standing
+
+    async def set_session_title(self, session_id: str, title: str) -> str:
+        """Retitle a session (unstable ``session/set_title``); return the title the agent
+        stored (it may have trimmed it: show that one). The session need not be open here;
+        when it is, its :attr:`ClientSession.view` shows the new title.
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``sessionCapabilities.title``
+                (nothing is sent).
+            RequestError: -32602 (a title the agent refuses), -32002 (no such session).
+        """
+        response = await self._calls.set_session_title(
+            SetSessionTitleRequest(session_id=session_id, title=title)
+        )
+        session = self._router.sessions.get(session_id)
+        if session is not None:
+            session.view.title = response.title
+        return response.title
+
+    async def session_status(self, session_id: str) -> str:
+        """Whether the agent has the session in memory (unstable ``session/status``):
+        ``"open"`` or ``"saved"`` (a value this library does not know reads as ``"saved"``,
+        as the schema asks). Nothing is loaded or attached.
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``sessionCapabilities.status``
+                (nothing is sent).
+            RequestError: -32002 (the agent does not know the session).
+        """
+        response = await self._calls.session_status(SessionStatusRequest(session_id=session_id))
+        return "open" if response.status == "open" else "saved"
 
     # ------------------------------------------------------------------ extensions
 

@@ -1,0 +1,173 @@
+"""The unstable session methods on a session's standing: title, status (over every store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from _agent_support import CWD, Harness, scripted, serve
+from helpers.timeouts import TIMEOUT
+
+from accord.errors import RequestError
+from accord.roles import is_advertised
+from accord.schema import (
+    CancelNotification,
+    CloseSessionRequest,
+    ListSessionsRequest,
+    ResumeSessionRequest,
+    SessionStatusRequest,
+    SetSessionTitleRequest,
+)
+from accord.store import SessionStore
+from accord.testing import Say, SetTitle, WaitForCancel
+
+pytestmark = pytest.mark.anyio
+
+
+def _titles(h: Harness, session_id: str) -> list[str | None]:
+    return [
+        u.get("title")
+        for u in h.client.updates(session_id)
+        if u["sessionUpdate"] == "session_info_update" and "title" in u
+    ]
+
+
+async def _set_title(h: Harness, session_id: str, title: str) -> str:
+    with anyio.fail_after(TIMEOUT):
+        response = await h.conn.set_session_title(
+            SetSessionTitleRequest(session_id=session_id, title=title)
+        )
+    return response.title
+
+
+async def _status(h: Harness, session_id: str) -> tuple[str, dict[str, Any]]:
+    with anyio.fail_after(TIMEOUT):
+        response = await h.conn.session_status(SessionStatusRequest(session_id=session_id))
+    return response.status, (response.meta or {})["accord"]
+
+
+def _advertised(h: Harness) -> dict[str, Any]:
+    assert h.conn.initialize_response is not None
+    return h.conn.initialize_response.agent_capabilities.to_wire()
+
+
+# --------------------------------------------------------------------------- title
+
+
+async def test_a_title_set_is_announced_stored_listed_and_kept_across_resume(
+    store: SessionStore,
+) -> None:
+    async with serve(scripted([Say("hi")]), store=store) as h:
+        assert is_advertised(_advertised(h), ("sessionCapabilities", "title"))
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        assert await _set_title(h, session_id, "  Fix the parser \t") == "Fix the parser"
+        await h.client.wait_until(lambda: _titles(h, session_id)[-1:] == ["Fix the parser"])
+        record = await store.get_session(session_id)
+        assert record is not None and record.title == "Fix the parser"
+        listed = await h.conn.list_sessions(ListSessionsRequest())
+        assert [s.title for s in listed.sessions] == ["Fix the parser"]
+    async with serve(scripted([Say("again")]), store=store) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        await h.client.wait_until(lambda: _titles(h, session_id)[-1:] == ["Fix the parser"])
+
+
+async def test_a_title_set_on_a_stored_session_not_live_reaches_the_next_resume(
+    store: SessionStore,
+) -> None:
+    async with serve(scripted([Say("hi"), SetTitle("Engine title")]), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.close_session(CloseSessionRequest(session_id=session_id))
+        assert await _set_title(h, session_id, "Mine") == "Mine"
+        assert _titles(h, session_id)[-1] == "Engine title"  # not live: nothing is sent
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        await h.client.wait_until(lambda: _titles(h, session_id)[-1:] == ["Mine"])
+        record = await store.get_session(session_id)
+        assert record is not None and record.title == "Mine"
+
+
+@pytest.mark.parametrize(
+    ("title", "reason"),
+    [
+        ("", "empty"),
+        ("   \t ", "empty"),
+        ("x" * 257, "too_long"),
+        ("two\nlines", "control_character"),
+        ("bell\x07", "control_character"),
+        ("esc \x1b[31mred", "control_character"),
+        ("c1 \x9b31m", "control_character"),
+    ],
+)
+async def test_bad_titles_are_refused_and_nothing_changes(title: str, reason: str) -> None:
+    async with serve(scripted([Say("hi"), SetTitle("Kept")])) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        with pytest.raises(RequestError) as caught:
+            await _set_title(h, session_id, title)
+        assert caught.value.code == -32602
+        data = caught.value.data
+        assert isinstance(data, dict) and data["sessionId"] == session_id
+        assert data["reason"] == reason
+        record = await h.store.get_session(session_id)
+        assert record is not None and record.title == "Kept"
+        assert await _set_title(h, session_id, "y" * 256) == "y" * 256  # the limit itself
+
+
+async def test_a_title_for_an_unknown_session_is_resource_not_found() -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await _set_title(h, "missing", "Title")
+        assert caught.value.code == -32002
+        assert caught.value.data == {"sessionId": "missing"}
+
+
+async def test_a_title_set_while_a_turn_runs_reaches_every_attached_client(
+    store: SessionStore,
+) -> None:
+    async with serve(scripted([Say("one"), WaitForCancel()]), store=store) as h:
+        session_id = await h.new_session()
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.prompt, session_id)
+            await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds(session_id))
+            assert await _set_title(h, session_id, "During the turn") == "During the turn"
+            assert _titles(h, session_id)[-1] == "During the turn"  # sent before the answer
+            await h.conn.cancel(CancelNotification(session_id=session_id))
+        record = await store.get_session(session_id)
+        assert record is not None and record.title == "During the turn"
+
+
+# --------------------------------------------------------------------------- status
+
+
+async def test_status_says_open_or_saved_and_changes_nothing(store: SessionStore) -> None:
+    async with serve(scripted([Say("hi"), WaitForCancel()]), store=store) as h:
+        assert is_advertised(_advertised(h), ("sessionCapabilities", "status"))
+        session_id = await h.new_session()
+        assert await _status(h, session_id) == ("open", {"running": False, "clients": 1})
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.prompt, session_id)
+            await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds(session_id))
+            assert await _status(h, session_id) == ("open", {"running": True, "clients": 1})
+            await h.conn.cancel(CancelNotification(session_id=session_id))
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.close_session(CloseSessionRequest(session_id=session_id))
+        before = await store.get_session(session_id)
+        seen = len(h.client.notifications)
+        assert await _status(h, session_id) == ("saved", {"running": False, "clients": 0})
+        assert await _status(h, session_id) == ("saved", {"running": False, "clients": 0})
+        assert await store.get_session(session_id) == before  # nothing loaded nor changed
+        assert session_id not in h.runtime._sessions.live  # pyright: ignore[reportPrivateUsage]
+        assert len(h.client.notifications) == seen
+
+
+async def test_status_of_an_unknown_session_is_resource_not_found_with_its_id() -> None:
+    async with serve() as h:
+        with pytest.raises(RequestError) as caught:
+            await _status(h, "missing")
+        assert caught.value.code == -32002
+        assert caught.value.data == {"sessionId": "missing"}
