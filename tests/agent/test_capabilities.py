@@ -80,7 +80,16 @@ async def test_the_advertised_tree_is_derived_from_the_implementation() -> None:
     sessions = dict(advertised["sessionCapabilities"])
     assert sessions.pop("additionalDirectories") == {}
     assert sessions == derived["sessionCapabilities"]
-    assert set(sessions) == {"list", "delete", "resume", "close", "fork", "title", "status"}
+    assert set(sessions) == {
+        "list",
+        "delete",
+        "resume",
+        "close",
+        "fork",
+        "title",
+        "status",
+        "archive",
+    }
     assert advertised["promptCapabilities"] == {
         "image": True,
         "audio": True,

@@ -12,12 +12,14 @@ from helpers.timeouts import TIMEOUT
 from accord.errors import RequestError
 from accord.roles import is_advertised
 from accord.schema import (
+    ArchiveSessionRequest,
     CancelNotification,
     CloseSessionRequest,
     ListSessionsRequest,
     ResumeSessionRequest,
     SessionStatusRequest,
     SetSessionTitleRequest,
+    UnarchiveSessionRequest,
 )
 from accord.store import SessionStore
 from accord.testing import Say, SetTitle, WaitForCancel
@@ -148,18 +150,30 @@ async def test_status_says_open_or_saved_and_changes_nothing(store: SessionStore
     async with serve(scripted([Say("hi"), WaitForCancel()]), store=store) as h:
         assert is_advertised(_advertised(h), ("sessionCapabilities", "status"))
         session_id = await h.new_session()
-        assert await _status(h, session_id) == ("open", {"running": False, "clients": 1})
+        assert await _status(h, session_id) == (
+            "open",
+            {"running": False, "clients": 1, "archived": False},
+        )
         async with anyio.create_task_group() as group:
             group.start_soon(h.prompt, session_id)
             await h.client.wait_until(lambda: "agent_message_chunk" in h.client.kinds(session_id))
-            assert await _status(h, session_id) == ("open", {"running": True, "clients": 1})
+            assert await _status(h, session_id) == (
+                "open",
+                {"running": True, "clients": 1, "archived": False},
+            )
             await h.conn.cancel(CancelNotification(session_id=session_id))
         with anyio.fail_after(TIMEOUT):
             await h.conn.close_session(CloseSessionRequest(session_id=session_id))
         before = await store.get_session(session_id)
         seen = len(h.client.notifications)
-        assert await _status(h, session_id) == ("saved", {"running": False, "clients": 0})
-        assert await _status(h, session_id) == ("saved", {"running": False, "clients": 0})
+        assert await _status(h, session_id) == (
+            "saved",
+            {"running": False, "clients": 0, "archived": False},
+        )
+        assert await _status(h, session_id) == (
+            "saved",
+            {"running": False, "clients": 0, "archived": False},
+        )
         assert await store.get_session(session_id) == before  # nothing loaded nor changed
         assert session_id not in h.runtime._sessions.live  # pyright: ignore[reportPrivateUsage]
         assert len(h.client.notifications) == seen
@@ -171,3 +185,70 @@ async def test_status_of_an_unknown_session_is_resource_not_found_with_its_id() 
             await _status(h, "missing")
         assert caught.value.code == -32002
         assert caught.value.data == {"sessionId": "missing"}
+
+
+# --------------------------------------------------------------------------- archive
+
+
+async def _archive(h: Harness, session_id: str, *, archived: bool = True) -> None:
+    with anyio.fail_after(TIMEOUT):
+        if archived:
+            await h.conn.archive_session(ArchiveSessionRequest(session_id=session_id))
+        else:
+            await h.conn.unarchive_session(UnarchiveSessionRequest(session_id=session_id))
+
+
+async def _listed(h: Harness, archived: str | None = None) -> dict[str, bool | None]:
+    with anyio.fail_after(TIMEOUT):
+        page = await h.conn.list_sessions(ListSessionsRequest(archived=archived))
+    return {info.session_id: info.archived for info in page.sessions}
+
+
+async def test_archive_hides_shuts_refuses_load_and_unarchive_brings_it_back(
+    store: SessionStore,
+) -> None:
+    engine = scripted([Say("one")], [Say("two")], [Say("three"), WaitForCancel()], [Say("4")])
+    async with serve(engine, store=store) as h:
+        assert is_advertised(_advertised(h), ("sessionCapabilities", "archive"))
+        kept, archived = await h.new_session(), await h.new_session()
+        await h.prompt(kept)
+        await h.prompt(archived)
+        async with anyio.create_task_group() as group:
+            group.start_soon(h.prompt, archived)  # archiving cancels the running turn
+            await h.client.wait_until(
+                lambda: h.client.kinds(archived).count("agent_message_chunk") >= 2
+            )
+            await _archive(h, archived)
+            await _archive(h, archived)  # archiving an archived session succeeds
+        assert await _status(h, archived) == (
+            "saved",
+            {"running": False, "clients": 0, "archived": True},
+        )
+        assert await _listed(h) == {kept: False}
+        assert await _listed(h, "include") == {kept: False, archived: True}
+        assert await _listed(h, "only") == {archived: True}
+        with pytest.raises(RequestError) as bad_filter:
+            await _listed(h, "sideways")
+        assert bad_filter.value.code == -32602
+        with pytest.raises(RequestError) as refused:
+            await h.conn.resume_session(ResumeSessionRequest(session_id=archived, cwd=CWD))
+        assert refused.value.code == -32602
+        assert refused.value.data == {"sessionId": archived, "reason": "archived"}
+        assert "unarchive" in str(refused.value)
+    async with serve(scripted([Say("back")]), store=store) as h:
+        assert await _listed(h, "only") == {archived: True}  # kept in the store
+        await _archive(h, archived, archived=False)
+        await _archive(h, archived, archived=False)  # not archived: succeeds
+        assert await _listed(h) == {archived: False, kept: False}
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=archived, cwd=CWD))
+        assert (await h.prompt(archived)).stop_reason == "end_turn"
+
+
+async def test_archive_of_an_unknown_session_is_resource_not_found() -> None:
+    async with serve() as h:
+        for archived in (True, False):
+            with pytest.raises(RequestError) as caught:
+                await _archive(h, "missing", archived=archived)
+            assert caught.value.code == -32002
+            assert caught.value.data == {"sessionId": "missing"}

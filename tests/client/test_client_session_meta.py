@@ -67,3 +67,47 @@ async def test_an_agent_without_them_is_refused_before_anything_is_sent(tmp_path
                 )
             assert raw.value.code == -32601
             assert method in str(raw.value)
+
+
+async def test_archiving_drops_the_open_session_and_lists_it_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    store = MemorySessionStore()
+    async with connect(_runtime(store), cwd=tmp_path) as connection:
+        assert connection.supports("sessionCapabilities", "archive")
+        session = await connection.new_session(tmp_path)
+        await session.prompt("hello")
+        await connection.archive_session(session.session_id)
+        assert session.view.archived
+        assert session.session_id not in connection.sessions
+        assert [info async for info in connection.iter_sessions()] == []
+        only = [info async for info in connection.iter_sessions(archived="only")]
+        assert [(info.session_id, info.archived) for info in only] == [(session.session_id, True)]
+        with pytest.raises(RequestError) as refused:
+            await connection.resume_session(session.session_id, cwd=tmp_path)
+        assert refused.value.code == -32602
+        await connection.unarchive_session(session.session_id)
+        listed = [info async for info in connection.iter_sessions()]
+        assert [(info.session_id, info.archived) for info in listed] == [
+            (session.session_id, False)
+        ]
+        resumed = await connection.resume_session(session.session_id, cwd=tmp_path)
+        assert (await resumed.prompt("again")).stop_reason == "end_turn"
+
+
+async def test_archive_calls_to_an_agent_without_them_are_refused_locally(
+    tmp_path: Path,
+) -> None:
+    async with connect(ScriptedAgent(), cwd=tmp_path) as connection:
+        before = connection.statistics().connection
+        with pytest.raises(LocalProtocolError, match=r"sessionCapabilities\.archive"):
+            await connection.archive_session("s")
+        with pytest.raises(LocalProtocolError, match=r"sessionCapabilities\.archive"):
+            await connection.unarchive_session("s")
+        with pytest.raises(LocalProtocolError, match=r"sessionCapabilities\.archive"):
+            await connection.list_sessions(archived="include")
+        assert connection.statistics().connection == before
+        for method in ("session/archive", "session/unarchive"):
+            with pytest.raises(RequestError) as raw:
+                await connection.calls.connection.request(method, {"sessionId": "s"})
+            assert raw.value.code == -32601

@@ -7,7 +7,7 @@ delegates to; the engine only produces events (:mod:`accord.engines`).
 
 What it advertises is derived, never written by hand: every session method is implemented,
 so ``loadSession`` and ``sessionCapabilities`` (``list``, ``delete``, ``resume``, ``close``,
-``fork``, ``title``, ``status``, ``additionalDirectories``) are advertised by
+``fork``, ``title``, ``status``, ``archive``, ``additionalDirectories``) are advertised by
 :class:`~accord.roles.Agent` from the overridden handlers; ``promptCapabilities`` and
 ``mcpCapabilities`` come from the engine's :class:`EngineCapabilities`. Methods not
 implemented (``authenticate``, ``logout``, ...) answer -32601; so do NES and document sync
@@ -94,6 +94,8 @@ from ..roles import (
 from ..schema import (
     AcceptNesNotification,
     AgentCapabilities,
+    ArchiveSessionRequest,
+    ArchiveSessionResponse,
     CancelNotification,
     CloseNesRequest,
     CloseNesResponse,
@@ -146,6 +148,8 @@ from ..schema import (
     StopReason,
     SuggestNesRequest,
     SuggestNesResponse,
+    UnarchiveSessionRequest,
+    UnarchiveSessionResponse,
     Usage,
 )
 from ..store import (
@@ -783,6 +787,25 @@ class AgentRuntime(Agent):
         """
         title = await self._sessions.set_title(request.session_id, request.title)
         return SetSessionTitleResponse(title=title)
+
+    async def archive_session(self, request: ArchiveSessionRequest) -> ArchiveSessionResponse:
+        """``session/archive`` (unstable): hidden from ``session/list`` by default, shut if
+        live; load and resume refuse it until unarchived (see :mod:`._session_table`).
+
+        Raises:
+            SessionNotActive: no such session is stored (-32002).
+        """
+        await self._sessions.archive(request.session_id, archived=True)
+        return ArchiveSessionResponse()
+
+    async def unarchive_session(self, request: UnarchiveSessionRequest) -> UnarchiveSessionResponse:
+        """``session/unarchive`` (unstable): listed again; never loads nor resumes it.
+
+        Raises:
+            SessionNotActive: no such session is stored (-32002).
+        """
+        await self._sessions.archive(request.session_id, archived=False)
+        return UnarchiveSessionResponse()
 
     async def session_status(self, request: SessionStatusRequest) -> SessionStatusResponse:
         """``session/status`` (unstable): ``open`` or ``saved``, with no side effect.

@@ -36,9 +36,14 @@ engine. The client of the connection a method serves is "the caller":
   stays. Closing a stored but inactive session succeeds.
 * **delete**: closes the session if it is live, then removes it from the store; an unknown id
   succeeds silently.
-* **list**: a page of the store's listing (``cwd`` filter, opaque cursor, capped page) of the
-  sessions with history: one with no stored event (opened and never prompted nor changed)
-  is not listed, though it can still be loaded, resumed or forked by its id.
+* **archive** / **unarchive** (unstable): the store's flag; archiving a live session shuts it
+  first (as close with no other client). Load and resume of an archived session are refused
+  (-32602, ``data.reason`` ``archived``): the schema asks clients to unarchive first, and a
+  session hidden from the list should not come back live unnoticed.
+* **list**: a page of the store's listing (``cwd`` filter, ``archived`` filter: archived
+  sessions hidden unless asked for, each listed one saying whether it is; opaque cursor,
+  capped page) of the sessions with history: one with no stored event (opened and never
+  prompted nor changed) is not listed, though it can still be loaded, resumed or forked.
 
 Every one of them reaches the caller's client the same way (:meth:`SessionTable._attach`, "attach
 after X; tell me when you have sent it"): an :class:`~._attachment.Attachment` started live
@@ -103,7 +108,7 @@ from ..schema import (
     SessionInfoUpdateSessionUpdate,
     SessionUpdate,
 )
-from ..store import SessionRecord, SessionStore
+from ..store import ARCHIVE_FILTERS, ArchiveFilter, SessionRecord, SessionStore
 from ._attachment import DEFAULT_ATTACHMENT_QUEUE, Attachment
 from ._client_services import ConnectionPicker, client_services
 from ._controls import Controls
@@ -134,6 +139,23 @@ _LIST_SCAN_PAGES = 8
 """Store pages one ``session/list`` reads at most while passing over unused sessions."""
 
 _MCP_SERVERS: TypeAdapter[list[McpServer]] = TypeAdapter(list[McpServer])
+
+
+def _archive_filter(value: str | None) -> ArchiveFilter:
+    """The store's filter for ``session/list``'s ``archived`` (omitted: ``exclude``).
+
+    Raises:
+        InvalidParams: a value this agent does not know (-32602, as the schema asks).
+    """
+    if value is None:
+        return "exclude"
+    for known in ARCHIVE_FILTERS:
+        if value == known:
+            return known
+    raise InvalidParams(
+        f"unknown archived filter {value!r}: this agent knows {', '.join(ARCHIVE_FILTERS)}",
+        {"archived": value, "supported": list(ARCHIVE_FILTERS)},
+    )
 
 
 def iso_time(moment: datetime) -> str:
@@ -341,6 +363,12 @@ class SessionTable:
         link = self._link()
         async with self._locks.hold(session_id):
             record = await self._stored(session_id)
+            if record.archived:
+                raise InvalidParams(
+                    f"session {session_id!r} is archived: unarchive it (session/unarchive) before"
+                    " loading or resuming it",
+                    {"sessionId": session_id, "reason": "archived"},
+                )
             if cwd != record.cwd:
                 raise InvalidParams(
                     f"session {session_id!r} belongs to {record.cwd!r}, not {cwd!r}",
@@ -860,9 +888,28 @@ class SessionTable:
         """
         live = self.live.get(session_id)
         if live is not None and live.lifecycle.live:
-            return "open", {"running": live.turn is not None, "clients": len(live.links)}
-        await self._stored(session_id)
-        return "saved", {"running": False, "clients": 0}
+            details = {"running": live.turn is not None, "clients": len(live.links)}
+            return "open", {**details, "archived": False}
+        record = await self._stored(session_id)
+        return "saved", {"running": False, "clients": 0, "archived": record.archived}
+
+    async def archive(self, session_id: str, *, archived: bool) -> None:
+        """``session/archive`` (``archived``) or ``session/unarchive``: set the stored flag.
+
+        Archiving a session live here first shuts it as ``session/close`` would with no other
+        client attached: its turn is cancelled and waited for, every attached client is
+        detached and the engine session closed (an archived session is not live anywhere
+        here). Setting the flag it already has succeeds.
+
+        Raises:
+            SessionNotActive: no such session is stored (-32002).
+        """
+        async with self._locks.hold(session_id):
+            await self._stored(session_id)
+            live = self.live.get(session_id)
+            if archived and live is not None:
+                await self._shut(live)
+            await self._store.update_session(session_id, archived=archived)
 
     # ------------------------------------------------------------------ list
 
@@ -874,13 +921,17 @@ class SessionTable:
         """
         if request.cwd is not None:
             check_absolute("cwd", [request.cwd])
+        archived = _archive_filter(request.archived)
         sessions: list[SessionInfo] = []
         cursor = request.cursor
         # Sessions with nothing stored (opened, never used) are not history: passed over,
         # reading on (a bounded number of store pages) so that a page is not left empty.
         for _ in range(_LIST_SCAN_PAGES):
             page = await self._store.list_sessions(
-                cwd=request.cwd, cursor=cursor, limit=self._page_size - len(sessions)
+                cwd=request.cwd,
+                cursor=cursor,
+                limit=self._page_size - len(sessions),
+                archived=archived,
             )
             sessions.extend(
                 SessionInfo(
@@ -889,6 +940,7 @@ class SessionTable:
                     additional_directories=list(summary.additional_directories),
                     title=summary.title,
                     updated_at=iso_time(summary.updated_at),
+                    archived=summary.archived,
                 )
                 for summary in page.sessions
                 if summary.last_seq > 0

@@ -4,7 +4,8 @@ Made by :func:`~accord.client.connect`. It owns nothing itself (``connect`` owns
 the task group and the host services) and offers: what was negotiated (protocol version,
 agent info and capabilities, auth methods), sessions (``new_session``, ``load_session``,
 ``resume_session``, ``fork_session``, ``list_sessions``, ``close_session``,
-``delete_session``), a session's standing (``set_session_title``, ``session_status``),
+``delete_session``), a session's standing (``set_session_title``, ``session_status``,
+``archive_session``, ``unarchive_session``),
 authentication, model providers (``list_providers``, ``set_provider``,
 ``disable_provider``) and extension calls. Every call the agent did not
 advertise raises :class:`~accord.errors.LocalProtocolError` before anything is sent.
@@ -34,6 +35,7 @@ from ..jsonrpc import ConnectionStatistics
 from ..roles import ClientSideConnection, is_advertised, mcp_refusal, unadvertised_mcp_servers
 from ..schema import (
     AgentCapabilities,
+    ArchiveSessionRequest,
     AuthenticateRequest,
     AuthMethod,
     CloseSessionRequest,
@@ -54,10 +56,12 @@ from ..schema import (
     ProviderInfo,
     ResumeSessionRequest,
     ResumeSessionResponse,
+    SessionArchiveFilter,
     SessionInfo,
     SessionStatusRequest,
     SetProviderRequest,
     SetSessionTitleRequest,
+    UnarchiveSessionRequest,
     WorkspaceFolder,
 )
 from ..transports import Transport
@@ -497,31 +501,49 @@ class ConnectedAgent:
         return session
 
     async def list_sessions(
-        self, cwd: str | os.PathLike[str] | None = None, *, cursor: str | None = None
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        cursor: str | None = None,
+        archived: SessionArchiveFilter | None = None,
     ) -> ListSessionsResponse:
-        """One page of the agent's sessions (``session/list``), optionally only under ``cwd``.
+        """One page of the agent's sessions (``session/list``), optionally only under ``cwd``;
+        ``archived`` (``exclude``, the agent's default, ``include`` or ``only``) needs
+        ``sessionCapabilities.archive``: keep the same value with each page's ``cursor``.
 
         Raises:
-            LocalProtocolError: the agent does not offer ``session/list``.
+            LocalProtocolError: the agent does not offer ``session/list``, or ``archived`` was
+                given to an agent that did not advertise ``sessionCapabilities.archive``.
         """
         request = ListSessionsRequest()
         if cwd is not None:
             request.cwd = absolute_path(cwd)
         if cursor is not None:
             request.cursor = cursor
+        if archived is not None:
+            if not self.supports("sessionCapabilities", "archive"):
+                raise LocalProtocolError(
+                    "the agent did not advertise sessionCapabilities.archive: session/list"
+                    " with an archived filter was not sent"
+                )
+            request.archived = archived
         return await self._calls.list_sessions(request)
 
     async def iter_sessions(
-        self, cwd: str | os.PathLike[str] | None = None
+        self,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        archived: SessionArchiveFilter | None = None,
     ) -> AsyncIterator[SessionInfo]:
-        """Every session the agent lists, page after page.
+        """Every session the agent lists, page after page (``archived``: see
+        :meth:`list_sessions`).
 
         Raises:
             LocalProtocolError: the agent does not offer ``session/list``.
         """
         cursor: str | None = None
         while True:
-            page = await self.list_sessions(cwd, cursor=cursor)
+            page = await self.list_sessions(cwd, cursor=cursor, archived=archived)
             for info in page.sessions:
                 yield info
             if not page.next_cursor or page.next_cursor == cursor:
@@ -568,6 +590,34 @@ class ConnectedAgent:
         if session is not None:
             session.view.title = response.title
         return response.title
+
+    async def archive_session(self, session_id: str) -> None:
+        """Archive a session (unstable ``session/archive``): the agent hides it from
+        :meth:`list_sessions` (unless ``archived`` asks for it) and shuts it if it was open,
+        so a session open here is dropped, its view marked ``archived``. accord's agent refuses
+        to load or resume it until :meth:`unarchive_session`.
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``sessionCapabilities.archive``
+                (nothing is sent).
+            RequestError: -32002 (no such session).
+        """
+        await self._calls.archive_session(ArchiveSessionRequest(session_id=session_id))
+        session = self._router.sessions.get(session_id)
+        if session is not None:
+            session.view.archived = True
+            self._drop(session_id)
+
+    async def unarchive_session(self, session_id: str) -> None:
+        """Unarchive a session (unstable ``session/unarchive``): listed again; it is not
+        loaded nor resumed (do that next to continue it).
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``sessionCapabilities.archive``
+                (nothing is sent).
+            RequestError: -32002 (no such session).
+        """
+        await self._calls.unarchive_session(UnarchiveSessionRequest(session_id=session_id))
 
     async def session_status(self, session_id: str) -> str:
         """Whether the agent has the session in memory (unstable ``session/status``):

@@ -132,6 +132,7 @@ class SessionView:
         "_prompt_message",
         "_timeline",
         "_tool_calls",
+        "archived",
         "available_commands",
         "available_modes",
         "config_options",
@@ -179,6 +180,9 @@ class SessionView:
         #: The session's title and last-activity time, as the agent reports them.
         self.title: str | None = None
         self.updated_at: str | None = None
+        #: Set when this client archived the session (``ConnectedAgent.archive_session``):
+        #: the agent shut it, and this view is all that is left of it here.
+        self.archived = False
         #: The latest ``usage_update``: tokens in context, window size, cost (None until one).
         self.usage_used: int | None = None
         self.usage_size: int | None = None

@@ -51,10 +51,12 @@ from ._open import POSTGRES_SCHEMES as POSTGRES_SCHEMES
 from ._open import open_store as open_store
 from ._postgres import EVENTS_CHANNEL as EVENTS_CHANNEL
 from ._postgres import PostgresSessionStore as PostgresSessionStore
+from ._protocol import ARCHIVE_FILTERS as ARCHIVE_FILTERS
 from ._protocol import DEFAULT_PAGE_SIZE as DEFAULT_PAGE_SIZE
 from ._protocol import MAX_PAGE_SIZE as MAX_PAGE_SIZE
 from ._protocol import READ_BATCH_SIZE as READ_BATCH_SIZE
 from ._protocol import UNCHANGED as UNCHANGED
+from ._protocol import ArchiveFilter as ArchiveFilter
 from ._protocol import SessionStore as SessionStore
 from ._protocol import Unchanged as Unchanged
 from ._protocol import iter_events as iter_events
@@ -74,6 +76,7 @@ from ._writer import OnCommitted as OnCommitted
 from ._writer import WriterStatistics as WriterStatistics
 
 __all__ = (
+    "ARCHIVE_FILTERS",
     "BUSY_TIMEOUT_SECONDS",
     "DEFAULT_MAX_PENDING",
     "DEFAULT_PAGE_SIZE",
@@ -82,6 +85,7 @@ __all__ = (
     "POSTGRES_SCHEMES",
     "READ_BATCH_SIZE",
     "UNCHANGED",
+    "ArchiveFilter",
     "EventOrderError",
     "GroupCommitWriter",
     "InvalidCursor",

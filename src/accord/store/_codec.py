@@ -19,7 +19,7 @@ from typing import Any, Final
 import orjson
 
 from ._errors import EventOrderError, InvalidCursor
-from ._protocol import Unchanged
+from ._protocol import UNCHANGED, Unchanged
 from ._records import JsonObject, SessionRecord, SessionSummary, StoredEvent
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -61,6 +61,7 @@ SESSION_COLUMNS: Final = (
     "epoch",
     "last_seq",
     "state",
+    "archived",
 )
 #: The columns of a listing row, in the order :func:`summary_from_row` reads them.
 SUMMARY_COLUMNS: Final = (
@@ -71,6 +72,7 @@ SUMMARY_COLUMNS: Final = (
     "created_at",
     "updated_at",
     "last_seq",
+    "archived",
 )
 #: The session columns that hold JSON.
 JSON_COLUMNS: Final = frozenset({"additional_directories", "mcp_servers", "state"})
@@ -89,6 +91,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         epoch=row[7],
         last_seq=row[8],
         state=orjson.loads(row[9]),
+        archived=bool(row[10]),
     )
 
 
@@ -102,6 +105,7 @@ def summary_from_row(row: Sequence[Any]) -> SessionSummary:
         created_at=from_micros(row[4]),
         updated_at=from_micros(row[5]),
         last_seq=row[6],
+        archived=bool(row[7]),
     )
 
 
@@ -114,6 +118,7 @@ def given_fields(
     state: JsonObject | Unchanged,
     epoch: int | Unchanged,
     updated_at: datetime | Unchanged,
+    archived: bool | Unchanged = UNCHANGED,
 ) -> dict[str, Any]:
     """The fields an ``update_session`` call changes, as :class:`SessionRecord` values
     (sequences as tuples); the ``UNCHANGED`` ones are left out."""
@@ -132,6 +137,8 @@ def given_fields(
         fields["epoch"] = epoch
     if not isinstance(updated_at, Unchanged):
         fields["updated_at"] = updated_at
+    if not isinstance(archived, Unchanged):
+        fields["archived"] = archived
     return fields
 
 

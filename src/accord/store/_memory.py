@@ -36,6 +36,7 @@ from ._protocol import (
     MAX_PAGE_SIZE,
     READ_BATCH_SIZE,
     UNCHANGED,
+    ArchiveFilter,
     Unchanged,
 )
 from ._records import (
@@ -81,6 +82,7 @@ def _summary(record: SessionRecord) -> SessionSummary:
         created_at=record.created_at,
         updated_at=record.updated_at,
         last_seq=record.last_seq,
+        archived=record.archived,
     )
 
 
@@ -133,6 +135,7 @@ class MemorySessionStore:
         state: JsonObject | Unchanged = UNCHANGED,
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
+        archived: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         await checkpoint()
@@ -148,6 +151,7 @@ class MemorySessionStore:
                 state=state,
                 epoch=epoch,
                 updated_at=updated_at,
+                archived=archived,
             ),
         )
         entry.record = _normalized(record)
@@ -213,7 +217,12 @@ class MemorySessionStore:
         return _normalized(record)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        archived: ArchiveFilter = "include",
     ) -> SessionPage:
         """See :meth:`SessionStore.list_sessions`."""
         if limit < 1:
@@ -226,7 +235,8 @@ class MemorySessionStore:
             (
                 ((to_micros(entry.record.updated_at), entry.record.session_id), entry.record)
                 for entry in self._sessions.values()
-                if cwd is None or entry.record.cwd == cwd
+                if (cwd is None or entry.record.cwd == cwd)
+                and (archived == "include" or entry.record.archived == (archived == "only"))
             ),
             key=lambda item: item[0],
             reverse=True,

@@ -65,7 +65,14 @@ from ._errors import (
 )
 from ._follow import Wakeups, check_follow_args, follow_session
 from ._postgres_listen import LISTEN_APPLICATION_NAME, NoteDispatcher, parse_note
-from ._protocol import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, READ_BATCH_SIZE, UNCHANGED, Unchanged
+from ._protocol import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    READ_BATCH_SIZE,
+    UNCHANGED,
+    ArchiveFilter,
+    Unchanged,
+)
 from ._records import (
     JsonObject,
     SessionClaim,
@@ -270,14 +277,16 @@ class PostgresSessionStore:
             record.epoch,
             record.last_seq,
             _json_text(record.state),
+            record.archived,
         )
 
         def create(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
                 inserted = conn.execute(
                     "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
-                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state)"
-                    " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb)"
+                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state,"
+                    " archived)"
+                    " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)"
                     " ON CONFLICT (session_id) DO NOTHING",
                     values,
                 ).rowcount
@@ -311,6 +320,7 @@ class PostgresSessionStore:
         state: JsonObject | Unchanged = UNCHANGED,
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
+        archived: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         changes = encode_fields(
@@ -322,6 +332,7 @@ class PostgresSessionStore:
                 state=state,
                 epoch=epoch,
                 updated_at=updated_at,
+                archived=archived,
             )
         )
         assignments = [
@@ -445,8 +456,9 @@ class PostgresSessionStore:
             with conn.transaction():
                 inserted = conn.execute(
                     "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
-                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state)"
-                    " SELECT %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, epoch, last_seq, state"
+                    " mcp_servers, title, created_at, updated_at, epoch, last_seq, state,"
+                    " archived)"
+                    " SELECT %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, epoch, last_seq, state, %s"
                     " FROM accord_sessions WHERE session_id = %s"
                     " ON CONFLICT (session_id) DO NOTHING",
                     (
@@ -457,6 +469,7 @@ class PostgresSessionStore:
                         new_record.title,
                         to_micros(new_record.created_at),
                         to_micros(new_record.updated_at),
+                        new_record.archived,
                         source_id,
                     ),
                 ).rowcount
@@ -484,7 +497,12 @@ class PostgresSessionStore:
         return await self._call(fork)
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        archived: ArchiveFilter = "include",
     ) -> SessionPage:
         """See :meth:`SessionStore.list_sessions`."""
         if limit < 1:
@@ -498,6 +516,9 @@ class PostgresSessionStore:
         if cwd is not None:
             clauses.append("cwd = %s")
             params.append(cwd)
+        if archived != "include":
+            clauses.append("archived = %s")
+            params.append(archived == "only")
         if after is not None:
             clauses.append("(updated_at, session_id) < (%s, %s)")
             params.extend(after)

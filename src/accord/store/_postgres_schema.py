@@ -9,13 +9,14 @@ whose newest version is above :data:`SCHEMA_VERSION` was written by a newer acco
 refused with :class:`SchemaVersionError`, never touched. Rules for changing the schema: never
 edit a migration that has shipped; append a new one.
 
-Layout (version 2), shaped for the event chain:
+Layout (version 3), shaped for the event chain:
 
 * ``accord_sessions``: one row per session: placement (``cwd``, directories, MCP servers as
-  ``jsonb``), ``title``, timestamps (integer microseconds since the Unix epoch, UTC, the sort
-  key every store shares with the list cursors), ``epoch``, ``last_seq`` (the head of the
-  chain), the runtime's opaque ``state`` (``jsonb``), the current owner's claim (``owner`` and
-  ``owner_expires_at``, a lease) and ``version``, bumped by every write, for optimistic updates.
+  ``jsonb``), ``title``, ``archived`` (version 3), timestamps (integer microseconds since the
+  Unix epoch, UTC, the sort key every store shares with the list cursors), ``epoch``,
+  ``last_seq`` (the head of the chain), the runtime's opaque ``state`` (``jsonb``), the
+  current owner's claim (``owner`` and ``owner_expires_at``, a lease) and ``version``, bumped
+  by every write, for optimistic updates.
   Ids compare with the ``C`` collation, byte by byte, as in the other stores.
 * ``accord_events``: the append-only chain, keyed by ``(session_id, seq)``; the payload is the
   event's JSON bytes, stored and returned verbatim. No foreign key to the session (version 2
@@ -82,6 +83,9 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # half of the server's work per append); the append already locks and checks the session
     # row once per batch, and deleting a session deletes its events in the same transaction.
     ("ALTER TABLE accord_events DROP CONSTRAINT IF EXISTS accord_events_session_id_fkey",),
+    # Version 3: the archive flag (ACP ``session/archive``); every session stored before is
+    # not archived.
+    ("ALTER TABLE accord_sessions ADD COLUMN archived boolean NOT NULL DEFAULT false",),
 )
 
 #: The schema version this code writes and reads.

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
-from typing import Final, Protocol, Self
+from typing import Final, Literal, Protocol, Self
 
 from ._records import JsonObject, SessionClaim, SessionPage, SessionRecord, StoredEvent
 
@@ -31,6 +31,13 @@ class Unchanged(enum.Enum):
     """Type of :data:`UNCHANGED`, the "leave this field as it is" marker of ``update_session``."""
 
     UNCHANGED = "UNCHANGED"
+
+
+#: Which sessions ``list_sessions`` returns by their archive state: every one (``include``),
+#: the ones not archived (``exclude``, what ACP's ``session/list`` shows by default), or the
+#: archived ones only (``only``).
+ArchiveFilter = Literal["include", "exclude", "only"]
+ARCHIVE_FILTERS: Final[tuple[ArchiveFilter, ...]] = ("include", "exclude", "only")
 
 
 #: Default of every ``update_session`` field: keep the stored value. (``None`` is a value:
@@ -72,6 +79,7 @@ class SessionStore(Protocol):
         state: JsonObject | Unchanged = UNCHANGED,
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
+        archived: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """Change the given fields (and only those) and return the updated record.
 
@@ -126,12 +134,19 @@ class SessionStore(Protocol):
         ...
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        archived: ArchiveFilter = "include",
     ) -> SessionPage:
         """Return one page of sessions, newest ``updated_at`` first, ties by id (descending).
 
         Args:
             cwd: only sessions whose ``cwd`` is exactly this string.
+            archived: by archive state (:data:`ArchiveFilter`); applied before paging, so
+                pass the same value with each page's cursor.
             cursor: ``next_cursor`` of the previous page; ``None`` for the first page.
             limit: page size, capped to :data:`MAX_PAGE_SIZE`.
 

@@ -40,6 +40,8 @@ class SessionRecord:
         last_seq: the highest ``seq`` stored for this session (0 before the first event).
         state: everything else the runtime needs to resume (mode, config values, remembered
             permission decisions, system prompt, engine state); opaque to the store.
+        archived: the session is archived (ACP ``session/archive``): listings leave it out
+            unless asked for it; its history is kept.
     """
 
     session_id: str
@@ -52,6 +54,7 @@ class SessionRecord:
     epoch: int = 0
     last_seq: int = 0
     state: JsonObject = field(default_factory=dict[str, Any])
+    archived: bool = False
 
     def __post_init__(self) -> None:
         _require_aware("created_at", self.created_at)
@@ -105,6 +108,7 @@ class SessionSummary:
         created_at: creation time.
         updated_at: last activity (the listing's sort key).
         last_seq: the highest stored ``seq`` (0 if no events).
+        archived: the session is archived.
     """
 
     session_id: str
@@ -114,6 +118,7 @@ class SessionSummary:
     created_at: datetime
     updated_at: datetime
     last_seq: int
+    archived: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

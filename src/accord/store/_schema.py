@@ -87,8 +87,14 @@ def _v2_claims(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN owner_expires_at INTEGER")  # microseconds, UTC
 
 
+def _v3_archived(db: sqlite3.Connection) -> None:
+    """Version 3: the archive flag (ACP ``session/archive``); every session stored before is
+    not archived."""
+    db.execute("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
+
+
 #: Every migration ever shipped, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_claims)
+MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_claims, _v3_archived)
 
 
 def schema_version(db: sqlite3.Connection) -> int:

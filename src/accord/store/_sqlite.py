@@ -59,6 +59,7 @@ from ._protocol import (
     MAX_PAGE_SIZE,
     READ_BATCH_SIZE,
     UNCHANGED,
+    ArchiveFilter,
     Unchanged,
 )
 from ._records import JsonObject, SessionClaim, SessionPage, SessionRecord, StoredEvent
@@ -273,6 +274,7 @@ class SqliteSessionStore:
         state: JsonObject | Unchanged = UNCHANGED,
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
+        archived: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         changes = encode_fields(
@@ -284,6 +286,7 @@ class SqliteSessionStore:
                 state=state,
                 epoch=epoch,
                 updated_at=updated_at,
+                archived=archived,
             )
         )
         return await self._call(lambda db: ops.update(db, session_id, changes))
@@ -361,14 +364,19 @@ class SqliteSessionStore:
         return await self._call(lambda db: ops.fork(db, source_id, new_record))
 
     async def list_sessions(
-        self, *, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+        self,
+        *,
+        cwd: str | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        archived: ArchiveFilter = "include",
     ) -> SessionPage:
         """See :meth:`SessionStore.list_sessions`."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
         after = None if cursor is None else decode_cursor(cursor)
         page_size = min(limit, MAX_PAGE_SIZE)
-        return await self._read(lambda db: ops.list_page(db, cwd, after, page_size))
+        return await self._read(lambda db: ops.list_page(db, cwd, after, page_size, archived))
 
     async def delete_session(self, session_id: str) -> None:
         """See :meth:`SessionStore.delete_session`."""

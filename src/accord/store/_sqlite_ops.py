@@ -75,7 +75,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> int:
     if _sid(db, record.session_id) is not None:
         raise SessionExists(f"session {record.session_id!r} is already stored")
     cursor = db.execute(
-        f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.session_id,
             record.cwd,
@@ -87,6 +87,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> int:
             record.epoch,
             record.last_seq,
             orjson.dumps(record.state),
+            int(record.archived),
         ),
     )
     sid = cursor.lastrowid
@@ -261,7 +262,11 @@ def fork(db: sqlite3.Connection, source_id: str, new_record: SessionRecord) -> S
 
 
 def list_page(
-    db: sqlite3.Connection, cwd: str | None, after: tuple[int, str] | None, limit: int
+    db: sqlite3.Connection,
+    cwd: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+    archived: str = "include",
 ) -> SessionPage:
     """Return one page of sessions (see ``SessionStore.list_sessions``)."""
     clauses: list[str] = []
@@ -269,6 +274,9 @@ def list_page(
     if cwd is not None:
         clauses.append("cwd = ?")
         params.append(cwd)
+    if archived != "include":
+        clauses.append("archived = ?")
+        params.append(int(archived == "only"))
     if after is not None:
         clauses.append("(updated_at, session_id) < (?, ?)")
         params.extend(after)
