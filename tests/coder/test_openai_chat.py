@@ -13,6 +13,7 @@ once, and the bytes must be the SDK's all the same.
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -272,3 +273,21 @@ def test_a_full_cache_starts_again_and_foreign_values_are_not_cached() -> None:
     when = {"role": "user", "content": "t", "at": datetime(2026, 1, 2, tzinfo=UTC)}
     assert fragments.text(when) == fragments.text(when)  # encoded each time, never kept
     assert (fragments.hits, fragments.misses) == (1, 3)
+
+
+def test_a_long_text_is_keyed_by_its_digest_not_kept_alive_by_the_cache() -> None:
+    fragments = _chat_body.Fragments(limit=1 << 20)
+    text = "".join(f"line {n} of a long tool result\n" for n in range(200))
+    message = {"role": "tool", "content": text, "tool_call_id": "call-1"}
+    references = sys.getrefcount(text)
+    first = fragments.text(message)
+    assert sys.getrefcount(text) == references  # the cache holds no reference to the text
+    assert fragments.text({**message, "content": text[:-1] + "!"}) != first  # the end counts
+    copy = text[:-1] + text[-1:]
+    assert copy is not text and fragments.text({**message, "content": copy}) == first
+    assert (fragments.hits, fragments.misses) == (1, 2)
+    nested = {"role": "user", "content": [{"type": "text", "text": text}, {"type": "text"}]}
+    flat = {"role": "user", "content": [{"type": "text", "text": text, "type2": "text"}]}
+    assert fragments.text(nested) == json.dumps(nested, separators=(",", ":")).encode()
+    assert fragments.text(flat) == json.dumps(flat, separators=(",", ":")).encode()
+    assert fragments.misses == 4  # the two shapes are two keys
