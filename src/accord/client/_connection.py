@@ -38,6 +38,9 @@ from ..schema import (
     ArchiveSessionRequest,
     AuthenticateRequest,
     AuthMethod,
+    AuthStatusRequest,
+    AuthStatusResponse,
+    AuthStatusUpdateNotification,
     CloseSessionRequest,
     DeleteSessionRequest,
     DisableProviderRequest,
@@ -220,6 +223,34 @@ class ConnectedAgent:
             LocalProtocolError: the agent does not offer ``logout``.
         """
         await self._calls.logout(LogoutRequest())
+
+    async def auth_status(self) -> AuthStatusResponse:
+        """The agent's authentication state now (unstable ``auth/status``): its ``state``
+        (``authenticated``, ``unauthenticated``, ``not_required``; treat anything else as
+        ``unknown``) and the accounts it shows.
+
+        Raises:
+            LocalProtocolError: the agent did not advertise ``auth.status`` (nothing is sent).
+        """
+        return await self._calls.auth_status(AuthStatusRequest())
+
+    @property
+    def auth_update(self) -> AuthStatusUpdateNotification | None:
+        """The agent's last ``auth/status_update`` (``None`` before one came)."""
+        return self._router.auth_update
+
+    async def wait_auth_update(self, after: int = 0) -> AuthStatusUpdateNotification:
+        """Wait until more than ``after`` ``auth/status_update`` notifications have come
+        (:attr:`auth_updates`); return the last one."""
+        router = self._router
+        while router.auth_updates <= after or router.auth_update is None:
+            await router.auth_changed.wait()
+        return router.auth_update
+
+    @property
+    def auth_updates(self) -> int:
+        """How many ``auth/status_update`` notifications the agent has sent."""
+        return self._router.auth_updates
 
     # ------------------------------------------------------------------ model providers
 

@@ -24,9 +24,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..errors import TURN_NOTICE_METHOD, ResourceNotFound
 from ..roles import Client
 from ..schema import (
+    AuthStatusUpdateNotification,
     ClientCapabilities,
     CompleteElicitationNotification,
     CreateElicitationRequest,
@@ -103,6 +106,10 @@ class SessionRouter:
         #: Updates dropped per unknown session id because the early buffer was full.
         self._early_dropped: dict[str, int] = {}
         self._dropped_total = 0
+        #: The agent's last ``auth/status_update`` (``None`` before one), and how many came.
+        self.auth_update: AuthStatusUpdateNotification | None = None
+        self.auth_updates = 0
+        self.auth_changed = anyio.Event()
 
     @property
     def early_updates(self) -> int:
@@ -218,6 +225,14 @@ class _HostClient(Client):
     ) -> RequestPermissionResponse:
         """Ask the session's policy."""
         return await self._router.session(request.session_id)._on_permission(request)
+
+    async def auth_status_update(self, notification: AuthStatusUpdateNotification) -> None:
+        """Keep the agent's authentication state (``ConnectedAgent.auth_update``)."""
+        router = self._router
+        router.auth_update = notification
+        router.auth_updates += 1
+        changed, router.auth_changed = router.auth_changed, anyio.Event()
+        changed.set()
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         """``_accord/turn`` goes to its session (another client's turn started or ended);

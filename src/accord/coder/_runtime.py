@@ -15,6 +15,12 @@
   removes the saved key, takes it out of this process's environment and drops the models
   built with it: the next ``session/new`` answers -32000 again, with the sign-in methods;
   live sessions keep the model they have until they close;
+* ``auth/status`` (unstable, ``auth.status``) says whether sessions can start:
+  ``unauthenticated`` (no model, or its key is missing), ``authenticated`` (the default
+  model's key variable is set; the account is that variable, never the key) or
+  ``not_required`` (a model that takes no key); after ``authenticate``, ``logout``,
+  ``providers/set`` and ``providers/disable`` every connected client whose last report
+  differs is sent ``auth/status_update``;
 * a session that has no stored engine state yet (new, or created and never prompted) gets its
   state, the system prompt just built, saved before the response: the runtime stores engine
   state only from turns, and the prompt must be stored from the start;
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from typing import TYPE_CHECKING
 
 import anyio
@@ -38,8 +45,14 @@ from anyio.abc import TaskGroup
 from ..agent import ActivityLog, AgentRuntime
 from ..errors import AuthRequired, InvalidParams
 from ..schema import (
+    AuthAccount,
     AuthenticateRequest,
     AuthenticateResponse,
+    AuthStatusRequest,
+    AuthStatusResponse,
+    AuthStatusUpdateNotification,
+    DisableProviderRequest,
+    DisableProviderResponse,
     ForkSessionRequest,
     ForkSessionResponse,
     Implementation,
@@ -55,6 +68,8 @@ from ..schema import (
     PromptResponse,
     ResumeSessionRequest,
     ResumeSessionResponse,
+    SetProviderRequest,
+    SetProviderResponse,
 )
 from ..store import SessionStore
 from ._config import SAVED_MODEL_AUTH_METHOD_ID, CoderConfig
@@ -127,6 +142,8 @@ class CoderRuntime(AgentRuntime):
         self._warm = False
         self._close_store = owns_store and store is not None
         self._freeze_pending = freeze_heap
+        # The last auth/status_update state sent on each connection (or answered to it).
+        self._auth_told: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
     @property
     def coder(self) -> CoderEngine:
@@ -246,9 +263,66 @@ class CoderRuntime(AgentRuntime):
             del os.environ[found[0]]
         self._coder.forget_models()
         self.auth_methods = self._coder.config.auth_methods()
+        await self._tell_auth_status()
         return LogoutResponse()
 
+    # ------------------------------------------------------------------ auth status
+
+    def _auth_state(self) -> AuthStatusResponse:
+        """Whether sessions can start, and with what key (module docstring)."""
+        config = self._coder.config
+        if config.problem() is not None or config.key_problem() is not None:
+            return AuthStatusResponse(state="unauthenticated")
+        variable = config.key_variable()
+        if variable is None or not os.environ.get(variable):
+            return AuthStatusResponse(state="not_required")
+        return AuthStatusResponse(
+            state="authenticated", accounts=[AuthAccount(label=f"{variable} key", active=True)]
+        )
+
+    async def auth_status(self, request: AuthStatusRequest) -> AuthStatusResponse:
+        """``auth/status`` (unstable): the state now; never refused with -32000."""
+        status = self._auth_state()
+        link = self._find_link()
+        if link is not None:
+            self._auth_told[link.connection] = status.state
+        return status
+
+    async def _tell_auth_status(self) -> None:
+        """Send ``auth/status_update`` to every connection whose last report differs."""
+        status = self._auth_state()
+        update = AuthStatusUpdateNotification(state=status.state, accounts=status.accounts)
+        for connection in list(self._links):
+            if self._auth_told.get(connection) == status.state:
+                continue
+            self._auth_told[connection] = status.state
+            try:
+                await connection.auth_status_update(update)
+            except Exception as error:  # a client gone meanwhile: nothing to tell
+                _log.debug("auth/status_update not sent: %s", error)
+
+    async def set_provider(self, request: SetProviderRequest) -> SetProviderResponse:
+        """``providers/set``, then ``auth/status_update`` where the state changed."""
+        try:
+            return await super().set_provider(request)
+        finally:
+            await self._tell_auth_status()
+
+    async def disable_provider(self, request: DisableProviderRequest) -> DisableProviderResponse:
+        """``providers/disable``, then ``auth/status_update`` where the state changed."""
+        try:
+            return await super().disable_provider(request)
+        finally:
+            await self._tell_auth_status()
+
     async def authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
+        """Sign in (:meth:`_authenticate`), then ``auth/status_update`` where it changed."""
+        try:
+            return await self._authenticate(request)
+        finally:
+            await self._tell_auth_status()
+
+    async def _authenticate(self, request: AuthenticateRequest) -> AuthenticateResponse:
         """Sign in with an advertised method; nothing to do once sessions can start.
 
         With the ``agent`` method (:data:`~._config.SAVED_MODEL_AUTH_METHOD_ID`) the key
