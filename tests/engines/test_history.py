@@ -8,10 +8,12 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 from _engines_support import ModelCounter, context, of_type, opened, run_turn
 from helpers.snapshots import fold_snapshots
+from helpers.timeouts import TIMEOUT
 from pydantic_ai import Agent, ModelMessagesTypeAdapter
 from pydantic_ai.messages import (
     ModelMessage,
@@ -223,6 +225,47 @@ async def test_histories_that_went_cold_read_back_whole() -> None:
                 if isinstance(part, UserPromptPart)
             ]
             assert prompts == [f"session {index} turn {turn}" for turn in range(3)]
+
+
+async def test_turns_starting_elsewhere_do_not_push_out_the_history_of_one_that_just_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A running turn holds its history (PackedHistory.hold): only ended turns make a history
+    # hot, so HOT_HISTORIES + 1 other sessions starting their turns (their models waiting)
+    # leave the session that just ran hot, and its next turn decodes nothing.
+    counting = _CountingAdapter()
+    monkeypatch.setattr(history_module, "ModelMessagesTypeAdapter", counting)
+    gate, waiting = anyio.Event(), [0]
+    everyone_waits = anyio.Event()
+    count = history_module.HOT_HISTORIES + 1
+
+    async def reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        last = messages[-1].parts[-1]
+        if isinstance(last, UserPromptPart) and str(last.content).startswith("wait"):
+            waiting[0] += 1
+            if waiting[0] == count:
+                everyone_waits.set()
+            await gate.wait()
+        yield "a reply"
+
+    engine = PydanticAIEngine(Agent(FunctionModel(stream_function=reply)))
+    async with AsyncExitStack() as stack:
+        first = await stack.enter_async_context(opened(engine))
+        others = [await stack.enter_async_context(opened(engine)) for _ in range(count)]
+        for session in [first, *others]:
+            await run_turn(session, "one")
+        await run_turn(first, "two")
+        async with anyio.create_task_group() as group:
+            for session in others:
+                group.start_soon(run_turn, session, "wait for the gate")
+            with anyio.fail_after(TIMEOUT):
+                await everyone_waits.wait()
+            before = counting.decoded
+            await run_turn(first, "three")
+            assert counting.decoded == before  # its history was still hot
+            gate.set()
+    assert [len(session.history) for session in others] == [4] * count
+    assert len(first.history) == 6
 
 
 #: Instructions of a few hundred words that do not compress much on their own.

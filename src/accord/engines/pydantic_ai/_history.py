@@ -108,8 +108,8 @@ def history_from_json(state: JsonValue) -> list[ModelMessage]:
 
 
 HOT_HISTORIES: Final = 4
-"""How many histories (the sessions that ran a turn last, process-wide) keep their messages
-as objects between turns (:class:`PackedHistory`)."""
+"""How many histories (the sessions whose turn ended last, process-wide) keep their messages
+as objects between turns (:class:`PackedHistory`); those of running turns are held apart."""
 
 
 MERGED_PIECES: Final = 32
@@ -132,26 +132,36 @@ class PackedHistory:
     the end of the one before as zlib's preset dictionary: a turn repeats most of the last
     one (the instructions every request carries, the keys, the model's name), so a piece
     costs what is new in it, about a fifth of what it costs compressed alone; the pieces are
-    read back only all together, in order. The messages of the
-    :data:`HOT_HISTORIES` histories unpacked last (process-wide) stay as objects too, so the
-    next turn of a session that just ran does not decode its whole history either; the others
-    are read back from their pieces (new objects, about a millisecond per 100 KB of history).
+    read back only all together, in order.
+
+    A running turn holds its history as objects anyway (the model request is built from
+    them), so a turn holds them (:meth:`hold`): every read during the turn (the compaction's
+    estimate, the run) is the same objects, and no other session's reads push them out. When
+    the turn ends (:meth:`extend`, :meth:`release`) they join the :data:`HOT_HISTORIES`
+    histories whose turns ended last (process-wide), which stay as objects too, so the next
+    turn of a session that just ran, even among fifty running at once, decodes nothing; the
+    others are read back from their pieces (new objects, about a millisecond per 100 KB of
+    history).
     """
 
-    __slots__ = ("__weakref__", "_count", "_dictionary", "_messages", "_pieces")
+    __slots__ = ("__weakref__", "_count", "_dictionary", "_held", "_messages", "_pieces")
 
     #: The histories whose messages are kept as objects, the most recent last.
     _hot: ClassVar[collections.OrderedDict[int, weakref.ref[PackedHistory]]] = (
         collections.OrderedDict()
     )
 
-    def __init__(self, messages: Sequence[ModelMessage] = ()) -> None:
-        """Pack ``messages``."""
+    def __init__(self, messages: Sequence[ModelMessage] = (), *, hot: bool = False) -> None:
+        """Pack ``messages``; ``hot``: keep them as objects too, as the history of a turn
+        that just ended."""
         self._count = len(messages)
         self._pieces: list[bytes] = []
         self._dictionary = b""
         self._add(ModelMessagesTypeAdapter.dump_json(list(messages)))
         self._messages: list[ModelMessage] | None = None
+        self._held = False
+        if hot:
+            self._keep(list(messages))
 
     def __len__(self) -> int:
         """The number of messages."""
@@ -182,20 +192,50 @@ class PackedHistory:
         if added:
             self._add(orjson.dumps(list(added)))
         self._count = len(messages)
+        self._held = False
         self._keep(messages)
 
+    def hold(self) -> list[ModelMessage]:
+        """Return the messages (a new list) and keep them as objects until :meth:`release`
+        or :meth:`extend` (a turn's start; see the class docstring)."""
+        messages = self._objects()
+        PackedHistory._hot.pop(id(self), None)
+        self._messages = messages
+        self._held = True
+        return list(messages)
+
+    def release(self) -> None:
+        """End a :meth:`hold` (a turn that ended without :meth:`extend`): the messages join
+        the hot histories; nothing when not held."""
+        if self._held:
+            self._held = False
+            if self._messages is not None:
+                self._keep(self._messages)
+
+    @property
+    def held(self) -> bool:
+        """Whether a turn holds the messages (:meth:`hold`)."""
+        return self._held
+
     def unpack(self) -> list[ModelMessage]:
-        """Return the messages (a new list; new objects unless the history is hot).
+        """Return the messages (a new list; new objects unless the history is hot or held)."""
+        if self._held and self._messages is not None:
+            return list(self._messages)
+        messages = self._objects()
+        self._keep(messages)
+        return list(messages)
+
+    def _objects(self) -> list[ModelMessage]:
+        """The messages as objects: the kept ones, or read back from the pieces.
 
         Every request of a run carries the agent's instructions (the coder's are about 1.5 KB);
         read back from JSON each would be a string of its own, so equal ones share one, as
         they did when the runs made them.
         """
+        if self._messages is not None:
+            return self._messages
         if not self._count:
             return []
-        if self._messages is not None:
-            self._keep(self._messages)
-            return list(self._messages)
         messages: list[ModelMessage] = []
         dictionary = b""
         for piece in self._pieces:
@@ -214,8 +254,7 @@ class PackedHistory:
             self._pieces = []
             self._dictionary = b""
             self._add(ModelMessagesTypeAdapter.dump_json(messages))
-        self._keep(messages)
-        return list(messages)
+        return messages
 
     def _add(self, raw: bytes) -> None:
         """Keep ``raw`` as the next piece, compressed against the end of the last one."""
@@ -227,8 +266,11 @@ class PackedHistory:
         self._dictionary = raw[-DICTIONARY_BYTES:]
 
     def _keep(self, messages: list[ModelMessage]) -> None:
-        """Keep ``messages`` as objects, and let the least recent hot history go cold."""
+        """Keep ``messages`` as objects (a hot history, unless held), and let the least
+        recent hot history go cold."""
         self._messages = list(messages)
+        if self._held:
+            return
         hot = PackedHistory._hot
         hot.pop(id(self), None)
         hot[id(self)] = weakref.ref(self)

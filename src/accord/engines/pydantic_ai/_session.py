@@ -367,12 +367,17 @@ class PydanticAISession(EngineSession):
         self, prompt: Sequence[ContentBlock], turn: TurnContext, pipe: Pipe, model: AnyModel | None
     ) -> None:
         try:
+            # Held as objects for the turn: the estimate, a compaction and the run read the
+            # same ones (see PackedHistory).
+            messages = self._history.hold()
             policy = self._options.compaction
             if policy is not None:
-                messages = self._history.unpack()
                 used = estimate_tokens(messages, prompt_text(prompt), measured=self._measured)
-                if policy.due(used, await self._context_window(model)):
-                    await self._compact(pipe, turn, model, "", requested=False, estimate=used)
+                due = policy.due(used, await self._context_window(model))
+                if due and await self._compact(
+                    pipe, turn, model, "", requested=False, estimate=used
+                ):
+                    messages = self._history.hold()
             options = self._options
             translator = options.translator(
                 cwd=self._context.cwd,
@@ -399,7 +404,7 @@ class PydanticAISession(EngineSession):
             run = TurnRun(
                 agent=self._agent,
                 prompt=user_content(prompt),
-                history=self._history.unpack(),
+                history=messages,
                 model=model,
                 context_window=functools.partial(self._context_window, model),
                 deps=self._deps,
@@ -419,8 +424,9 @@ class PydanticAISession(EngineSession):
                     # Only the new messages are packed (the earlier ones are as they were).
                     self._history.extend(run.messages, run.added)
                 else:
-                    self._history = PackedHistory(run.messages)
+                    self._history = PackedHistory(run.messages, hot=True)
                 self._measured = True
         finally:
+            self._history.release()
             self._turn_state = None
             await self._model.end_turn()
