@@ -23,8 +23,11 @@ class ServerLimits:
         max_headers: header fields in one request; a real client sends about ten (431).
         max_connections_per_token: live connections (WebSocket or HTTP) one token may hold;
             one leaked token cannot take all the server's memory (429 past it).
-        idle_timeout: seconds a connection may send nothing (no message, no pong, no request)
-            before it is closed; a turn still running on the agent is not affected.
+        idle_timeout: seconds a connection may go with no message either way (a request, an
+            answer or a notification, from the client or the agent) before it is closed:
+            WebSocket pings and pongs, SSE heartbeat comments and a GET held open are not
+            messages. A turn still running on the agent is not affected (its session runs on
+            and can be resumed). ``accord serve --idle-timeout``.
         heartbeat_interval: seconds between WebSocket pings and SSE comment lines; keeps
             proxies that cut quiet connections (often at 60 s) from doing so, and finds dead
             peers. A WebSocket peer that has not answered a ping by the next one is gone; a

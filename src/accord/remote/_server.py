@@ -408,12 +408,16 @@ class _Server:
             _log.info("HTTP connection %s closed", connection.connection_id)
 
     async def _reap_idle(self, connection: HttpAcpConnection) -> None:
-        """Close an HTTP connection nobody has used or listened to for the idle timeout."""
+        """Close an HTTP connection with no message either way for the idle timeout.
+
+        As over WebSocket, only messages count (a POST, or one the agent sends): a GET held
+        open and the heartbeat comments written to it do not, so a client that only listens
+        to a quiet connection is closed all the same (its sessions run on and can be resumed).
+        """
         while not connection.closed:
-            await anyio.sleep(self._limits.heartbeat_interval)
-            listened = any(s.attached for s in connection.streams.values())
+            await anyio.sleep(min(self._limits.heartbeat_interval, self._limits.idle_timeout))
             quiet = anyio.current_time() - connection.last_activity
-            if not listened and quiet >= self._limits.idle_timeout:
+            if quiet >= self._limits.idle_timeout:
                 _log.info("HTTP connection %s idle: closed", connection.connection_id)
                 await connection.aclose()
 
@@ -493,7 +497,6 @@ class _Server:
                         await connection.aclose()
                         return
                     stream.in_flight = max(0, len(data) - start - _WRITE_SLICE)
-                    connection.last_activity = anyio.current_time()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 stream.requeue(_unsent(batch, start))  # for the next GET: nothing lost
                 return

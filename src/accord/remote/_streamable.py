@@ -212,6 +212,7 @@ class HttpAcpConnection:
         """
         if self.closed:
             raise ConnectionClosed("the HTTP connection is closed")
+        self.last_activity = anyio.current_time()
         key = route_key(message.get("id"))
         if "method" not in message:
             if self._initialize is not None and key == self._initialize[0]:
