@@ -12,7 +12,7 @@ for a time (the lower bound on when it came holds whatever the load).
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -48,7 +48,7 @@ class _Served:
 
 
 @asynccontextmanager
-async def _serve() -> AsyncIterator[_Served]:
+async def _serve() -> AsyncGenerator[_Served]:
     runtime = AgentRuntime(ScriptedEngine([]), store=MemorySessionStore(), grace=0)
     served = _Served()
 

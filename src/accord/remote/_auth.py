@@ -2,7 +2,9 @@
 
 Every HTTP request and every WebSocket upgrade is checked here before anything else is read
 or created. The token travels only in ``Authorization: Bearer <token>``; it is compared in
-constant time (:func:`hmac.compare_digest`), never logged, and a request that carries one in
+constant time (:func:`same_secret`: :func:`hmac.compare_digest` on two digests of one
+length, so neither the content nor the length of what was sent decides how long it takes),
+never logged, and a request that carries one in
 its URL is refused outright (401), so it cannot leak through logs, proxies or browser
 history: a query parameter whose name is a credential's (:func:`is_credential_parameter`,
 the one rule the client applies too), or whose name or value is the token itself
@@ -20,6 +22,7 @@ only.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -38,6 +41,7 @@ __all__ = (
     "is_loopback_host",
     "query_carries_credential",
     "read_token",
+    "same_secret",
     "split_authority",
 )
 
@@ -97,6 +101,25 @@ def is_credential_parameter(name: str) -> bool:
     )
 
 
+#: A key drawn once per process: what :func:`same_secret` digests both sides with, so a
+#: client cannot precompute digests that share a prefix with the token's.
+_DIGEST_KEY = secrets.token_bytes(32)
+
+
+def same_secret(supplied: bytes, expected: bytes) -> bool:
+    """Whether ``supplied`` is ``expected``, in time that depends on neither's content.
+
+    Every comparison with the token goes through here. Both sides are digested (HMAC-SHA256
+    under a per-process key) and the two 32-byte digests compared with
+    :func:`hmac.compare_digest`: equal lengths always, so not even a wrong length returns
+    early. The digests cost time linear in the lengths, which are not secret (a right
+    header has a fixed, public length given the token's).
+    """
+    mine = hmac.new(_DIGEST_KEY, expected, hashlib.sha256).digest()
+    theirs = hmac.new(_DIGEST_KEY, supplied, hashlib.sha256).digest()
+    return hmac.compare_digest(theirs, mine)
+
+
 def query_carries_credential(query: bytes, token: str | None = None) -> bool:
     """Whether a URL's ``query`` (without ``?``) names a credential or carries ``token``.
 
@@ -121,7 +144,7 @@ def query_carries_credential(query: bytes, token: str | None = None) -> bool:
             if item[:7].lower() == b"bearer ":
                 item = item[7:].strip()
             # No early exit: every parameter costs the same whether or not one matched.
-            found = hmac.compare_digest(item, secret) or found
+            found = same_secret(item, secret) or found
     return found
 
 
@@ -332,9 +355,9 @@ class AccessPolicy:
 
     def _token_ok(self, header: bytes | None) -> bool:
         expected = b"Bearer " + self.token.encode("ascii")
-        # Compare the whole header in constant time: its length leaks nothing useful, since a
-        # right header has a fixed, public length given the token's.
+        # Compare the whole header in constant time (:func:`same_secret`): only the scheme
+        # word, which is public, is looked at before.
         supplied = header or b""
         if supplied[:7].lower() == b"bearer ":
             supplied = b"Bearer " + supplied[7:].strip()
-        return hmac.compare_digest(supplied, expected)
+        return same_secret(supplied, expected)
