@@ -142,6 +142,30 @@ async def test_a_burst_is_written_in_few_system_calls_and_arrives_in_order(
     assert counting_os.writes[p.sender_fd] < 100, counting_os.writes[p.sender_fd]
 
 
+@pytest.mark.asyncio_only("the burst ends when the asyncio loop turns (a loop callback)")
+async def test_a_slow_burst_without_yielding_is_one_write_after_the_first(
+    counting_os: _CountingOs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A streaming agent's batch of chunks: each line takes its sender longer than
+    # BURST_WINDOW to build (a fake clock: a millisecond per reading), none yields between.
+    clock = iter(range(10**6))
+    monkeypatch.setattr(stream_module, "perf_counter", lambda: next(clock) * 1e-3)
+    count = 20
+    async with _pipes() as p, anyio.create_task_group() as tg:
+        tg.start_soon(p.sender.run_writer)
+        await anyio.wait_all_tasks_blocked()
+        for index in range(count):
+            await p.sender.send(_message(index))
+        assert counting_os.writes[p.sender_fd] == 1  # the first line, at once
+        assert await _receive_exactly(p.peer, count) == [_message(i) for i in range(count)]
+        assert counting_os.writes[p.sender_fd] == 2  # the rest in one write
+        # The loop has turned since: the next line is a burst of its own, written at once.
+        await p.sender.send(_message(count))
+        assert counting_os.writes[p.sender_fd] == 3
+        assert os.read(p.peer_fd, 65536) == encode_message(_message(count))
+        tg.cancel_scope.cancel()
+
+
 async def test_without_the_writer_each_message_is_its_own_write(counting_os: _CountingOs) -> None:
     count = 500  # ~30 KB: fits in the pipe, so every write succeeds whole
     async with _pipes() as p:

@@ -48,8 +48,10 @@ COALESCE_BYTES = 8192
 CLOSE_FLUSH_TIMEOUT = 5.0
 #: A line sent within this many seconds of one written directly, with the writer not run
 #: since, is part of a burst: it is queued and written with the lines that follow it. A
-#: sender this fast is not yielding between lines; one slower than this pays one system
-#: call per line, which is then small next to its own work.
+#: sender this fast is not yielding between lines. On asyncio a line sent before the event
+#: loop turned since the last direct write is part of the burst however long its sender
+#: took to build it (a streaming agent's batch of chunks, each a few hundred microseconds
+#: on a busy machine): one system call, and one wake-up of the reader, per batch.
 BURST_WINDOW = 50e-6
 
 _LONG_AGO = float("-inf")
@@ -102,6 +104,8 @@ class StreamTransport:
         self._wake = anyio.Event()
         # When a line last went out directly (see send()); reset when the writer runs.
         self._last_direct_write = _LONG_AGO
+        # On asyncio: a line went out directly and the loop has not turned since (see send()).
+        self._in_step_burst = False
         # Reading a pipe on asyncio (see _wait_for_frames()): the loop whose readiness
         # callback reads it, whether that callback is registered, the future the receiving
         # task waits on, and the direct receiver messages are offered to.
@@ -117,8 +121,9 @@ class StreamTransport:
         Without a running :meth:`run_writer`, the line is written before this returns
         (waiting while the pipe is full). With one, a line sent while the pipe is idle is
         still written at once, and no task is woken for it (a lone request pays for one
-        system call, nothing else). Lines that follow it within ``BURST_WINDOW`` (a sender
-        that is not yielding between them) are queued and written together: by the writer
+        system call and, on asyncio, one loop callback). Lines that follow it within
+        ``BURST_WINDOW``, or on asyncio before the event loop turns (a sender that is not
+        yielding between them), are queued and written together: by the writer
         task as soon as the sender yields, or by the sender itself once ``COALESCE_BYTES``
         are waiting (waiting while the pipe is full, which is the backpressure).
 
@@ -147,7 +152,11 @@ class StreamTransport:
             return
         if self._writer_running:
             now = perf_counter()
-            if now - self._last_direct_write < BURST_WINDOW or self._fd_writer is None:
+            if (
+                self._in_step_burst
+                or now - self._last_direct_write < BURST_WINDOW
+                or self._fd_writer is None
+            ):
                 # A burst: queue it; the writer writes the lot once the sender yields.
                 self._queue(data)
                 self._owed = True
@@ -155,6 +164,7 @@ class StreamTransport:
                 return
             # Idle: write at once, with no task to wake (the lone request's path).
             self._last_direct_write = now
+            self._open_step_burst()
         fd_writer = self._fd_writer
         if fd_writer is not None:
             try:
@@ -201,6 +211,19 @@ class StreamTransport:
         finally:
             self._writer_running = False
             self._last_direct_write = _LONG_AGO
+
+    def _open_step_burst(self) -> None:
+        """On asyncio, make later lines part of this burst until the loop turns: a callback
+        scheduled now runs only after every task ready in this iteration has yielded."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio: the time window alone tells a burst
+            return
+        self._in_step_burst = True
+        loop.call_soon(self._end_step_burst)
+
+    def _end_step_burst(self) -> None:
+        self._in_step_burst = False
 
     def _wake_writer(self) -> None:
         wake = self._wake
