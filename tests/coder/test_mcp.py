@@ -12,7 +12,13 @@ import pytest
 from _coder_support import Turn, engine_on, opened, root, run_turn, tool_names
 from helpers.timeouts import TIMEOUT
 
-from accord.coder._mcp import McpServers, tool_prefix
+from accord.coder._mcp import (
+    CONNECT_TIMEOUT_ENV,
+    CONNECT_TIMEOUT_SECONDS,
+    McpServers,
+    connect_timeout,
+    tool_prefix,
+)
 from accord.engines import ToolCallEnded
 from accord.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 from accord.testing import FakeOpenAIServer, ScriptedReply, ScriptedToolCall
@@ -104,3 +110,38 @@ def test_tool_prefixes_are_safe_and_unique() -> None:
     assert tool_prefix("my server!", taken) == "my_server"
     assert tool_prefix("my server?", taken) == "my_server_2"
     assert tool_prefix("***", taken) == "mcp"
+
+
+def test_the_connect_timeout_comes_from_the_environment() -> None:
+    assert connect_timeout({}) == CONNECT_TIMEOUT_SECONDS == 30.0
+    assert connect_timeout({CONNECT_TIMEOUT_ENV: " 90 "}) == 90.0
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        with pytest.raises(ValueError, match=CONNECT_TIMEOUT_ENV):
+            connect_timeout({CONNECT_TIMEOUT_ENV: bad})
+
+
+async def test_a_server_slower_to_start_than_pydantic_ais_default_is_connected(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound reaches pydantic-ai's ``init_timeout`` (its own default is 5 s: a server
+    started on a machine under load missed it, though accord's bound was 30 s)."""
+    monkeypatch.setenv(CONNECT_TIMEOUT_ENV, str(TIMEOUT))
+    slow = McpServerStdio(
+        name="slow",
+        command=sys.executable,
+        args=[
+            "-c",
+            f"import runpy, sys, time; time.sleep(6); sys.argv = [{SERVER!r}]; "
+            f"runpy.run_path({SERVER!r}, run_name='__main__')",
+        ],
+        env=[],
+    )
+    servers = McpServers([slow], str(project))
+    assert servers.connect_timeout == TIMEOUT
+    with anyio.fail_after(TIMEOUT + 10):
+        await servers.open()
+    try:
+        assert servers.failed == {}
+        assert len(servers.toolsets) == 1
+    finally:
+        await servers.aclose()

@@ -2,7 +2,9 @@
 
 ``session/new`` (and ``load``, ``resume``, ``fork``) may name MCP servers. :class:`McpServers`
 turns each into a pydantic-ai ``MCPToolset`` (on the FastMCP client) and connects them all,
-concurrently, each within :data:`CONNECT_TIMEOUT_SECONDS`:
+concurrently, each within :func:`connect_timeout` seconds (``ACCORD_MCP_CONNECT_TIMEOUT``,
+default :data:`CONNECT_TIMEOUT_SECONDS`; the same bound is pydantic-ai's ``init_timeout``, whose
+own default of 5 s a server started on a busy machine missed):
 
 * stdio servers (always supported): the command with its arguments and environment, started
   in the session's ``cwd``;
@@ -28,8 +30,9 @@ FastMCP is imported only when a session actually has servers (it takes over a se
 from __future__ import annotations
 
 import logging
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -38,17 +41,46 @@ from pydantic_ai.toolsets import AbstractToolset
 from ..engines import McpOverAcp
 from ..schema import AcpMcpServer, HttpMcpServer, McpServer, McpServerStdio
 
-__all__ = ("CLOSE_TIMEOUT_SECONDS", "CONNECT_TIMEOUT_SECONDS", "McpServers", "tool_prefix")
+__all__ = (
+    "CLOSE_TIMEOUT_SECONDS",
+    "CONNECT_TIMEOUT_ENV",
+    "CONNECT_TIMEOUT_SECONDS",
+    "McpServers",
+    "connect_timeout",
+    "tool_prefix",
+)
 
 _log = logging.getLogger("accord.coder")
 
 CONNECT_TIMEOUT_SECONDS: Final = 30.0
 """How long one server may take to start and list its tools (``npx`` may download first)."""
 
+CONNECT_TIMEOUT_ENV: Final = "ACCORD_MCP_CONNECT_TIMEOUT"
+"""The environment variable that sets the bound on starting one server, in seconds."""
+
 CLOSE_TIMEOUT_SECONDS: Final = 5.0
 """Bound on closing one server's connection (shielded)."""
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def connect_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds one server may take to start and list its tools: ``ACCORD_MCP_CONNECT_TIMEOUT``
+    (a positive number) if set, else :data:`CONNECT_TIMEOUT_SECONDS`.
+
+    Raises:
+        ValueError: the variable is set but is not a positive number.
+    """
+    raw = (os.environ if environ is None else environ).get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return CONNECT_TIMEOUT_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{CONNECT_TIMEOUT_ENV} must be a positive number of seconds, not {raw!r}")
+    return seconds
 
 
 def tool_prefix(name: str, taken: set[str]) -> str:
@@ -62,7 +94,7 @@ def tool_prefix(name: str, taken: set[str]) -> str:
     return prefix
 
 
-def _toolset(server: McpServer, cwd: str, channel: McpOverAcp | None) -> Any | None:
+def _toolset(server: McpServer, cwd: str, channel: McpOverAcp | None, timeout: float) -> Any | None:
     from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
     from pydantic_ai.mcp import MCPToolset
 
@@ -87,7 +119,7 @@ def _toolset(server: McpServer, cwd: str, channel: McpOverAcp | None) -> Any | N
             getattr(server, "type", "?"),
         )
         return None
-    return MCPToolset(transport, id=server.name)
+    return MCPToolset(transport, id=server.name, init_timeout=timeout)
 
 
 class McpServers:
@@ -105,6 +137,8 @@ class McpServers:
         """Remember the servers; :meth:`open` connects them."""
         self._servers = tuple(servers)
         self._cwd = cwd
+        #: Seconds each server may take to start and list its tools (:func:`connect_timeout`).
+        self.connect_timeout = connect_timeout()
         self._channel = channel
         self._open: list[tuple[str, Any]] = []
         self.toolsets: list[AbstractToolset[Any]] = []
@@ -119,7 +153,7 @@ class McpServers:
         taken: set[str] = set()
         pending: list[tuple[str, str, Any]] = []
         for server in self._servers:
-            toolset = _toolset(server, self._cwd, self._channel)
+            toolset = _toolset(server, self._cwd, self._channel, self.connect_timeout)
             if toolset is None:
                 self.failed[server.name] = "unsupported transport"
                 continue
@@ -129,7 +163,7 @@ class McpServers:
         async def connect(index: int) -> None:
             name, prefix, toolset = pending[index]
             try:
-                with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
+                with anyio.fail_after(self.connect_timeout):
                     await toolset.__aenter__()
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
