@@ -209,14 +209,22 @@ async def test_a_peer_that_reads_slowly_and_never_answers_the_ping_is_closed_100
     peer = _TricklingPeer(pause=interval / 10)
     transport = WebSocketTransport(peer, Connection(ConnectionType.SERVER), max_message_bytes=_MIB)
     chunk = {"jsonrpc": "2.0", "method": "x", "params": {"text": "x" * 100_000}}
+
+    async def send_until_closed() -> None:
+        while not transport.closed:
+            try:
+                await transport.send(chunk)
+            except ConnectionClosed:
+                return
+
     with caplog.at_level(logging.INFO, logger="accord.remote"), anyio.fail_after(TIMEOUT):
         async with anyio.create_task_group() as tg:
+            # The sender runs before the heartbeat starts: under load the first two heartbeats
+            # could otherwise pass before the sender queued anything (then a silent, unanswering
+            # peer is rightly taken to be gone, 1001: not the case under test).
+            await transport.send(chunk)
+            tg.start_soon(send_until_closed)
             tg.start_soon(transport.keepalive, interval, 10 * TIMEOUT)
-            while not transport.closed:
-                try:
-                    await transport.send(chunk)
-                except ConnectionClosed:
-                    break
     closes = [r.getMessage() for r in caplog.records if "closing a WebSocket" in r.getMessage()]
     assert len(closes) == 1, closes
     assert "(1008): the peer stopped reading" in closes[0], closes
