@@ -284,7 +284,8 @@ async def test_forged_cursors_are_refused_with_their_reason() -> None:
                 f"1.{tag}.{epoch}.-{seq}",
                 f"1.{tag}.0{epoch}.{seq}",  # a padded number is not one this agent made
                 f"1.{tag}.{epoch}.{seq} ",
-                f"1.{tag.upper()}.{epoch}.{seq}",
+                # (a tag of digits only has no other case: 2% of tags)
+                *([f"1.{tag.upper()}.{epoch}.{seq}"] if tag.upper() != tag else []),
                 f"2.{tag}.{epoch}.{seq}",
                 f"1.{tag}.{epoch}.{seq}\x00",
                 "1.\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668.0.0",  # non-ASCII digits
