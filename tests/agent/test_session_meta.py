@@ -103,6 +103,9 @@ async def test_a_title_set_on_a_stored_session_not_live_reaches_the_next_resume(
         ("bell\x07", "control_character"),
         ("esc \x1b[31mred", "control_character"),
         ("c1 \x9b31m", "control_character"),
+        ("line\u2028separator", "control_character"),
+        ("evil\u202etxt.exe", "control_character"),
+        ("isolate \u2066x\u2069", "control_character"),
     ],
 )
 async def test_bad_titles_are_refused_and_nothing_changes(title: str, reason: str) -> None:
