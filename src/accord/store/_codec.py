@@ -62,6 +62,7 @@ SESSION_COLUMNS: Final = (
     "last_seq",
     "state",
     "archived",
+    "title_by_client",
 )
 #: The columns of a listing row, in the order :func:`summary_from_row` reads them.
 SUMMARY_COLUMNS: Final = (
@@ -92,6 +93,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         last_seq=row[8],
         state=orjson.loads(row[9]),
         archived=bool(row[10]),
+        title_by_client=bool(row[11]),
     )
 
 
@@ -119,6 +121,7 @@ def given_fields(
     epoch: int | Unchanged,
     updated_at: datetime | Unchanged,
     archived: bool | Unchanged = UNCHANGED,
+    title_by_client: bool | Unchanged = UNCHANGED,
 ) -> dict[str, Any]:
     """The fields an ``update_session`` call changes, as :class:`SessionRecord` values
     (sequences as tuples); the ``UNCHANGED`` ones are left out."""
@@ -139,6 +142,8 @@ def given_fields(
         fields["updated_at"] = updated_at
     if not isinstance(archived, Unchanged):
         fields["archived"] = archived
+    if not isinstance(title_by_client, Unchanged):
+        fields["title_by_client"] = title_by_client
     return fields
 
 

@@ -136,6 +136,7 @@ class MemorySessionStore:
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
         archived: bool | Unchanged = UNCHANGED,
+        title_by_client: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         await checkpoint()
@@ -152,10 +153,21 @@ class MemorySessionStore:
                 epoch=epoch,
                 updated_at=updated_at,
                 archived=archived,
+                title_by_client=title_by_client,
             ),
         )
         entry.record = _normalized(record)
         return _normalized(entry.record)
+
+    async def set_engine_title(self, session_id: str, title: str | None) -> bool:
+        """See :meth:`SessionStore.set_engine_title`."""
+        await checkpoint()
+        self._check_open()
+        entry = self._entry(session_id)
+        if entry.record.title_by_client:
+            return False
+        entry.record = replace(entry.record, title=title)
+        return True
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`."""

@@ -278,6 +278,7 @@ class PostgresSessionStore:
             record.last_seq,
             _json_text(record.state),
             record.archived,
+            record.title_by_client,
         )
 
         def create(conn: psycopg.Connection[Any]) -> None:
@@ -285,8 +286,9 @@ class PostgresSessionStore:
                 inserted = conn.execute(
                     "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
                     " mcp_servers, title, created_at, updated_at, epoch, last_seq, state,"
-                    " archived)"
-                    " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s)"
+                    " archived, title_by_client)"
+                    " VALUES (%s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s::jsonb, %s,"
+                    " %s)"
                     " ON CONFLICT (session_id) DO NOTHING",
                     values,
                 ).rowcount
@@ -321,6 +323,7 @@ class PostgresSessionStore:
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
         archived: bool | Unchanged = UNCHANGED,
+        title_by_client: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         changes = encode_fields(
@@ -333,6 +336,7 @@ class PostgresSessionStore:
                 epoch=epoch,
                 updated_at=updated_at,
                 archived=archived,
+                title_by_client=title_by_client,
             )
         )
         assignments = [
@@ -356,6 +360,29 @@ class PostgresSessionStore:
             return _record(row)
 
         return await self._call(update)
+
+    async def set_engine_title(self, session_id: str, title: str | None) -> bool:
+        """See :meth:`SessionStore.set_engine_title`."""
+        if _unstorable(session_id):
+            raise UnknownSession(f"no stored session {session_id!r}")
+
+        def set_title(conn: psycopg.Connection[Any]) -> bool:
+            with conn.transaction():
+                changed = conn.execute(
+                    "UPDATE accord_sessions SET title = %s, version = version + 1"
+                    " WHERE session_id = %s AND NOT title_by_client",
+                    (title, session_id),
+                ).rowcount
+                if changed:
+                    return True
+                found = conn.execute(
+                    "SELECT 1 FROM accord_sessions WHERE session_id = %s", (session_id,)
+                ).fetchone()
+                if found is None:
+                    raise UnknownSession(f"no stored session {session_id!r}")
+                return False
+
+        return await self._call(set_title)
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`.
@@ -457,8 +484,9 @@ class PostgresSessionStore:
                 inserted = conn.execute(
                     "INSERT INTO accord_sessions (session_id, cwd, additional_directories,"
                     " mcp_servers, title, created_at, updated_at, epoch, last_seq, state,"
-                    " archived)"
-                    " SELECT %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, epoch, last_seq, state, %s"
+                    " archived, title_by_client)"
+                    " SELECT %s, %s, %s::jsonb, %s::jsonb, %s, %s, %s, epoch, last_seq, state,"
+                    " %s, %s"
                     " FROM accord_sessions WHERE session_id = %s"
                     " ON CONFLICT (session_id) DO NOTHING",
                     (
@@ -470,6 +498,7 @@ class PostgresSessionStore:
                         to_micros(new_record.created_at),
                         to_micros(new_record.updated_at),
                         new_record.archived,
+                        new_record.title_by_client,
                         source_id,
                     ),
                 ).rowcount

@@ -9,14 +9,14 @@ whose newest version is above :data:`SCHEMA_VERSION` was written by a newer acco
 refused with :class:`SchemaVersionError`, never touched. Rules for changing the schema: never
 edit a migration that has shipped; append a new one.
 
-Layout (version 3), shaped for the event chain:
+Layout (version 4), shaped for the event chain:
 
 * ``accord_sessions``: one row per session: placement (``cwd``, directories, MCP servers as
-  ``jsonb``), ``title``, ``archived`` (version 3), timestamps (integer microseconds since the
-  Unix epoch, UTC, the sort key every store shares with the list cursors), ``epoch``,
-  ``last_seq`` (the head of the chain), the runtime's opaque ``state`` (``jsonb``), the
-  current owner's claim (``owner`` and ``owner_expires_at``, a lease) and ``version``, bumped
-  by every write, for optimistic updates.
+  ``jsonb``), ``title``, ``title_by_client`` (version 4), ``archived`` (version 3), timestamps
+  (integer microseconds since the Unix epoch, UTC, the sort key every store shares with the
+  list cursors), ``epoch``, ``last_seq`` (the head of the chain), the runtime's opaque
+  ``state`` (``jsonb``), the current owner's claim (``owner`` and ``owner_expires_at``, a
+  lease) and ``version``, bumped by every write, for optimistic updates.
   Ids compare with the ``C`` collation, byte by byte, as in the other stores.
 * ``accord_events``: the append-only chain, keyed by ``(session_id, seq)``; the payload is the
   event's JSON bytes, stored and returned verbatim. No foreign key to the session (version 2
@@ -86,6 +86,9 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # Version 3: the archive flag (ACP ``session/archive``); every session stored before is
     # not archived.
     ("ALTER TABLE accord_sessions ADD COLUMN archived boolean NOT NULL DEFAULT false",),
+    # Version 4: whether a client set the title (ACP ``session/set_title``), which a title the
+    # agent generates must not replace; every title stored before counts as generated.
+    ("ALTER TABLE accord_sessions ADD COLUMN title_by_client boolean NOT NULL DEFAULT false",),
 )
 
 #: The schema version this code writes and reads.

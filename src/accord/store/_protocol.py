@@ -80,14 +80,29 @@ class SessionStore(Protocol):
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
         archived: bool | Unchanged = UNCHANGED,
+        title_by_client: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """Change the given fields (and only those) and return the updated record.
 
-        The store never touches ``updated_at`` here unless it is given.
+        The store never touches ``updated_at`` here unless it is given. A client's title is
+        ``title=..., title_by_client=True``; a title the agent generates goes through
+        :meth:`set_engine_title` instead.
 
         Raises:
             UnknownSession: no session with that id is stored.
             TypeError: ``state`` or ``mcp_servers`` does not serialize as JSON.
+        """
+        ...
+
+    async def set_engine_title(self, session_id: str, title: str | None) -> bool:
+        """Store a title the agent generated, unless a client set the session's title.
+
+        One atomic write: whichever process set ``title_by_client`` first, the title it set
+        stays (ACP: an agent should not replace a title the client set with one it
+        generates). Returns whether ``title`` was stored.
+
+        Raises:
+            UnknownSession: no session with that id is stored.
         """
         ...
 
@@ -122,8 +137,8 @@ class SessionStore(Protocol):
         """Store a copy of a session under a new id, and return it.
 
         The copy takes its identity and placement (``session_id``, ``cwd``,
-        ``additional_directories``, ``mcp_servers``, ``title``, ``created_at``,
-        ``updated_at``) from ``new_record``, and its history (every event, ``state``,
+        ``additional_directories``, ``mcp_servers``, ``title``, ``title_by_client``,
+        ``archived``, ``created_at``, ``updated_at``) from ``new_record``, and its history (every event, ``state``,
         ``epoch``, ``last_seq``) from the source, which is left unchanged. Event payloads are
         copied verbatim.
 

@@ -42,6 +42,8 @@ class SessionRecord:
             permission decisions, system prompt, engine state); opaque to the store.
         archived: the session is archived (ACP ``session/archive``): listings leave it out
             unless asked for it; its history is kept.
+        title_by_client: a client set ``title`` (ACP ``session/set_title``): a title the agent
+            generates does not replace it (``set_engine_title`` refuses it).
     """
 
     session_id: str
@@ -55,6 +57,7 @@ class SessionRecord:
     last_seq: int = 0
     state: JsonObject = field(default_factory=dict[str, Any])
     archived: bool = False
+    title_by_client: bool = False
 
     def __post_init__(self) -> None:
         _require_aware("created_at", self.created_at)

@@ -93,8 +93,19 @@ def _v3_archived(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0")
 
 
+def _v4_title_by_client(db: sqlite3.Connection) -> None:
+    """Version 4: whether a client set the title (ACP ``session/set_title``), which a title
+    the agent generates must not replace; every title stored before counts as generated."""
+    db.execute("ALTER TABLE sessions ADD COLUMN title_by_client INTEGER NOT NULL DEFAULT 0")
+
+
 #: Every migration ever shipped, oldest first. Append only.
-MIGRATIONS: tuple[Migration, ...] = (_v1_initial, _v2_claims, _v3_archived)
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_initial,
+    _v2_claims,
+    _v3_archived,
+    _v4_title_by_client,
+)
 
 
 def schema_version(db: sqlite3.Connection) -> int:

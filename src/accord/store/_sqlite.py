@@ -275,6 +275,7 @@ class SqliteSessionStore:
         epoch: int | Unchanged = UNCHANGED,
         updated_at: datetime | Unchanged = UNCHANGED,
         archived: bool | Unchanged = UNCHANGED,
+        title_by_client: bool | Unchanged = UNCHANGED,
     ) -> SessionRecord:
         """See :meth:`SessionStore.update_session`."""
         changes = encode_fields(
@@ -287,9 +288,14 @@ class SqliteSessionStore:
                 epoch=epoch,
                 updated_at=updated_at,
                 archived=archived,
+                title_by_client=title_by_client,
             )
         )
         return await self._call(lambda db: ops.update(db, session_id, changes))
+
+    async def set_engine_title(self, session_id: str, title: str | None) -> bool:
+        """See :meth:`SessionStore.set_engine_title`."""
+        return await self._call(lambda db: ops.set_engine_title(db, session_id, title))
 
     async def append_events(self, events: Sequence[StoredEvent]) -> None:
         """See :meth:`SessionStore.append_events`."""

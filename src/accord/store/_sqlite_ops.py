@@ -75,7 +75,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> int:
     if _sid(db, record.session_id) is not None:
         raise SessionExists(f"session {record.session_id!r} is already stored")
     cursor = db.execute(
-        f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             record.session_id,
             record.cwd,
@@ -88,6 +88,7 @@ def _insert_session(db: sqlite3.Connection, record: SessionRecord) -> int:
             record.last_seq,
             orjson.dumps(record.state),
             int(record.archived),
+            int(record.title_by_client),
         ),
     )
     sid = cursor.lastrowid
@@ -114,6 +115,18 @@ def update(db: sqlite3.Connection, session_id: str, changes: dict[str, object]) 
         if record is None:
             raise UnknownSession(f"no stored session {session_id!r}")
         return record
+
+
+def set_engine_title(db: sqlite3.Connection, session_id: str, title: str | None) -> bool:
+    """Set a generated title unless a client set one; return whether it was set."""
+    with _transaction(db):
+        changed = db.execute(
+            "UPDATE sessions SET title = ? WHERE session_id = ? AND title_by_client = 0",
+            (title, session_id),
+        ).rowcount
+        if not changed and _sid(db, session_id) is None:
+            raise UnknownSession(f"no stored session {session_id!r}")
+        return bool(changed)
 
 
 def _label_numbers(db: sqlite3.Connection, sid: int, texts: Sequence[str]) -> dict[str, int]:
