@@ -2,7 +2,8 @@
 
 Usage: ``python _agent_over_stdio.py DATABASE [BACKEND]``. Prompts are commands
 (``_agent_support.command_steps``): ``rich`` plays a turn with every kind of update,
-``stream N DELAY`` streams N chunks DELAY seconds apart, anything else is echoed.
+``stream N DELAY`` streams N chunks DELAY seconds apart, ``title WORDS`` titles the session,
+anything else is echoed.
 """
 
 from __future__ import annotations

@@ -307,8 +307,11 @@ def command_steps(prompt: str) -> list[ScriptStep]:
     """Steps chosen by a prompt's text: ``rich``, ``stream N DELAY``, ``hang`` (a tool call
     left open, three chunks, then a wait that ignores cancel), ``wait`` (one chunk, then a
     wait ended by ``session/cancel``), ``ambiguous`` (a tool that asks
-    with two options under one id: ``Deny`` and ``Allow always``); anything else echoes."""
+    with two options under one id: ``Deny`` and ``Allow always``), ``title WORDS`` (the
+    engine titles the session WORDS); anything else echoes."""
     words = prompt.split()
+    if words[:1] == ["title"]:
+        return [Say("titled"), SetTitle(" ".join(words[1:]))]
     if words[:1] == ["ambiguous"]:
         options = (
             PermissionOption(option_id="x", name="Deny", kind="reject_once"),

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from _agent_support import CWD, Harness, scripted, serve
 from helpers.timeouts import TIMEOUT
 
+from accord.engines import ROOT_AGENT_ID, TitleChanged
 from accord.errors import RequestError
+from accord.events import event_to_json
 from accord.roles import is_advertised
 from accord.schema import (
     ArchiveSessionRequest,
@@ -21,7 +25,7 @@ from accord.schema import (
     SetSessionTitleRequest,
     UnarchiveSessionRequest,
 )
-from accord.store import SessionStore
+from accord.store import SessionStore, StoredEvent
 from accord.testing import Say, SetTitle, WaitForCancel
 
 pytestmark = pytest.mark.anyio
@@ -144,6 +148,119 @@ async def test_a_title_set_while_a_turn_runs_reaches_every_attached_client(
             await h.conn.cancel(CancelNotification(session_id=session_id))
         record = await store.get_session(session_id)
         assert record is not None and record.title == "During the turn"
+
+
+async def _stored_titles(store: SessionStore, session_id: str) -> list[str | None]:
+    """The titles of the session's stored ``title_changed`` events, in order."""
+    events = await store.read_events(session_id)
+    return [orjson.loads(e.payload)["title"] for e in events if e.kind == "title_changed"]
+
+
+async def test_a_generated_title_never_replaces_the_clients_here_or_after_a_resume(
+    store: SessionStore,
+) -> None:
+    engine = scripted([Say("one"), SetTitle("Generated")], [Say("two"), SetTitle(None)])
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session()
+        assert await _set_title(h, session_id, "Mine") == "Mine"
+        await h.prompt(session_id)
+        await h.prompt(session_id)
+        assert [t for t in _titles(h, session_id) if t is not None] == ["Mine"]
+        record = await store.get_session(session_id)
+        assert record is not None and (record.title, record.title_by_client) == ("Mine", True)
+        assert await _stored_titles(store, session_id) == ["Mine"]  # dropped, not stored
+    # Another runtime on the store (a restart): the flag came with the record.
+    async with serve(scripted([Say("three"), SetTitle("Generated again")]), store=store) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        await h.prompt(session_id)
+        assert [t for t in _titles(h, session_id) if t is not None] == ["Mine"]
+        record = await store.get_session(session_id)
+        assert record is not None and record.title == "Mine"
+        assert await _stored_titles(store, session_id) == ["Mine"]
+        # A client's title always wins, also over its own.
+        assert await _set_title(h, session_id, "Mine, renamed") == "Mine, renamed"
+        listed = await h.conn.list_sessions(ListSessionsRequest())
+        assert [s.title for s in listed.sessions] == ["Mine, renamed"]
+
+
+async def test_a_generated_title_before_the_clients_is_kept_until_then(
+    store: SessionStore,
+) -> None:
+    engine = scripted([Say("one"), SetTitle("Generated")], [Say("two"), SetTitle("Later")])
+    async with serve(engine, store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        record = await store.get_session(session_id)
+        assert record is not None and (record.title, record.title_by_client) == (
+            "Generated",
+            False,
+        )
+        assert await _set_title(h, session_id, "Mine") == "Mine"
+        await h.prompt(session_id)
+        assert [t for t in _titles(h, session_id) if t is not None] == ["Generated", "Mine"]
+        assert await _stored_titles(store, session_id) == ["Generated", "Mine"]
+    async with serve(scripted([Say("three")]), store=store) as h:
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+        await h.client.wait_until(lambda: _titles(h, session_id)[-1:] == ["Mine"])
+
+
+async def test_a_generated_title_the_record_missed_yields_to_the_clients_only(
+    store: SessionStore,
+) -> None:
+    """A title in the chain after the record's state (a crash before the record was saved)
+    is folded in on a resume, unless the record's title is a client's: that one is newer."""
+    async with serve(scripted([Say("one")]), store=store) as h:
+        session_id = await h.new_session()
+        await h.prompt(session_id)
+        with anyio.fail_after(TIMEOUT):
+            await h.conn.close_session(CloseSessionRequest(session_id=session_id))
+    for by_client, announced in ((False, "Generated"), (True, "Mine")):
+        record = await store.get_session(session_id)
+        assert record is not None
+        event = TitleChanged(title="Generated")
+        stored = StoredEvent(
+            session_id=session_id,
+            seq=record.last_seq + 1,
+            epoch=record.epoch,
+            turn_id=None,
+            agent_id=ROOT_AGENT_ID,
+            kind=event.kind,
+            layer=event.layer,
+            payload=event_to_json(event),
+            created_at=datetime.now(UTC),
+        )
+        await store.append_events([stored])
+        await store.update_session(session_id, title="Mine", title_by_client=by_client)
+        async with serve(scripted(), store=store) as h:
+            with anyio.fail_after(TIMEOUT):
+                await h.conn.resume_session(ResumeSessionRequest(session_id=session_id, cwd=CWD))
+            await h.client.wait_until(lambda: bool(_titles(h, session_id)))
+            assert _titles(h, session_id) == [announced]
+
+
+async def test_another_process_s_title_holds_against_this_one_s_saves_and_generated_titles(
+    shared_stores: tuple[SessionStore, SessionStore],
+) -> None:
+    store_a, store_b = shared_stores
+    engine = scripted([Say("one"), SetTitle("First")], [Say("two")], [SetTitle("Generated")])
+    async with (
+        serve(engine, store=store_a) as a,
+        serve(scripted(), store=store_b) as b,
+    ):
+        session_id = await a.new_session()
+        await a.prompt(session_id)  # live in a, titled by its engine
+        assert await _set_title(b, session_id, "From b") == "From b"  # b: the record only
+        await a.prompt(session_id)  # a's turn ends with a save of its state
+        record = await store_b.get_session(session_id)
+        assert record is not None and (record.title, record.title_by_client) == ("From b", True)
+        await a.prompt(session_id)  # a's engine titles again: dropped
+        assert "Generated" not in _titles(a, session_id)
+        record = await store_b.get_session(session_id)
+        assert record is not None and record.title == "From b"
+        listed = await a.conn.list_sessions(ListSessionsRequest())
+        assert [s.title for s in listed.sessions] == ["From b"]
 
 
 # --------------------------------------------------------------------------- status

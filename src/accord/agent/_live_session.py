@@ -230,6 +230,7 @@ class LiveSession:
         "questions",
         "session_id",
         "title",
+        "title_by_client",
         "tracker",
         "turn",
     )
@@ -268,6 +269,8 @@ class LiveSession:
         self.controls = controls
         self.permissions = permissions
         self.title = title
+        #: A client set the title (learnt from the store if another process did: ._titles).
+        self.title_by_client = False
         #: Slash commands changed by the engine during the session (``None``: the engine's).
         self.commands = commands
         self.restore_engine_state(engine_state, engine_seq)
@@ -503,6 +506,7 @@ class LiveSession:
         }
 
     async def save(self, store: SessionStore) -> None:
-        """Persist title and state, once every event published so far is committed."""
+        """Persist the state, once every event published so far is committed (the title is
+        stored as it changes, by :mod:`._titles`: a save never writes back an older one)."""
         await self.pipeline.flush()
-        await store.update_session(self.session_id, title=self.title, state=self.state_json())
+        await store.update_session(self.session_id, state=self.state_json())

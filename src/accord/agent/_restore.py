@@ -76,6 +76,7 @@ class RestoredState:
 
     __slots__ = (
         "_engine_from",
+        "_title_by_client",
         "commands",
         "controls",
         "engine_seq",
@@ -91,6 +92,9 @@ class RestoredState:
         self.controls = Controls.restore(capabilities, state)
         self.permissions = PermissionMemory.restore(state.get("permissions"))
         self.title = record.title
+        #: A client set the record's title: it is newer than any title in the chain (a
+        #: title is stored before it is published, and a generated one never replaces it).
+        self._title_by_client = record.title_by_client
         self.commands: tuple[AvailableCommand, ...] | None = None
         commands = state.get("commands")
         if isinstance(commands, list):
@@ -206,7 +210,7 @@ class RestoredState:
                     except InvalidParams:
                         continue  # an option (or value) the engine no longer offers
                     self.controls.values[option.id] = value
-            case TitleChanged():
+            case TitleChanged() if not self._title_by_client:
                 self.title = event.title
             case CommandsChanged():
                 self.commands = event.commands

@@ -122,7 +122,7 @@ from ._live_session import LiveSession
 from ._mcp_caller import AcpMcpCaller, AcpMcpRouter
 from ._pipeline import DeliveryPipeline, Tap
 from ._restore import Replay, RestoredState
-from ._titles import normalize_title
+from ._titles import normalize_title, store_client_title
 from ._turn import CLEANUP_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
@@ -318,6 +318,7 @@ class SessionTable:
                 additional_directories=tuple(additional_directories),
                 mcp_servers=tuple(server.to_wire() for server in mcp_servers),
                 title=source.title,
+                title_by_client=source.title_by_client,
                 created_at=now,
                 updated_at=now,
             ),
@@ -869,13 +870,13 @@ class SessionTable:
             live = self.live.get(session_id)
             if live is not None and live.lifecycle.live:
                 await live.announced.wait()
-                live.title = stored
+                await store_client_title(self._store, session_id, stored, live)
                 await live.publish(TitleChanged(title=stored))
                 await live.save(self._store)
                 await live.settle(self._link())
             else:
                 await self._stored(session_id)
-                await self._store.update_session(session_id, title=stored)
+                await store_client_title(self._store, session_id, stored, live)
         return stored
 
     async def status(self, session_id: str) -> tuple[str, dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The title a client may set (``session/set_title``): normalized, or refused with -32602.
+"""A session's title: the one a client sets (``session/set_title``: normalized, or refused
+with -32602), and the one the engine generates, which never replaces the client's.
 
 The schema lets the agent normalize a title (trim it, shorten it) and asks it to refuse one
 that fails its validation, including one empty once normalized. accord trims surrounding
@@ -9,17 +10,32 @@ embeddings, overrides and isolates: a title is one line of display text; a newli
 sequence or a right-to-left override in it would garble or disguise every list and terminal
 that shows it).
 
-Below: :mod:`accord.errors`. Above: :mod:`._session_table`.
+The schema says an agent should not replace a title the client set with one it generates. The
+store keeps who set the title (``SessionRecord.title_by_client``) and writes the title when it
+changes, never with the rest of the record: :func:`store_client_title` sets it and the flag
+(a client's title always wins), :func:`keep_generated_title` stores an engine's
+``TitleChanged`` only while the flag is unset, in one atomic write
+(``SessionStore.set_engine_title``), and drops it otherwise: it is neither sent nor stored in
+the chain. The flag survives load, resume and restarts, and holds across processes sharing
+the store; a live session keeps a copy (``LiveSession.title_by_client``), set at once by a
+client's title in this process and learnt from the store when another process set one.
+
+Below: :mod:`accord.errors`, :mod:`accord.store`. Above: :mod:`._session_table`,
+:mod:`._turn`.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ..errors import InvalidParams
+from ..store import SessionStore
 
-__all__ = ("MAX_TITLE_LENGTH", "normalize_title")
+if TYPE_CHECKING:
+    from ._live_session import LiveSession
+
+__all__ = ("MAX_TITLE_LENGTH", "keep_generated_title", "normalize_title", "store_client_title")
 
 _LAYOUT_CONTROLS: Final = frozenset(
     "\u2028\u2029"  # line and paragraph separators
@@ -58,3 +74,34 @@ def normalize_title(session_id: str, title: str) -> str:
                 {**data, "reason": "control_character", "index": index},
             )
     return trimmed
+
+
+async def store_client_title(
+    store: SessionStore, session_id: str, title: str, live: LiveSession | None
+) -> None:
+    """Store a client's (normalized) title and mark it the client's; ``live``: the session's
+    live object here, if any, which takes the title (publishing it is the caller's).
+
+    The live session's flag is set before the store is written, so an engine title being
+    stored meanwhile is dropped (:func:`keep_generated_title` looks again after its write).
+
+    Raises:
+        UnknownSession: the session is not stored.
+    """
+    if live is not None:
+        live.title_by_client = True
+    await store.update_session(session_id, title=title, title_by_client=True)
+    if live is not None:
+        live.title = title
+
+
+async def keep_generated_title(live: LiveSession, store: SessionStore, title: str | None) -> bool:
+    """Whether the engine's ``TitleChanged`` to ``title`` goes on (published and applied):
+    stored in the record first, unless a client set the title, here or in another process
+    (then it is dropped, and the live session remembers the flag)."""
+    if live.title_by_client:
+        return False
+    if not await store.set_engine_title(live.session_id, title):
+        live.title_by_client = True
+        return False
+    return not live.title_by_client  # a client's title came while this one was stored

@@ -12,7 +12,8 @@
    :class:`~accord.engines.ToolCallTracker`, offered modes and config values); a broken rule
    raises :class:`~accord.errors.LocalProtocolError` and fails the turn. Then it is published
    on the session's bus (stored, then sent) and its effect applied (title, engine state,
-   controls, commands).
+   controls, commands). A ``TitleChanged`` is first stored in the record, or dropped when a
+   client set the title (:mod:`._titles`).
 3. Permission requests from the engine (:meth:`TurnContext.request_permission`) become
    ``session/request_permission`` to every attached client, each once everything published
    before has reached it; the first valid answer wins and the others are cancelled
@@ -107,6 +108,7 @@ from ._permissions import (
     permission_key,
     shown_tool_call,
 )
+from ._titles import keep_generated_title
 from ._tracing import observe_event
 
 __all__ = ("CANCEL_GRACE_SECONDS", "CLEANUP_TIMEOUT_SECONDS", "TurnRunner")
@@ -261,6 +263,10 @@ class TurnRunner:
             self._stop = event.stop_reason
             return True
         self._check(event, agent_id)
+        if isinstance(event, TitleChanged) and not await keep_generated_title(
+            self._session, self._store, event.title
+        ):
+            return False  # a client set the title: a generated one does not replace it
         envelope = await self._publish(event, agent_id)
         if envelope is None:
             self._turn.hard_cancel()  # the session was reloaded: this turn is over
@@ -328,7 +334,8 @@ class TurnRunner:
         session = self._session
         match event:
             case TitleChanged():
-                session.title = event.title
+                if not session.title_by_client:  # else a client's came while this went out
+                    session.title = event.title
             case StateSnapshot():
                 pass  # the pipeline kept it when it stamped it
             case CommandsChanged():

@@ -138,9 +138,9 @@ class SessionStore(Protocol):
 
         The copy takes its identity and placement (``session_id``, ``cwd``,
         ``additional_directories``, ``mcp_servers``, ``title``, ``title_by_client``,
-        ``archived``, ``created_at``, ``updated_at``) from ``new_record``, and its history (every event, ``state``,
-        ``epoch``, ``last_seq``) from the source, which is left unchanged. Event payloads are
-        copied verbatim.
+        ``archived``, ``created_at``, ``updated_at``) from ``new_record``, and its history
+        (every event, ``state``, ``epoch``, ``last_seq``) from the source, which is left
+        unchanged. Event payloads are copied verbatim.
 
         Raises:
             UnknownSession: the source is not stored.
