@@ -39,12 +39,21 @@ _EVENTS = ("Accept", "text/event-stream")
 
 @asynccontextmanager
 async def _shared_runtime(
-    turns: list[list[ScriptStep]], limits: ServerLimits | None = None
+    turns: list[list[ScriptStep]],
+    limits: ServerLimits | None = None,
+    ended: list[anyio.Event] | None = None,
 ) -> AsyncIterator[int]:
+    """Serve one runtime; ``ended`` gets, per connection, an event set once it is over."""
     runtime = AgentRuntime(ScriptedEngine(turns), store=MemorySessionStore(), grace=0)
 
     async def handler(transport: Transport) -> None:
-        await runtime.serve(transport)
+        over = anyio.Event()
+        if ended is not None:
+            ended.append(over)
+        try:
+            await runtime.serve(transport)
+        finally:
+            over.set()
 
     policy = AccessPolicy.build(TOKEN, loopback=True)
     async with anyio.create_task_group() as tg:
@@ -185,13 +194,15 @@ async def test_another_connection_cannot_read_prompt_or_cancel_a_session_it_did_
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
 async def test_unknown_and_ended_connection_ids_get_404(method: str) -> None:
     limits = ServerLimits(idle_timeout=0.2, heartbeat_interval=0.05)
-    async with _shared_runtime([], limits) as port:
+    over: list[anyio.Event] = []
+    async with _shared_runtime([], limits, over) as port:
         ended = await _initialize(port)
         assert (
             await raw_request(port, request_bytes("DELETE", headers=[("Acp-Connection-Id", ended)]))
         ).status == 202
         reaped = await _initialize(port)
-        await anyio.sleep(0.6)  # nobody posts or listens: the idle connection is closed
+        with anyio.fail_after(TIMEOUT):  # nobody posts or listens: the idle bound closes it
+            await over[1].wait()
         statuses = []
         for connection_id in ("not-a-connection", ended, reaped):
             headers = [("Acp-Connection-Id", connection_id), _JSON, _EVENTS]

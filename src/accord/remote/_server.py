@@ -509,7 +509,7 @@ class _Server:
             await channel.respond(400, b"Missing Acp-Connection-Id\n")
             return
         connection = self._http.pop(connection_id, None)
-        if connection is None:
+        if connection is None or connection.closed:  # ended, as on GET and POST
             await channel.respond(404, b"Unknown Acp-Connection-Id\n")
             return
         await connection.aclose()
