@@ -23,8 +23,10 @@ Every error accord raises derives from :class:`AcpError`. Catch the branch you c
     ├── TransportError                  the channel to the peer failed
     │   ├── ConnectionClosed            the peer went away (EOF) with requests outstanding
     │   ├── AgentProcessExited          a spawned agent exited; carries exit code + stderr tail
-    │   └── ConnectionRefused           a remote agent's server refused the connection (HTTP
-    │                                   status: 401 token, 403 origin, 429 too many, ...)
+    │   ├── ConnectionRefused           a remote agent's server refused the connection (HTTP
+    │   │                               status: 401 token, 403 origin, 429 too many, ...)
+    │   └── TurnLost                    the link dropped mid-turn and the turn's end could not
+    │                                   be learned after it (names the session to resume)
     ├── SessionError                    a session-level rule was broken (local view)
     │   ├── SessionNotFound
     │   └── SessionBusy                 a second prompt while one is running
@@ -65,6 +67,7 @@ __all__ = (
     "SessionError",
     "SessionNotFound",
     "TransportError",
+    "TurnLost",
     "is_cursor_rejection",
 )
 
@@ -75,7 +78,9 @@ CURSOR_META_KEY: Final = "acp/cursor"
 #: The extension notification an accord agent sends every attached client but the prompting
 #: one when a turn starts and when it ends: ``{"sessionId", "running": bool, "client": name or
 #: null}`` (``client``: the prompting client's ``clientInfo`` title or name); the end once
-#: that client has the turn's updates. Clients that do not know it ignore it (ACP: unknown
+#: that client has the turn's updates, with the turn's ``stopReason`` (unless it was torn
+#: down without one) and its prompt's ``tag`` (if it had one; the agent advertises
+#: ``agentCapabilities._meta.accord.turnEnd``). Clients that do not know it ignore it (ACP: unknown
 #: ``_`` notifications are ignored). A prompt tagged ``_meta.accord.prompt`` (the agent
 #: advertises ``agentCapabilities._meta.accord.turnStart``) also gets one, sent to the prompting
 #: client just before its turn's first update: ``{"sessionId", "running": true, "prompt": tag}``.
@@ -286,6 +291,25 @@ class AgentProcessExited(ConnectionClosed):
         if stderr_tail:
             message += f"; last stderr output:\n{stderr_tail}"
         super().__init__(message)
+
+
+class TurnLost(ConnectionClosed):
+    """The link to a served agent dropped while a prompt ran, and how the turn ended could
+    not be learned: the link was not restored (refused, or not within the deadline), the
+    session was not resumed, or the agent no longer knew the turn. The turn may go on, or have
+    ended, on the agent: resume :attr:`session_id` to see its updates.
+
+    Attributes:
+        session_id: the session whose turn it was.
+    """
+
+    def __init__(self, session_id: str, why: str):
+        """``why``: what went wrong, one clause (``"the agent could not be reached again"``)."""
+        self.session_id = session_id
+        super().__init__(
+            f"the link to the agent dropped during a turn of session {session_id}, and {why};"
+            f" the turn may go on on the agent: resume session {session_id} to follow it"
+        )
 
 
 class SessionError(AcpError):

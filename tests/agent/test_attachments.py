@@ -250,7 +250,13 @@ async def test_the_other_clients_are_told_when_a_turn_starts_and_ends() -> None:
             await peer.client.wait_until(lambda p=peer: len(p.client.ext) == 2)
         notice = "_accord/turn"
         started = {"sessionId": session_id, "running": True, "client": "Zed"}
-        ended = {"sessionId": session_id, "running": False, "client": "Zed"}
+        # the end with the turn's stop reason (an untagged prompt: no tag)
+        ended = {
+            "sessionId": session_id,
+            "running": False,
+            "client": "Zed",
+            "stopReason": "end_turn",
+        }
         assert clients[0].ext == []  # the prompting client is not told
         for client in clients[1:]:
             assert client.ext == [(notice, started), (notice, ended)]

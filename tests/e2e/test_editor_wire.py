@@ -398,11 +398,12 @@ async def test_a_text_only_model_does_not_take_a_pasted_image(tmp_path: Path) ->
     # The served model (an OpenAI-compatible server: a text-only profile) takes no images.
     assert advertised == {"image": False, "audio": False, "embeddedContext": True}
     # The extensions it serves, advertised: the event chain, the turn-start notice to the
-    # prompting client and delivery cursors.
+    # prompting client, the turn-end outcome and delivery cursors.
     assert capabilities["_meta"] == {
         "accord": {
             "events": {"method": "_accord/event", "layers": ["render", "state", "observe"]},
             "turnStart": True,
+            "turnEnd": True,
         },
         "acp/cursor": {"attach": True},
     }

@@ -4,6 +4,9 @@
 outage would) and goes on accepting new ones; :meth:`CuttableProxy.hold` stops passing what
 the agent sends on to the client (it waits in the proxy and the socket buffers, as on a stalled
 link) until :meth:`CuttableProxy.release`; what the client sends goes through all along.
+:meth:`CuttableProxy.stop_admitting` makes new connections wait before they reach the agent
+(until :meth:`CuttableProxy.admit`); :meth:`CuttableProxy.refuse` answers every new one with
+``401`` (as a server whose token changed would).
 """
 
 from __future__ import annotations
@@ -14,6 +17,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 import anyio.abc
+
+_UNAUTHORIZED = (
+    b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
+    b"Connection: close\r\n\r\nUnauthorized\n"
+)
 
 
 class CuttableProxy:
@@ -26,6 +34,11 @@ class CuttableProxy:
         self._open: list[anyio.abc.SocketStream] = []
         self._flowing = anyio.Event()
         self._flowing.set()
+        self._admitting = anyio.Event()
+        self._admitting.set()
+        self._refusing = False
+        #: Set when a connection waits to be admitted.
+        self.knocked = anyio.Event()
 
     def url(self, url: str) -> str:
         """``url`` (of the agent) with its host and port replaced by the proxy's."""
@@ -47,6 +60,21 @@ class CuttableProxy:
         """Pass the agent's bytes on again, the held ones first."""
         self._flowing.set()
 
+    def stop_admitting(self) -> None:
+        """New connections wait, not yet connected to the agent (until :meth:`admit`)."""
+        if self._admitting.is_set():
+            self._admitting = anyio.Event()
+        self.knocked = anyio.Event()
+
+    def admit(self) -> None:
+        """Connect the waiting connections, and the new ones, to the agent."""
+        self._admitting.set()
+
+    def refuse(self) -> None:
+        """Answer every new connection (and the waiting ones) ``401`` and close it."""
+        self._refusing = True
+        self.admit()
+
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[CuttableProxy]:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
@@ -67,6 +95,14 @@ class CuttableProxy:
             await listener.aclose()
 
     async def _serve(self, client: anyio.abc.SocketStream) -> None:
+        if not self._admitting.is_set():
+            self.knocked.set()
+            await self._admitting.wait()
+        if self._refusing:
+            async with client:
+                await _read_request(client)  # all of it: closing on unread bytes resets
+                await client.send(_UNAUTHORIZED)
+            return
         upstream = await anyio.connect_tcp("127.0.0.1", self.target)
         self.connections += 1
         self._open += [client, upstream]
@@ -87,3 +123,18 @@ class CuttableProxy:
         async with anyio.create_task_group() as tg:
             tg.start_soon(functools.partial(pump, client, upstream, held=False))
             tg.start_soon(functools.partial(pump, upstream, client, held=True))
+
+
+async def _read_request(client: anyio.abc.SocketStream) -> None:
+    """Read one HTTP request (its head, and as many body bytes as it declares)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += await client.receive()
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        body += await client.receive()

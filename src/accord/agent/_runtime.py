@@ -169,6 +169,7 @@ from ._ownership import DEFAULT_TURN_LEASE_SECONDS, TurnOwnership
 from ._session_table import SessionTable
 from ._tracing import Tracing, tracing_configured
 from ._turn import CANCEL_GRACE_SECONDS, CLEANUP_TIMEOUT_SECONDS, TurnRunner
+from ._turn_outcomes import TurnOutcomes
 
 if TYPE_CHECKING:
     from ..transports import Transport
@@ -224,10 +225,28 @@ def _cancel_turn(session: LiveSession, turn: TurnHandle) -> None:
         turn.cancel()
 
 
-def _tell_others(session: LiveSession, driver: ClientLink, *, running: bool) -> None:
+def _tell_others(
+    session: LiveSession,
+    driver: ClientLink,
+    *,
+    running: bool,
+    tag: str | None = None,
+    stop: StopReason | None = None,
+) -> None:
     """Tell the session's other attached clients that ``driver``'s turn started or ended
-    (``_accord/turn``); the end once each has the turn's updates. Never waits."""
-    params = {"sessionId": session.session_id, "running": running, "client": driver.name}
+    (``_accord/turn``); the end once each has the turn's updates, with the turn's
+    ``stopReason`` (if it reached one) and its prompt's ``tag`` (if it had one: the
+    prompting client, back on a new link, knows its turn by it). Never waits."""
+    params: dict[str, Any] = {
+        "sessionId": session.session_id,
+        "running": running,
+        "client": driver.name,
+    }
+    if not running:
+        if stop is not None:
+            params["stopReason"] = stop
+        if tag is not None:
+            params["tag"] = tag
     seq = session.pipeline.committed_seq
     for other, attachment in list(session.links.items()):
         if other is driver or other.gone:
@@ -373,6 +392,7 @@ class AgentRuntime(Agent):
             self._tracing = Tracing(tracer_provider)
         self._engine = engine
         self._capabilities = engine.capabilities
+        self._outcomes = TurnOutcomes()  # told to clients that lost the link mid-turn
         if self._capabilities.nes and not isinstance(engine, EditSuggester):
             raise TypeError("an engine declaring nes must implement EditSuggester")
         #: Each connection's NES sessions and documents (made on its first NES message).
@@ -582,11 +602,12 @@ class AgentRuntime(Agent):
     def agent_capabilities(self) -> AgentCapabilities:
         """The derived capabilities, plus the ``_accord/event`` extension, the turn-start
         notice (``accord.turnStart``: a prompt tagged ``_meta.accord.prompt`` is told where its
-        turn starts) and the cursor capability (``{"acp/cursor": {"attach": true}}``) in
-        ``_meta``."""
+        turn starts), the turn-end outcome (``accord.turnEnd``: the end notice carries the
+        turn's ``stopReason`` and ``tag``, a resume ``turn.tag`` and ``endedTurns``) and the
+        cursor capability (``{"acp/cursor": {"attach": true}}``) in ``_meta``."""
         capabilities = super().agent_capabilities()
         extension = extension_capability()
-        accord = {**extension[EXTENSION_META_KEY], "turnStart": True}
+        accord = {**extension[EXTENSION_META_KEY], "turnStart": True, "turnEnd": True}
         meta = {
             **(capabilities.meta or {}),
             EXTENSION_META_KEY: accord,
@@ -696,13 +717,19 @@ class AgentRuntime(Agent):
         # The announcements that follow the response (see ._sessions), for clients that wait;
         # after load/resume, how many clients are attached (the caller included: more than
         # one, it joined a session others have open) and, while a turn runs, which client's
-        # prompt runs it (``turn.client``: its clientInfo title or name, null if it gave none).
+        # prompt runs it (``turn.client``: its clientInfo title or name, null if it gave none;
+        # ``turn.tag``: its prompt's tag) and how the last turns ended (``endedTurns``): a
+        # client back after losing its link mid-turn learns from them how its turn went.
         accord: dict[str, Any] = {"announcements": session.announcements}
         if reopened:
             accord["clients"] = len(session.links)
             driver = session.driver
             if driver is not None and session.turn is not None:
                 accord["turn"] = {"client": driver.name}
+                tag = self._outcomes.running(session.session_id)
+                if tag is not None:
+                    accord["turn"]["tag"] = tag
+            accord.update(self._outcomes.meta(session.session_id))
         fields["meta"] = {"accord": accord}
         return fields
 
@@ -848,6 +875,7 @@ class AgentRuntime(Agent):
         # allows for a cancelled request; clients already know it from session/cancel).
         on_cancel_request(functools.partial(_cancel_turn, session, turn))
         told = False
+        stop: StopReason | None = None
         try:
             async with self._ownership.turn(
                 session.session_id,
@@ -857,6 +885,7 @@ class AgentRuntime(Agent):
             ):
                 _tell_others(session, link, running=True)
                 told = True
+                self._outcomes.started(session.session_id, tag)
                 if self._tracing is None:
                     stop = await self._run_turn(
                         session, turn, request.prompt, link, message_id, announce
@@ -879,7 +908,9 @@ class AgentRuntime(Agent):
                 session.lifecycle.apply("turn_end")
             turn.finish()
             if told:
-                _tell_others(session, link, running=False)
+                self._outcomes.ended(session.session_id, tag, stop)
+                _tell_others(session, link, running=False, tag=tag, stop=stop)
+        assert stop is not None  # _run_turn returned
         meta: dict[str, Any] = {USER_MESSAGE_ID_META_KEY: message_id}
         if turn.tokens is None:
             return PromptResponse(stop_reason=stop, meta=meta)

@@ -282,6 +282,7 @@ async def connect(
                 forget=router.forget,
                 permission_ids=itertools.count(1),
                 event_buffer=event_buffer,
+                relinks=reconnector,
             )
             connection = ConnectedAgent(calls, router, shared, transport, default_cwd, reconnector)
             if reconnector is not None:

@@ -723,12 +723,18 @@ class ConnectedAgent:
         self._transport = transport
         self._initialize_response = response
 
-    def _drop(self, session_id: str) -> None:
-        """Forget a session the agent would not resume after a reconnect."""
+    def _drop(self, session_id: str, why: str = "it was archived") -> None:
+        """Forget a session the agent would not resume after a reconnect (``why``)."""
         session = self._router.sessions.get(session_id)
         if session is not None:
             session._answer_pending_cancelled()
+            session._lose_turn(why)
         self._router.forget(session_id)
+
+    def _lost_link(self, why: str) -> None:
+        """The link to the agent will not be restored (``why``): turns that lost it end."""
+        for session in list(self._router.sessions.values()):
+            session._lose_turn(why)
 
     async def _resume_in_place(self, session_id: str, *, with_cursor: bool) -> None:
         """``session/resume`` of a session this connection tracks, on a new link, from the
@@ -747,8 +753,10 @@ class ConnectedAgent:
             request.additional_directories = list(session.additional_directories)
         if with_cursor and session.cursor is not None:
             request.meta = {CURSOR_META_KEY: session.cursor}
+        session._before_resume()
         response = await self._calls.resume_session(request)
         session._apply_setup(response.modes, response.config_options)
+        session._resumed(response.meta)
 
     async def _shutdown(self, owns_terminals: bool) -> None:
         """Leave every session (answering pending permission requests ``cancelled``)."""

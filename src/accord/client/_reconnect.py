@@ -11,7 +11,10 @@ and resumes every session that connection tracks, each from the cursor its
 an agent that keeps cursors sends the updates after it before it answers; one that does not
 resumes from now on. Requests in flight on the lost link fail with
 :class:`~accord.errors.ConnectionClosed` (their answers went with it; a running turn goes on
-on the agent).
+on the agent), except a prompt to an agent that reports how turns end
+(``_meta.accord.turnEnd``): it waits for its turn's end through the restore (see
+:meth:`~accord.client.ClientSession.prompt`), and is told by :meth:`Relinkable._lost_link`
+when the link is not restored.
 
 The transports underneath are plain ones (``accord.remote.open_remote``): nothing below the
 typed connection looks at an ACP message.
@@ -63,7 +66,9 @@ class Relinkable(Protocol):
 
     def _relink(self, calls: ClientSideConnection, transport: Transport) -> None: ...
 
-    def _drop(self, session_id: str) -> None: ...
+    def _drop(self, session_id: str, why: str) -> None: ...
+
+    def _lost_link(self, why: str) -> None: ...
 
     async def _resume_in_place(self, session_id: str, *, with_cursor: bool) -> None: ...
 
@@ -151,6 +156,7 @@ class Reconnector:
         self._link = link
         self._setup = setup
         self._on_status = on_status or _log.warning
+        self._deadline = deadline
         self._backoff = Backoff(self._on_status, deadline)
         self._agent: Relinkable | None = None
         self._scope = anyio.CancelScope()
@@ -161,6 +167,8 @@ class Reconnector:
         self.gave_up = False
         #: How many times the link was re-established.
         self.reconnects = 0
+        #: Why it stopped, once it has (one clause).
+        self.why = "the connection was closed"
 
     def serve(self, agent: Relinkable) -> None:
         """The connection whose sessions each new link resumes."""
@@ -189,6 +197,8 @@ class Reconnector:
         finally:
             self.gave_up = True
             self._finished.set()
+            if self._agent is not None:
+                self._agent._lost_link(self.why)
 
     async def _keep_linked(self, task_status: anyio.abc.TaskStatus[ClientSideConnection]) -> None:
         first = True
@@ -211,9 +221,11 @@ class Reconnector:
                     raise exc from None
                 if Backoff.refused_for_good(exc):
                     self._on_status(f"the agent's server refused to reconnect: {exc}")
+                    self.why = f"the agent's server refused to reconnect ({exc})"
                     return
                 _log.info("reconnect attempt failed: %s", exc)
             if not await self._backoff.wait():
+                self.why = f"the agent could not be reached again within {self._deadline:.0f} s"
                 return
 
     async def _restore(self, calls: ClientSideConnection, transport: Transport) -> None:
@@ -229,7 +241,7 @@ class Reconnector:
             except (RequestError, LocalProtocolError) as exc:
                 _log.info("session %s not resumed: %s", session_id, exc)
                 self._on_status(f"session {session_id} could not be resumed after reconnecting")
-                agent._drop(session_id)
+                agent._drop(session_id, f"the agent would not resume it ({exc})")
             else:
                 resumed += 1
         self.reconnects += 1

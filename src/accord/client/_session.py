@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import secrets
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
@@ -26,9 +28,11 @@ import anyio
 from ..errors import (
     CURSOR_META_KEY,
     USER_MESSAGE_ID_META_KEY,
+    AgentProcessExited,
     ConnectionClosed,
     InvalidParams,
     LocalProtocolError,
+    TurnLost,
 )
 from ..schema import (
     CancelledRequestPermissionOutcome,
@@ -46,6 +50,7 @@ from ..schema import (
     SessionUpdate,
     SetSessionConfigOptionRequest,
     SetSessionModeRequest,
+    StopReason,
     TextContentBlock,
 )
 from ._events import (
@@ -56,6 +61,7 @@ from ._events import (
     ToolCallUpdated,
     TurnEvent,
     TurnFinished,
+    UserMessageDelta,
 )
 from ._permissions import Cancel, PermissionContext, PermissionDecision, PermissionPolicy, Select
 from ._turn import TURN_EVENT_BUFFER, SessionState, TurnResult, TurnStream, _Turn, transition
@@ -65,6 +71,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from ..roles import ClientSideConnection
+    from ._reconnect import Reconnector
     from ._terminals import TerminalHost
 
 __all__ = ("ANNOUNCEMENT_TIMEOUT", "CANCEL_NOTICE_TIMEOUT", "ClientSession", "PromptContent")
@@ -94,6 +101,11 @@ _GATED_CONTENT = {"image": "image", "audio": "audio", "resource": "embedded_cont
 #: Where an accord agent advertises that it tells the prompting client where its turn starts.
 _TURN_START_CAPABILITY: Final = ("_meta", "accord", "turnStart")
 
+#: Where an accord agent advertises that it tells a client back on a new link how its turn
+#: ended (the end notice's ``stopReason`` and ``tag``; ``turn.tag`` and ``endedTurns`` in the
+#: answer to ``session/resume``).
+_TURN_END_CAPABILITY: Final = ("_meta", "accord", "turnEnd")
+
 
 @dataclass(slots=True, kw_only=True)
 class _SessionShared:
@@ -106,6 +118,8 @@ class _SessionShared:
     forget: Callable[[str], None]
     permission_ids: itertools.count[int]
     event_buffer: int = TURN_EVENT_BUFFER
+    #: The link keeper of a served agent (``connect(url)``), None for any other agent.
+    relinks: Reconnector | None = None
 
 
 class ClientSession:
@@ -139,7 +153,9 @@ class ClientSession:
         self._announced = 0
         self._announced_waiter: tuple[int, anyio.Event] | None = None
         # Tags for this session's prompts (``_meta.accord.prompt``) to an agent that tells the
-        # prompting client where its turn starts.
+        # prompting client where its turn starts: a random prefix, so that no other client's
+        # tag is the same (an agent tells every client how tagged turns ended), and a number.
+        self._tag_prefix = secrets.token_hex(6)
         self._prompt_tags = itertools.count(1)
 
     def __repr__(self) -> str:
@@ -182,13 +198,24 @@ class ClientSession:
         """An accord agent says another client's turn started or ended, or this client's own
         turn starts here (``_accord/turn``; with ``prompt``, the tag of this client's prompt:
         what follows is that turn's, what came before it is not)."""
+        turn = self._turn
         if "prompt" in params:
-            turn = self._turn
             if turn is not None and turn.phase == "waiting" and params["prompt"] == turn.tag:
                 turn.advance("start")
             return
         running = params.get("running")
         if not isinstance(running, bool):
+            return
+        if (
+            not running
+            and turn is not None
+            and turn.tag is not None
+            and params.get("tag") == turn.tag
+            and "stopReason" in params
+        ):
+            # This client's own turn, whose link dropped: it ended here, after its updates.
+            self._close_to_updates(turn)
+            turn.tell(_told_stop(self.session_id, params["stopReason"]))
             return
         client = params.get("client")
         self._view.joined_turn = running
@@ -223,9 +250,7 @@ class ClientSession:
         turn = _Turn(None, tag=tag)
         self._turn = turn
         try:
-            response = await self._shared.calls.prompt(
-                request, on_answer=functools.partial(self._close_to_updates, turn)
-            )
+            response = await self._ask(turn, request)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
                 await self._send_cancel()
@@ -261,9 +286,7 @@ class ClientSession:
 
     async def _run_streamed_turn(self, turn: _Turn, request: PromptRequest) -> None:
         try:
-            response = await self._shared.calls.prompt(
-                request, on_answer=functools.partial(self._close_to_updates, turn)
-            )
+            response = await self._ask(turn, request)
         except Exception as exc:
             self._end(turn, error=exc)
         else:
@@ -274,6 +297,83 @@ class ClientSession:
             if turn.phase != "finished":  # cancelled: the connection is closing
                 self._end(turn, error=ConnectionClosed("the connection closed during the turn"))
             turn.close_stream()
+
+    async def _ask(self, turn: _Turn, request: PromptRequest) -> PromptResponse:
+        """Send the prompt and return its answer.
+
+        If the link to a served agent drops meanwhile and the agent tells how turns end
+        (``_meta.accord.turnEnd``), the turn is followed through the reconnect: the session
+        is resumed, the turn's updates go on folding into it, and the answer is rebuilt from
+        the stop reason the agent tells (``_accord/turn`` at the turn's end, or the resume's
+        answer if it ended before).
+
+        Raises:
+            TurnLost: the link dropped, and how the turn ended could not be learned.
+        """
+        relinks = self._shared.relinks
+        follows = (
+            relinks is not None
+            and turn.tag is not None
+            and _advertised(self._shared.calls, _TURN_END_CAPABILITY)
+        )
+        try:
+            return await self._shared.calls.prompt(
+                request, on_answer=functools.partial(self._close_to_updates, turn)
+            )
+        except ConnectionClosed as exc:
+            if not follows or isinstance(exc, AgentProcessExited):
+                raise
+            logger.info(
+                "session %s: link lost during a turn (%s); following it", self.session_id, exc
+            )
+        assert relinks is not None
+        if relinks.gave_up:
+            turn.tell(TurnLost(self.session_id, relinks.why))
+        await turn.told.wait()
+        outcome = turn.outcome
+        if isinstance(outcome, TurnLost):
+            raise outcome
+        assert outcome is not None
+        return PromptResponse(stop_reason=outcome)
+
+    def _before_resume(self) -> None:
+        """The session is about to be resumed on a new link: a turn that had not started
+        yet will not be told so (the notice went with the old link), so it starts now; the
+        updates after the cursor are its until another prompt than its own comes (a turn
+        that ended meanwhile is followed by the next one's prompt)."""
+        turn = self._turn
+        if turn is not None:
+            turn.relinked = True
+            if turn.phase == "waiting":
+                turn.advance("start")
+
+    def _resumed(self, meta: dict[str, Any] | None) -> None:
+        """The agent's answer to the resume on a new link: whether the running turn is still
+        running (``turn.tag``), ended meanwhile (``endedTurns``), or unknown to it."""
+        turn = self._turn
+        if turn is None or turn.tag is None or not turn.relinked or turn.phase == "finished":
+            return
+        accord: object = (meta or {}).get("accord")
+        fields = cast("dict[str, Any]", accord) if isinstance(accord, dict) else {}
+        running: object = fields.get("turn")
+        if isinstance(running, dict) and cast("dict[str, Any]", running).get("tag") == turn.tag:
+            return  # still running: its end notice follows its updates
+        ended: object = fields.get("endedTurns")
+        for entry in cast("list[object]", ended) if isinstance(ended, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            outcome = cast("dict[str, Any]", entry)
+            if outcome.get("tag") == turn.tag and "stopReason" in outcome:
+                self._close_to_updates(turn)
+                turn.tell(_told_stop(self.session_id, outcome["stopReason"]))
+                return
+        turn.tell(TurnLost(self.session_id, "the agent no longer knows that turn"))
+
+    def _lose_turn(self, why: str) -> None:
+        """The session will not be resumed (``why``): a turn waiting for that never ends."""
+        turn = self._turn
+        if turn is not None:
+            turn.tell(TurnLost(self.session_id, why))
 
     def _begin(self, content: PromptContent) -> tuple[PromptRequest, str | None]:
         """The prompt request, and its tag when the agent tells where the turn starts.
@@ -295,7 +395,7 @@ class ClientSession:
         request = PromptRequest(session_id=self.session_id, prompt=blocks)
         tag: str | None = None
         if _advertised(self._shared.calls, _TURN_START_CAPABILITY):
-            tag = str(next(self._prompt_tags))
+            tag = f"{self._tag_prefix}.{next(self._prompt_tags)}"
             request.meta = {"accord": {"prompt": tag}}
         return request, tag
 
@@ -486,9 +586,14 @@ class ClientSession:
         Returns the event when the turn's stream has no room for it now: the caller then
         hands it over with :meth:`_emit` (which waits) before the next update.
         """
-        event = self._view.apply(update)
         turn = self._turn
+        view = self._view
+        echoes = view._echoes
+        event = view.apply(update)
         if turn is None or turn.phase != "open":
+            return None
+        if turn.relinked and type(event) is UserMessageDelta and view._echoes == echoes:
+            self._close_to_updates(turn)  # another prompt: the turn whose link dropped ended
             return None
         if type(event) is TextDelta:
             turn.text_parts.append(event.text)
@@ -601,6 +706,13 @@ def _checked(
         ", ".join(option.option_id for option in context.options),
     )
     return Cancel(), None
+
+
+def _told_stop(session_id: str, value: object) -> StopReason | TurnLost:
+    """The stop reason an agent told for a turn whose link dropped, if it is one."""
+    if isinstance(value, str) and value in typing.get_args(StopReason):
+        return cast("StopReason", value)
+    return TurnLost(session_id, f"the agent told an unknown stop reason ({str(value)[:40]!r})")
 
 
 def _advertised(calls: ClientSideConnection, path: tuple[str, ...]) -> bool:

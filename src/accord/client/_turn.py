@@ -25,7 +25,7 @@ import anyio
 import anyio.lowlevel
 
 from ..engines import StateTable
-from ..errors import LocalProtocolError, SessionBusy
+from ..errors import LocalProtocolError, SessionBusy, TurnLost
 from ..schema import PromptResponse, StopReason, Usage
 from ._events import TurnEvent
 from ._state import ToolCallState
@@ -122,7 +122,9 @@ class TurnResult:
         text: the text of the agent's messages in this turn.
         tool_calls: the tool calls started or updated in this turn (latest snapshots).
         usage: the turn's token usage, when the agent reports it (unstable ACP).
-        response: the agent's ``session/prompt`` answer as received.
+        response: the agent's ``session/prompt`` answer as received; for a turn whose link
+            dropped and that was followed to its end after the reconnect, one rebuilt from
+            the stop reason the agent told (no ``usage``, no ``_meta``).
     """
 
     stop_reason: StopReason
@@ -138,12 +140,15 @@ class _Turn:
     __slots__ = (
         "done",
         "error",
+        "outcome",
         "phase",
+        "relinked",
         "result",
         "send",
         "tag",
         "text",
         "text_parts",
+        "told",
         "tool_call_ids",
         "tool_calls",
     )
@@ -167,6 +172,19 @@ class _Turn:
         self.error: BaseException | None = None
         #: Set on entering ``finished``.
         self.done = anyio.Event()
+        #: After its link dropped: how the turn ended (its stop reason) or why that cannot be
+        #: learned (:class:`~accord.errors.TurnLost`), once known; ``told`` is set then.
+        self.outcome: StopReason | TurnLost | None = None
+        self.told = anyio.Event()
+        #: Whether its session was resumed on a new link while it ran: then a prompt that is
+        #: not its own (another client's, after it ended) closes it to updates.
+        self.relinked = False
+
+    def tell(self, outcome: StopReason | TurnLost) -> None:
+        """Record how the turn ended after its link dropped (the first word stands)."""
+        if self.outcome is None:
+            self.outcome = outcome
+            self.told.set()
 
     def advance(self, event: _TurnEvent) -> bool:
         """Move the turn's phase by ``event``; return whether the phase changed.

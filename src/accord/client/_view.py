@@ -128,6 +128,7 @@ class SessionView:
         "_compactions",
         "_echo",
         "_echo_message",
+        "_echoes",
         "_messages",
         "_prompt_message",
         "_timeline",
@@ -166,6 +167,8 @@ class SessionView:
         # The prompt this client sent, and its blocks the agent has not echoed yet.
         self._echo_message: Message | None = None
         self._echo: list[ContentBlock] = []
+        # How many chunks of the agent were folded as the echo of a prompt sent here.
+        self._echoes = 0
         self._prompt_message: Message | None = None
         #: The agent's plan (replaced whole by each ``plan`` update).
         self.plan: tuple[PlanEntry, ...] = ()
@@ -341,6 +344,7 @@ class SessionView:
             and (message_id is None or local.message_id in (None, message_id))
         ):
             del self._echo[0]
+            self._echoes += 1
             if message_id is not None and local.message_id is None:
                 local.message_id = message_id
                 self._by_id["user", message_id] = local
