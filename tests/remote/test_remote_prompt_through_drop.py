@@ -119,7 +119,8 @@ async def test_a_prompt_whose_link_the_server_closes_returns_its_stop_reason(sch
         "connection to the agent lost; reconnecting",
         "reconnected; resumed 1 session",
     ]
-    assert [m.text for m in session.view.messages if m.role == "agent"] == ["before ", "after", "next"]
+    agent_text = [m.text for m in session.view.messages if m.role == "agent"]
+    assert agent_text == ["before ", "after", "next"]
 
 
 async def test_a_streamed_turn_goes_on_through_a_cut_link() -> None:

@@ -236,13 +236,19 @@ class ClientSession:
     async def prompt(self, content: PromptContent) -> TurnResult:
         """Send a prompt and wait for the turn to end; its updates fold into :attr:`view`.
 
-        If the caller is cancelled, ``session/cancel`` is sent to the agent.
+        If the caller is cancelled, ``session/cancel`` is sent to the agent. If the link to
+        a served agent (``connect(url)``) drops meanwhile, and the agent tells how turns end
+        (an accord agent), the turn is followed through the reconnect to its real stop
+        reason (see :meth:`_ask`).
 
         Raises:
             SessionBusy: a turn is already running.
             LocalProtocolError: the session is closed, or the content uses a type the agent
                 did not advertise (image, audio, embedded resource).
             RequestError: the agent answered the prompt with an error.
+            TurnLost: the link dropped and how the turn ended could not be learned (the link
+                was not restored, the session not resumed, or the agent no longer knew the
+                turn); it names the session to resume.
             ConnectionClosed: the connection ended first (``AgentProcessExited`` with the exit
                 code and stderr tail if the agent process died).
         """
