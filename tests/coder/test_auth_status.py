@@ -1,5 +1,5 @@
 """``auth/status`` and ``auth/status_update`` on the coder: whether it holds a credential,
-and every client told when that changes (logout, authenticate).
+and every client told when that changes (logout, authenticate, providers/set).
 
 The keyring is an in-memory one (``helpers.memory_keyring``) and the configuration directory
 the test's own: nothing here touches the user's keyring or files.
@@ -32,6 +32,8 @@ from accord.testing import ScriptedEngine
 pytestmark = pytest.mark.anyio
 
 _MODEL = "openai:gpt-3.5-turbo"
+#: A model no other test builds (the coder builds a model once per process).
+_PROVIDERS_MODEL = "openai-chat:auth-status-providers-model"
 
 
 async def test_the_state_follows_the_key_and_both_clients_are_told_of_a_logout(
@@ -79,3 +81,43 @@ async def test_an_agent_without_auth_status_is_refused_before_anything_is_sent(
             await connection.calls.connection.request("auth/status", {})
         assert raw.value.code == -32601
         assert connection.auth_update is None
+
+
+async def test_providers_set_with_a_key_authenticates_and_tells_every_client_once(
+    project: Path, config_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with memory_keyring(monkeypatch):
+        runtime = CoderRuntime(CoderConfig(models=(_PROVIDERS_MODEL,)), store=MemorySessionStore())
+        try:
+            async with (
+                connect(runtime, cwd=project) as first,
+                connect(runtime, cwd=project) as second,
+            ):
+                assert (await first.auth_status()).state == "unauthenticated"
+                assert (await second.auth_status()).state == "unauthenticated"
+                with anyio.fail_after(TIMEOUT):
+                    await first.set_provider(
+                        "openai",
+                        api_type="openai",
+                        base_url="http://127.0.0.1:9/v1",
+                        api_key="sk-providers-status",
+                    )
+                    told = [await first.wait_auth_update(), await second.wait_auth_update()]
+                assert [update.state for update in told] == ["authenticated"] * 2
+                assert [(a.label, a.active) for a in told[0].accounts] == [
+                    ("openai key (providers/set)", True)
+                ]
+                assert all("sk-providers-status" not in u.model_dump_json() for u in told)
+                assert (await second.auth_status()).state == "authenticated"
+                # A provider not in use changes nothing: nobody is told again.
+                with anyio.fail_after(TIMEOUT):
+                    await second.set_provider(
+                        "anthropic",
+                        api_type="anthropic",
+                        base_url="http://127.0.0.1:9/anthropic",
+                        api_key="sk-other",
+                    )
+                assert (first.auth_updates, second.auth_updates) == (1, 1)
+        finally:
+            await runtime.aclose()

@@ -41,7 +41,7 @@ from ._credentials import accord_config_dir
 from ._modes import DEFAULT_MODE_ID, mode_option, session_modes
 from ._nes import Verdicts
 from ._prompt_cache import cached_support, remember_support
-from ._providers import ProviderRoutes, routable_provider
+from ._providers import ProviderRoutes, Route, routable_provider
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -227,14 +227,18 @@ class CoderEngine(Engine):
         await anyio.to_thread.run_sync(lambda: routes.disable(provider_id, required=required))
         self.forget_models()
 
+    async def route_in_use(self) -> Route | None:
+        """The ``providers/set`` route of the default model's provider, or ``None``."""
+        in_use = self._in_use()
+        if in_use is None:
+            return None
+        return (await self._provider_routes()).route(in_use)
+
     async def key_problem(self) -> str | None:
         """Why sessions cannot start for want of a key, or ``None``: none when a route of
         ``providers/set`` serves the default model (the route says where its key is)."""
-        in_use = self._in_use()
-        if in_use is not None:
-            routes = await self._provider_routes()
-            if routes.route(in_use) is not None:
-                return None
+        if await self.route_in_use() is not None:
+            return None
         return self._config.key_problem()
 
     async def open_session(self, context: SessionContext) -> EngineSession:

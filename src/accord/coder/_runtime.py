@@ -16,11 +16,11 @@
   built with it: the next ``session/new`` answers -32000 again, with the sign-in methods;
   live sessions keep the model they have until they close;
 * ``auth/status`` (unstable, ``auth.status``) says whether sessions can start:
-  ``unauthenticated`` (no model, or its key is missing), ``authenticated`` (the default
-  model's key variable is set; the account is that variable, never the key) or
-  ``not_required`` (a model that takes no key); after ``authenticate``, ``logout``,
-  ``providers/set`` and ``providers/disable`` every connected client whose last report
-  differs is sent ``auth/status_update``;
+  ``unauthenticated`` (no model, or its key is missing), ``authenticated`` (a ``providers/set``
+  route with a key serves the default model, or its key variable is set; the account is that
+  route or variable, never the key) or ``not_required`` (a model that takes no key); after
+  ``authenticate``, ``logout``, ``providers/set`` and ``providers/disable`` every connected
+  client whose last report differs is sent ``auth/status_update``;
 * a session that has no stored engine state yet (new, or created and never prompted) gets its
   state, the system prompt just built, saved before the response: the runtime stores engine
   state only from turns, and the prompt must be stored from the start;
@@ -268,11 +268,18 @@ class CoderRuntime(AgentRuntime):
 
     # ------------------------------------------------------------------ auth status
 
-    def _auth_state(self) -> AuthStatusResponse:
+    async def _auth_state(self) -> AuthStatusResponse:
         """Whether sessions can start, and with what key (module docstring)."""
-        config = self._coder.config
-        if config.problem() is not None or config.key_problem() is not None:
+        coder = self._coder
+        config = coder.config
+        if config.problem() is not None or await coder.key_problem() is not None:
             return AuthStatusResponse(state="unauthenticated")
+        route = await coder.route_in_use()
+        if route is not None and route.key() is not None:
+            label = f"{route.provider_id} key (providers/set)"
+            return AuthStatusResponse(
+                state="authenticated", accounts=[AuthAccount(label=label, active=True)]
+            )
         variable = config.key_variable()
         if variable is None or not os.environ.get(variable):
             return AuthStatusResponse(state="not_required")
@@ -282,7 +289,7 @@ class CoderRuntime(AgentRuntime):
 
     async def auth_status(self, request: AuthStatusRequest) -> AuthStatusResponse:
         """``auth/status`` (unstable): the state now; never refused with -32000."""
-        status = self._auth_state()
+        status = await self._auth_state()
         link = self._find_link()
         if link is not None:
             self._auth_told[link.connection] = status.state
@@ -290,7 +297,7 @@ class CoderRuntime(AgentRuntime):
 
     async def _tell_auth_status(self) -> None:
         """Send ``auth/status_update`` to every connection whose last report differs."""
-        status = self._auth_state()
+        status = await self._auth_state()
         update = AuthStatusUpdateNotification(state=status.state, accounts=status.accounts)
         for connection in list(self._links):
             if self._auth_told.get(connection) == status.state:
