@@ -445,7 +445,7 @@ def test_a_kept_append_costs_what_is_new_in_it_and_reads_back_whole() -> None:
         payload = orjson.dumps(part)
         kept.check_append(("messages",), 2 * turn)
         before = kept.packed_bytes
-        kept.append(payload, ("messages",), len(items))
+        kept.append(payload, ("messages",), len(items), seq=turn + 2)
         costs.append(kept.packed_bytes - before)
         alone.append(len(zlib.compress(payload, 1)))
         expected = apply_appended(expected, part)

@@ -465,35 +465,44 @@ class LiveSession:
         await self.pipeline.settle(None if link is None else self.links.get(link))
 
     @property
-    def engine_state(self) -> JsonValue:
+    def has_engine_state(self) -> bool:
+        """Whether the engine has a state yet (a snapshot, or one set or restored)."""
+        return not self.pipeline.kept_state.empty
+
+    async def read_engine_state(self) -> JsonValue:
         """The engine's last state (a new copy at each read).
 
-        The pipeline keeps the session's one copy (:mod:`._kept_state`: compressed JSON,
-        grown by the appended snapshots it stores): a history of a few hundred turns as Python
-        dicts and lists is about five times its JSON, and every live session keeps one.
+        The pipeline keeps it (:mod:`._kept_state`) in memory, compressed, only until the
+        store has committed it; after that it is read back from the stored state chain: the
+        engine keeps the history it runs on, and the runtime does not keep a second copy.
         """
-        return self.pipeline.kept_state.whole()
+        pipeline = self.pipeline
+        return await pipeline.kept_state.read(pipeline.store, self.session_id)
 
-    @engine_state.setter
-    def engine_state(self, state: JsonValue) -> None:
-        # Set from outside the stored chain: the record holds it whole until the next snapshot
-        # (which is stored whole).
+    def keep_engine_state(self, state: JsonValue) -> None:
+        """Keep ``state``, set from outside the stored chain: the record holds it whole
+        until the next snapshot (which is stored whole)."""
         self.pipeline.kept_state.replace(state, chained=False)
 
     def restore_engine_state(self, state: JsonValue, seq: int | None) -> None:
         """Keep a loaded or resumed state; ``seq``: the stored whole snapshot it was folded
-        from (``None``: the record held it). The next snapshot is stored whole."""
+        from (``None``: the record held it). The next snapshot is stored whole, and the
+        pieces are dropped once it is committed."""
         self.pipeline.kept_state.replace(state, chained=False, seq=seq)
 
-    def _engine_json(self) -> dict[str, JsonValue]:
+    async def _engine_json(self) -> dict[str, JsonValue]:
         """The record's engine part: where the chain holds the state, else the state."""
         kept = self.pipeline.kept_state
         if kept.seq is not None and kept.seq <= self.pipeline.committed_seq:
             return {"engineSeq": kept.seq}
-        return {"engine": kept.whole()}
+        return {"engine": await self.read_engine_state()}
 
-    def state_json(self) -> dict[str, Any]:
+    async def state_json(self) -> dict[str, Any]:
         """The session's state record (see the module docstring)."""
+        # Taken first: the record includes no more than it says, should a snapshot come in
+        # while the engine state is read back from the store.
+        state_seq = self.last_seq
+        engine = await self._engine_json()
         return {
             "format": STATE_FORMAT,
             **self.controls.to_json(),
@@ -501,12 +510,13 @@ class LiveSession:
             "commands": None
             if self.commands is None
             else [command.to_wire() for command in self.commands],
-            **self._engine_json(),
-            "stateSeq": self.last_seq,
+            **engine,
+            "stateSeq": state_seq,
         }
 
     async def save(self, store: SessionStore) -> None:
         """Persist the state, once every event published so far is committed (the title is
         stored as it changes, by :mod:`._titles`: a save never writes back an older one)."""
         await self.pipeline.flush()
-        await store.update_session(self.session_id, state=self.state_json())
+        state = await self.state_json()
+        await store.update_session(self.session_id, state=state)

@@ -128,9 +128,10 @@ class DeliveryPipeline:
         self._attachments: tuple[Attachment, ...] = ()
         self._taps: tuple[Tap, ...] = ()
         self._ordered: anyio.Lock | None = None
-        #: The session's engine state (its one copy, :mod:`._kept_state`): the last
-        #: snapshot stamped, or what the session was loaded with; ``chained`` while the
-        #: stored chain ends with it (cleared on a change of epoch or of numbering).
+        #: The session's engine state (:mod:`._kept_state`): the last snapshot stamped, or
+        #: what the session was loaded with, in memory until the store committed it;
+        #: ``chained`` while the stored chain ends with it (cleared on a change of epoch or
+        #: of numbering).
         self.kept_state = KeptState()
         # detach_writer() must not switch modes in the middle of a store, so it waits for
         # _busy to clear (a flag and an event: a lock would cost its acquire on every event
@@ -207,10 +208,7 @@ class DeliveryPipeline:
         self.observe_dropped += len(self._held)
         self._held = []
         self._next_seq = self.committed_seq + 1
-        kept = self.kept_state
-        kept.chained = False
-        if kept.seq is not None and kept.seq > self.committed_seq:
-            kept.seq = None
+        self.kept_state.uncommitted(self.committed_seq)
         return lost
 
     def statistics(self) -> PipelineStatistics:
@@ -269,6 +267,12 @@ class DeliveryPipeline:
             # would cost one loop iteration per event of a streaming turn).
             self._ordered = anyio.Lock(fast_acquire=True)
         async with self._ordered:
+            kept = self.kept_state
+            if isinstance(event, StateSnapshot) and (event.items is None) == kept.chained:
+                # The state before it is needed (below): read it back from the stored chain
+                # if only the store holds it (a release may come in while it is read).
+                while not kept.in_memory:
+                    await kept.read(self.store, self.session_id)
             envelope = self._stamp(event, epoch, turn_id, agent_id)
             if envelope is None:
                 return None
@@ -298,6 +302,7 @@ class DeliveryPipeline:
             return None
         kept = self.kept_state
         state_before: JsonValue = None
+        whole_from_engine = isinstance(event, StateSnapshot) and event.items is None
         if isinstance(event, StateSnapshot):
             if event.items is not None:
                 kept.check_append(event.path, event.base)
@@ -322,9 +327,15 @@ class DeliveryPipeline:
                 # Stored as an append when it only appended: the chain still grows from the
                 # whole snapshot before it.
                 whole_at = kept.seq if envelope.kind == STATE_APPENDED else envelope.seq
-                kept.replace(event.state, chained=True, seq=whole_at)
+                kept.replace(
+                    event.state,
+                    chained=True,
+                    seq=whole_at,
+                    newest=envelope.seq,
+                    compares=whole_from_engine,
+                )
             else:
-                kept.append(envelope.payload, event.path, len(event.items))
+                kept.append(envelope.payload, event.path, len(event.items), seq=envelope.seq)
         self._next_seq += 1
         self._published += 1
         return envelope
@@ -344,6 +355,7 @@ class DeliveryPipeline:
         The writer's callback; it never waits on a client.
         """
         self.committed_seq = batch[-1].seq
+        self.kept_state.release(self.committed_seq)
         taps, attachments = self._taps, self._attachments
         for envelope in batch:
             for tap in taps:

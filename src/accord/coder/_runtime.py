@@ -226,10 +226,10 @@ class CoderRuntime(AgentRuntime):
         # yield; until the engine protocol can hand over a session's opening state, the coder
         # stores it itself through the runtime's session table (reaching into AgentRuntime).
         live = self._sessions.live.get(session_id)
-        if live is None or live.engine_state is not None:
+        if live is None or live.has_engine_state:
             return
         if isinstance(live.engine, CoderSession):
-            live.engine_state = live.engine.opening_state_json()
+            live.keep_engine_state(live.engine.opening_state_json())
             await live.save(self.store)
 
     def _stored_key(self) -> tuple[str, str] | None:
