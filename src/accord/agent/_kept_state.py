@@ -181,8 +181,17 @@ class KeptState:
     failed store).
     """
 
-    __slots__ = ("_chain", "_compares", "_counts", "_newest", "_none", "_stored", "_version")
-    __slots__ += ("chained", "seq")
+    __slots__ = (
+        "_chain",
+        "_compares",
+        "_counts",
+        "_newest",
+        "_none",
+        "_stored",
+        "_version",
+        "chained",
+        "seq",
+    )
 
     def __init__(self) -> None:
         """Start with no state (``None``), not chained, not in the stored chain."""
