@@ -83,7 +83,8 @@ class _AppendingEngine:
     async def open_session(self, context: SessionContext) -> EngineSession:
         self.opened[context.session_id] = context.history
         stored = context.history
-        history = list(stored["engine"]) if isinstance(stored, dict) else []
+        engine = stored.get("engine") if isinstance(stored, dict) else None
+        history: list[JsonValue] = list(engine) if isinstance(engine, list) else []
         return _AppendingSession(self, history)
 
 
@@ -150,7 +151,8 @@ async def test_a_committed_session_keeps_no_history_bytes_and_reads_it_back(
         assert await _read_back(h, session_id) == engine.yielded[-1]
         # The record still names the chain, not the state.
         record = await store.get_session(session_id)
-        assert record is not None and record.state["engineSeq"] == kept.seq
+        seq = _kept(h, session_id).seq
+        assert record is not None and seq is not None and record.state["engineSeq"] == seq
         # A whole snapshot after appends is compared with the state read back from the store.
         await h.prompt(session_id, "rewrite")
         await h.prompt(session_id, "after the rewrite")

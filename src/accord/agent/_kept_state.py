@@ -208,7 +208,7 @@ class KeptState:
         #: The last snapshot came whole from the engine: the next one is compared with it.
         self._compares = False
         #: Counts changes of what is kept (a read of the store checks it has not changed).
-        self._version = 0
+        self._version: int = 0
         self.chained = False
         #: The ``seq`` of the stored whole snapshot this state grew from by appends stored
         #: after it; ``None`` when the stored chain may not hold it (set from outside the
