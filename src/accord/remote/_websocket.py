@@ -47,7 +47,9 @@ CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001
 CLOSE_TOO_BIG = 1009
 
-#: Seconds a closing handshake's last write may take; a peer that stopped reading is dropped.
+#: Seconds the write of a close frame (this side's, or the answer to the peer's) may take;
+#: then, or as soon as it is written, the socket is closed. The peer's half of the handshake
+#: is never waited for: a peer that stopped reading, or never answers, is dropped.
 CLOSE_WRITE_TIMEOUT = 2.0
 
 _READ_SIZE = 65536
@@ -377,10 +379,13 @@ class WebSocketTransport:
 
         self._pong = b""  # the answering close is the last frame
         if self._ws.state is ConnectionState.REMOTE_CLOSING:
-            try:
-                await self._write(event.response(), closing=True)
-            except ConnectionClosed:
-                pass
+            # Bounded as the close of this side is: a peer that sent its close and reads
+            # nothing more must not hold the socket open.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
+                try:
+                    await self._write(event.response(), closing=True)
+                except ConnectionClosed:
+                    pass
         await self._shut_socket()
 
     async def _answer_ping(self, pong: Any) -> None:
@@ -500,18 +505,21 @@ class WebSocketTransport:
         self._close_reason = reason or "the WebSocket connection is closed"
         if reason:
             _log.info("closing a WebSocket connection (%d): %s", code, reason)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
-            if self._is_open():
-                close: Any = (
-                    ("close", (code, reason))
-                    if self._websockets
-                    else CloseConnection(code=code, reason=reason)
-                )
-                try:
-                    await self._write(close, closing=True)
-                    await self._drain()
-                except ConnectionClosed:
-                    pass
+        with anyio.CancelScope(shield=True):
+            # The close frame's write is bounded; the socket is closed whatever became of it
+            # (a peer that takes no byte must not keep it open).
+            with anyio.move_on_after(CLOSE_WRITE_TIMEOUT):
+                if self._is_open():
+                    close: Any = (
+                        ("close", (code, reason))
+                        if self._websockets
+                        else CloseConnection(code=code, reason=reason)
+                    )
+                    try:
+                        await self._write(close, closing=True)
+                        await self._drain()
+                    except ConnectionClosed:
+                        pass
             await self._shut_socket()
 
     async def _shut_socket(self) -> None:

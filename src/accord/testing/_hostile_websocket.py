@@ -5,8 +5,10 @@ frames and checks what the server did: the close code it sent (RFC 6455, 7.4.1: 
 protocol error, 1007 for text that is not UTF-8, 1009 for a message too big), that it then
 dropped the socket (a close handshake the client never completes must not hold it), or that
 it went on serving (an ``initialize`` answered after pings interleaved in a fragmented
-message, a ping flood, a binary frame it must ignore). :data:`WEBSOCKET_ATTACKS` is the kit;
-:func:`run_websocket_attack` plays one.
+message, a ping flood, a binary frame it must ignore). One leaves the close handshake
+hanging: the client sends its close, then reads nothing for a while (``silent``) and never
+closes; the server must have answered and dropped the socket by the time the client reads.
+:data:`WEBSOCKET_ATTACKS` is the kit; :func:`run_websocket_attack` plays one.
 
 No accord server code is used: point it at any server speaking ACP over WebSocket.
 
@@ -133,6 +135,9 @@ class WebSocketAttack:
     check: Check
     headers: tuple[tuple[str, str], ...] = ()
     wait: float = field(default=0.0)
+    #: Seconds the client reads nothing after its frames (and never closes): a server that
+    #: waits for the client to complete the close handshake is still holding the socket.
+    silent: float = 0.0
 
 
 def _closes_with(*codes: int) -> Check:
@@ -276,6 +281,13 @@ def _attacks() -> dict[str, WebSocketAttack]:
             lambda limit: [frame(_TEXT, b"a" * (limit + 1))],
             _closes_with(1009),
         ),
+        WebSocketAttack(
+            "client-close-never-read",
+            "the client sends a close (1000), then reads nothing for 3 s, nor closes",
+            lambda limit: [frame(_TEXT, init), frame(_CLOSE, struct.pack("!H", 1000))],
+            _closes_with(1000),
+            silent=3.0,
+        ),
     ]
     return {a.name: a for a in items}
 
@@ -318,7 +330,8 @@ async def run_websocket_attack(
 
     ``max_message_bytes`` is the server's message limit (the oversize attacks pass it);
     after the frames the server has ``target.quiet`` seconds of silence (plus the attack's
-    own wait) to answer, and ``closing`` seconds to drop the socket after its close frame.
+    own wait) to answer, and ``closing`` seconds to drop the socket after its close frame
+    (after a ``silent`` attack's silence, what it sent meanwhile is read first).
     """
     extra = "".join(f"{k}: {v}\r\n" for k, v in attack.headers)
     upgrade = (
@@ -353,8 +366,12 @@ async def run_websocket_attack(
         frames: list[ServerFrame] = []
         offset = 0
         saw_close = False
+        if attack.silent:
+            await write()
+            await anyio.sleep(attack.silent)  # the attack: nothing read, the socket held
         async with anyio.create_task_group() as tg:
-            tg.start_soon(write)
+            if not attack.silent:
+                tg.start_soon(write)
             quiet = target.quiet + attack.wait
             deadline = anyio.current_time() + closing + quiet
             while anyio.current_time() < deadline:
