@@ -84,6 +84,7 @@ PRIVATE_MODULES_KEPT = frozenset(
         "accord.tui._app",
         "accord.tui._conversation",
         "accord.tui._elicitation",
+        "accord.tui._footer",
         "accord.tui._permission",
         "accord.tui._picker",
         "accord.tui._prompt",

@@ -1,6 +1,6 @@
 """``accord chat`` in a real terminal (tmux): start it on the built-in agent, type, read back;
 a ``/compact`` shown as its compaction note; a provider set from the provider screen with a
-masked key.
+masked key, after which the footer says the agent is signed in with it.
 
 The built-in coding agent runs in the ``accord chat`` process with the model pointed at the
 fake OpenAI server of :mod:`accord.testing` on loopback (in this test process), so everything
@@ -196,7 +196,8 @@ def test_chat_in_tmux_sets_a_provider_with_a_masked_key(tmp_path: Path) -> None:
         try:
             command = chat_command(server, tmp_path, private)
             tmux("new-session", "-d", "-s", "chat", "-x", "120", "-y", "36", *command)
-            tmux.wait_for(" idle ")
+            screen = tmux.wait_for(" idle ")
+            assert "signed in" not in screen  # a model at --base-url: no sign-in needed
             tmux("send-keys", "-t", "chat", "-l", "first")
             tmux("send-keys", "-t", "chat", "Enter")
             tmux.wait_for("reply-with-env-key")
@@ -215,6 +216,9 @@ def test_chat_in_tmux_sets_a_provider_with_a_masked_key(tmp_path: Path) -> None:
             assert key not in screen
             tmux("send-keys", "-t", "chat", "Escape")
             tmux.wait_gone("Model providers (2)")  # a key right after Escape would join it
+            # auth/status_update: the footer names the account now, never the key.
+            screen = tmux.wait_for("signed in openai key (providers/set)")
+            assert key not in screen
             tmux("send-keys", "-t", "chat", "C-n")
             tmux.wait_for(" idle ")
             tmux("send-keys", "-t", "chat", "-l", "second")

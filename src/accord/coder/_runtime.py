@@ -20,7 +20,7 @@
   route with a key serves the default model, or its key variable is set; the account is that
   route or variable, never the key) or ``not_required`` (a model that takes no key); after
   ``authenticate``, ``logout``, ``providers/set`` and ``providers/disable`` every connected
-  client whose last report differs is sent ``auth/status_update``;
+  client whose last report differs (in state or accounts) is sent ``auth/status_update``;
 * a session that has no stored engine state yet (new, or created and never prompted) gets its
   state, the system prompt just built, saved before the response: the runtime stores engine
   state only from turns, and the prompt must be stored from the start;
@@ -142,8 +142,8 @@ class CoderRuntime(AgentRuntime):
         self._warm = False
         self._close_store = owns_store and store is not None
         self._freeze_pending = freeze_heap
-        # The last auth/status_update state sent on each connection (or answered to it).
-        self._auth_told: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+        # The last auth state (state and accounts) sent on each connection (or answered to it).
+        self._auth_told: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
 
     @property
     def coder(self) -> CoderEngine:
@@ -292,17 +292,19 @@ class CoderRuntime(AgentRuntime):
         status = await self._auth_state()
         link = self._find_link()
         if link is not None:
-            self._auth_told[link.connection] = status.state
+            self._auth_told[link.connection] = _told(status)
         return status
 
     async def _tell_auth_status(self) -> None:
-        """Send ``auth/status_update`` to every connection whose last report differs."""
+        """Send ``auth/status_update`` to every connection whose last report differs (in
+        its state or its accounts)."""
         status = await self._auth_state()
         update = AuthStatusUpdateNotification(state=status.state, accounts=status.accounts)
+        told = _told(status)
         for connection in list(self._links):
-            if self._auth_told.get(connection) == status.state:
+            if self._auth_told.get(connection) == told:
                 continue
-            self._auth_told[connection] = status.state
+            self._auth_told[connection] = told
             try:
                 await connection.auth_status_update(update)
             except Exception as error:  # a client gone meanwhile: nothing to tell
@@ -353,3 +355,8 @@ class CoderRuntime(AgentRuntime):
         if problem is not None:
             raise AuthRequired(problem, {"methodId": request.method_id})
         return AuthenticateResponse()
+
+
+def _told(status: AuthStatusResponse) -> object:
+    """What a client was told of the auth state: its state and accounts (labels, active)."""
+    return status.state, tuple((account.label, account.active) for account in status.accounts)

@@ -16,6 +16,9 @@ API key, disable: :mod:`accord.tui._providers`), Ctrl-PageUp/PageDown (or Alt-Le
 switch tabs. (The prompt keeps the editing keys of Textual's text area,
 Ctrl-A/E/K/U/W among them.)
 
+The footer shows the agent's sign-in when it advertises ``auth.status`` (asked once
+connected; each ``auth/status_update`` redraws it and is a notice, see :mod:`._footer`).
+
 While a permission question waits the terminal bell rings and the window title says so.
 When the agent fails to start or dies, the app shows why, with what it wrote to stderr. When
 the connection to a served agent (``--agent ws://...``) drops, ``connect`` reconnects and
@@ -66,7 +69,7 @@ from ..errors import (
 from ..schema import AvailableCommand, TerminalOutputRequest
 from ..transports import SubprocessTransport
 from ._elicitation import ElicitationScreen
-from ._footer import StatusFooter, turn_runner
+from ._footer import AuthShown, StatusFooter, auth_account, turn_runner
 from ._mentions import AttachmentRefused, FileIndex, prompt_blocks
 from ._pane import SessionPane
 from ._permission import PermissionScreen
@@ -192,6 +195,9 @@ class ChatApp(App[int]):
         #: The turn results, per session id (the last one), for callers and tests.
         self.last_stop_reason: dict[str, str] = {}
         self._started = anyio.Event()
+        #: The agent's sign-in as last reported (``auth/status``, ``auth/status_update``;
+        #: ``None``: the agent does not report it).
+        self.auth: AuthShown | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -266,6 +272,8 @@ class ChatApp(App[int]):
                 ) as connection,
             ):
                 self.connection = connection
+                if connection.supports("auth", "status"):
+                    self.run_worker(self._follow_auth(connection), name="auth", exit_on_error=False)
                 await self._open_first_session(connection)
                 self._started.set()
                 await self._watch(connection)
@@ -289,6 +297,32 @@ class ChatApp(App[int]):
                 if isinstance(transport, SubprocessTransport) and transport.returncode is not None:
                     raise AgentProcessExited(transport.returncode, transport.stderr_tail())
                 raise ConnectionClosed("the connection to the agent closed")
+
+    async def _follow_auth(self, connection: ConnectedAgent) -> None:
+        """Show the agent's sign-in (``auth/status``) in the footer, and each change the
+        agent reports (``auth/status_update``) in a notice too."""
+        seen = connection.auth_updates
+        try:
+            status = await connection.auth_status()
+        except (AcpError, ConnectionClosed):
+            return  # refused, or gone: the footer says nothing of it
+        if connection.auth_updates == seen:
+            self._show_auth(status.state, auth_account(status.accounts))
+        while True:
+            update = await connection.wait_auth_update(after=seen)
+            seen = connection.auth_updates
+            self._show_auth(update.state, auth_account(update.accounts), notice=True)
+
+    def _show_auth(self, state: str, label: str | None, *, notice: bool = False) -> None:
+        self.auth = (state, label)
+        self._update_footer()
+        if not notice:
+            return
+        if state == "authenticated":
+            said = "Signed in" if label is None else f"Signed in: {label}"
+            self.notify(clean(" ".join(said.split())))
+        elif state == "unauthenticated":
+            self.notify("Signed out: the agent needs a sign-in", severity="warning")
 
     def _connection_status(self, line: str) -> None:
         """A served agent's connection dropped, or is back (``connect`` reconnects by
@@ -761,7 +795,7 @@ class ChatApp(App[int]):
             else:
                 state = pane.session.state
         view = pane.session.view if pane else None
-        footer.show_status(view, state, self.agent_name)
+        footer.show_status(view, state, self.agent_name, self.auth)
         # The prompt says who runs the turn this client joined (its own prompt waits for it).
         runner = turn_runner(view)
         placeholder = "" if runner is None else " ".join(clean(runner).split())

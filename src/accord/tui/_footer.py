@@ -1,4 +1,4 @@
-"""The footer line: the session's state, mode, model, context use and cost.
+"""The footer line: the session's state, the agent's sign-in, mode, model, context use and cost.
 
 ``observer`` follows the state while this client watches a session other clients have open
 (it attached to it) and has not prompted in it yet; joined while another client's turn ran, it
@@ -8,25 +8,58 @@ Mode and model come from the session's view: the mode from its modes (or a confi
 category ``mode``), the model from the config option of category ``model``; context use from
 the latest ``usage_update`` (used / size, with a percentage); cost when the agent reports one.
 
+The sign-in comes from ``auth/status`` and ``auth/status_update``, for an agent that
+advertises them (:func:`auth_account`): ``signed in`` with the account's label, or ``not
+signed in``; nothing when the agent needs none or says nothing. The label is the agent's
+text, shown as one plain line (:func:`~._safe.plain_line`).
+
 Above: :mod:`accord.tui._app`. Below: the session's :class:`~accord.client.SessionView`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.content import Content
 from textual.widgets import Static
 
 from ..client import SessionView
-from ..schema import SelectSessionConfigOption, SessionConfigSelectOption
+from ..schema import AuthAccount, SelectSessionConfigOption, SessionConfigSelectOption
 from ._safe import plain_line
 
 __all__ = (
+    "AuthShown",
     "StatusFooter",
+    "auth_account",
     "config_value_name",
     "footer_content",
     "short_count",
     "turn_runner",
 )
+
+
+AuthShown = tuple[str, str | None]
+"""The agent's sign-in as the footer shows it: the ``auth/status`` state and the account's
+label (``None``: the agent named none)."""
+
+
+def auth_account(accounts: Sequence[AuthAccount]) -> str | None:
+    """The label of the account to show: the active one, else the first (``None``: none)."""
+    for account in accounts:
+        if account.active:
+            return account.label
+    return accounts[0].label if accounts else None
+
+
+def _auth_part(auth: AuthShown) -> Content | None:
+    state, label = auth
+    if state == "authenticated":
+        if label is None:
+            return Content.styled("  signed in", "dim")
+        return Content.assemble(("  signed in ", "dim"), plain_line(label))
+    if state == "unauthenticated":
+        return Content.styled("  not signed in", "bold $text-warning")
+    return None  # not_required, or a state this client does not know
 
 
 def short_count(tokens: int) -> str:
@@ -76,8 +109,11 @@ def turn_runner(view: SessionView | None) -> str | None:
     return view.turn_client or "another client"
 
 
-def footer_content(view: SessionView | None, state: str, agent: str) -> Content:
-    """The footer's text for a session (None: no session yet) in ``state``."""
+def footer_content(
+    view: SessionView | None, state: str, agent: str, auth: AuthShown | None = None
+) -> Content:
+    """The footer's text for a session (None: no session yet) in ``state``, with the agent's
+    sign-in (``None``: the agent does not report it)."""
     parts: list[Content] = [Content.styled(f" {state} ", "reverse"), plain_line(f" {agent}")]
     if view is not None and view.observer:
         # Attached to a session other clients have open, and not prompted in it yet.
@@ -85,6 +121,9 @@ def footer_content(view: SessionView | None, state: str, agent: str) -> Content:
     runner = turn_runner(view)
     if runner is not None:
         parts.insert(2, plain_line(f" {runner} is running a turn "))
+    signed = None if auth is None else _auth_part(auth)
+    if signed is not None:
+        parts.append(signed)
     if view is not None:
         mode = _mode_name(view)
         if mode:
@@ -130,10 +169,12 @@ class StatusFooter(Static):
         super().__init__("", id=id)
         self._shown: Content | None = None
 
-    def show_status(self, view: SessionView | None, state: str, agent: str) -> None:
-        """Redraw for this session and state (only if the line changed: it is asked on
-        every frame of a streamed reply)."""
-        content = footer_content(view, state, agent)
+    def show_status(
+        self, view: SessionView | None, state: str, agent: str, auth: AuthShown | None = None
+    ) -> None:
+        """Redraw for this session, state and sign-in (only if the line changed: it is asked
+        on every frame of a streamed reply)."""
+        content = footer_content(view, state, agent, auth)
         if content != self._shown:
             self._shown = content
             # One line, docked: its size never depends on its text, so no layout.
