@@ -9,7 +9,9 @@ client checks), a ``finish_reason`` frame, a usage frame when ``stream_options.i
 asks for one (prompt tokens estimated as a quarter of the body's bytes), ``data: [DONE]``. A
 request marked with a purpose (``x-accord-purpose``: the coder's session title) is answered 400,
 so the engine takes its fallback, as :class:`accord.testing.FakeOpenAIServer` does without a side
-script; ``GET .../models`` lists ``fake-model``.
+script; except a compaction's summary request (purpose ``compact``, not streamed), answered with
+a summary of :data:`SUMMARY_CHARS` characters whatever it summarises (``bench_long_session.py
+--window``); ``GET .../models`` lists ``fake-model``.
 
 Why not ``FakeOpenAIServer`` in the bench process: it keeps every request's parsed body (a soak
 of 10,000 turns of growing histories holds gigabytes) and runs a thread per connection polling
@@ -29,6 +31,10 @@ from typing import Any
 
 PURPOSE_HEADER = "x-accord-purpose"
 """The header of the coder's side requests (``accord.engines.MODEL_PURPOSE_HEADER``)."""
+COMPACT_PURPOSE = "compact"
+"""The purpose of a compaction's summary request (``accord.engines.pydantic_ai``'s)."""
+SUMMARY_CHARS = 2000
+"""The length of every summary the model writes."""
 
 
 def tag_of(body: dict[str, Any]) -> str:
@@ -87,11 +93,15 @@ class Model:
         if method != "POST" or not path.endswith("/chat/completions"):
             send_json(writer, 404, {"error": {"message": f"no route {method} {path}"}})
             return
+        body: dict[str, Any] = json.loads(raw)
+        if headers.get(PURPOSE_HEADER) == COMPACT_PURPOSE and not body.get("stream"):
+            self.served += 1
+            send_json(writer, 200, summary(body, len(raw), self.served))
+            return
         if headers.get(PURPOSE_HEADER):
             message = f"no reply for a {headers[PURPOSE_HEADER]!r} request"
             send_json(writer, 400, {"error": {"message": message, "type": "fake_side"}})
             return
-        body: dict[str, Any] = json.loads(raw)
         if not body.get("stream"):
             send_json(writer, 400, {"error": {"message": "the soak's model only streams"}})
             return
@@ -126,6 +136,22 @@ class Model:
             closing += event({**start, "choices": [], "usage": usage})
         writer.write(chunk(closing + b"data: [DONE]\n\n") + b"0\r\n\r\n")
         await writer.drain()
+
+
+def summary(body: dict[str, Any], size: int, served: int) -> dict[str, Any]:
+    """A chat completion carrying a summary of :data:`SUMMARY_CHARS` characters."""
+    text = ("the summary of the earlier turns. " * (SUMMARY_CHARS // 34 + 1))[:SUMMARY_CHARS]
+    message = {"role": "assistant", "content": text}
+    usage = {"prompt_tokens": size // 4, "completion_tokens": SUMMARY_CHARS // 4}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return {
+        "id": f"chatcmpl-soak-{served}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": str(body.get("model", "fake-model")),
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
+        "usage": usage,
+    }
 
 
 def event(fields: dict[str, Any]) -> bytes:

@@ -26,8 +26,17 @@ with fresh agent processes; the table gives the median ratio and the spread (min
 runs. `--trace-runs N` sets the traced repetitions (0: none). `--hog` runs two busy-looping
 processes beside it (a load of at least 2).
 
+With compaction: `--openai --window TOKENS` gives accord's ways the model's context window and
+the engine's `Compaction` (85% of the window, the coder's default), so their histories are
+summarised whenever the next request would exceed it (the scripted server answers the summary
+request, `x-accord-purpose: compact`, with 2,000 characters); pydantic-ai alone keeps the whole
+history. The summary requests are not recorded as turns: a compaction's CPU counts in the cycle
+of the turn it precedes. The table then also gives each way's compactions and the mean of the
+last ten cycles (the median hides the one that compacted), and no own share (the histories
+differ).
+
 Run: `python benchmarks/bench_long_session.py [--turns 500] [--runs 3] [--trace-runs N]
-[--src DIR ...] [--hog] [--profile FILE FIRST LAST]`.
+[--src DIR ...] [--hog] [--profile FILE FIRST LAST] [--openai [--window TOKENS]]`.
 The script re-runs itself as the agent processes (`--serve`).
 """
 
@@ -72,12 +81,14 @@ def serve(
     profile: tuple[Path, int, int] | None,
     alone: bool = False,
     base_url: str | None = None,
+    window: int | None = None,
 ) -> None:
     """Serve `AgentRuntime(PydanticAIEngine(agent))` over stdio with accord imported from
     `src`; append one line of figures to `stats` at each model request (the `--serve` mode).
     `profile`: write a cProfile of turns `first` to `last` (exclusive) to the file. `alone`:
     no accord, pydantic-ai alone runs the same conversation (turns read from stdin).
-    `base_url`: the model is the coder's OpenAI chat model on that server (``--openai``)."""
+    `base_url`: the model is the coder's OpenAI chat model on that server (``--openai``).
+    `window`: the model's context window, and the engine compacts (``--window``)."""
     sys.path.insert(0, str(src))
     import cProfile
     import tracemalloc
@@ -88,7 +99,7 @@ def serve(
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
     from accord.agent import AgentRuntime
-    from accord.engines.pydantic_ai import PydanticAIEngine
+    from accord.engines.pydantic_ai import Compaction, ModelChoice, PydanticAIEngine
     from accord.roles import run_agent_stdio
     from accord.store import SqliteSessionStore
 
@@ -97,6 +108,12 @@ def serve(
     out = stats.open("a", buffering=1)
     profiler = cProfile.Profile()
     requests = 0
+    summaries = 0
+
+    def summarised() -> None:
+        """A compaction's summary request: counted, not a turn."""
+        nonlocal summaries
+        summaries += 1
 
     def record() -> None:
         """One line of figures at a model request (and the profile's start or end)."""
@@ -112,33 +129,47 @@ def serve(
         current, peak = tracemalloc.get_traced_memory() if trace else (0, 0)
         if trace:
             tracemalloc.reset_peak()
-        out.write(f"{cpu} {current} {peak}\n")
+        out.write(f"{cpu} {current} {peak} {summaries}\n")
 
     async def reply(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
         record()
         for _ in range(REPLY_DELTAS):
             yield REPLY_DELTA
 
-    agent = Agent(
-        FunctionModel(stream_function=reply) if base_url is None else _chat(base_url, record, alone)
+    model = (
+        FunctionModel(stream_function=reply)
+        if base_url is None
+        else _chat(base_url, record, summarised, alone)
     )
+    agent = Agent(model)
     if alone:
         anyio.run(_alone, agent)
         return
-    engine = PydanticAIEngine(agent)
+    if window is None:
+        engine = PydanticAIEngine(agent)
+    else:
+        choice = ModelChoice(id="fake-model", model=model, context_window=window, priced=False)
+        engine = PydanticAIEngine(agent, models=[choice], compaction=Compaction())
     run_agent_stdio(AgentRuntime(engine, store=SqliteSessionStore(store)))
 
 
-def _chat(base_url: str, record: Callable[[], None], alone: bool) -> Any:
+def _chat(
+    base_url: str, record: Callable[[], None], summarised: Callable[[], None], alone: bool
+) -> Any:
     """The coder's model behind ``--base-url`` (``OpenAIChatModel`` on a ``PlainChatOpenAI``
     client unless the way is `alone`, which keeps the SDK's own), `record` called as each
-    request is sent."""
+    request is sent, `summarised` instead for a compaction's summary request."""
     import httpx2
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
+    from accord.engines import MODEL_PURPOSE_HEADER
+
     async def sent(request: httpx2.Request) -> None:
-        record()
+        if request.headers.get(MODEL_PURPOSE_HEADER):
+            summarised()
+        else:
+            record()
 
     http = httpx2.AsyncClient(event_hooks={"request": [sent]})
     provider = OpenAIProvider(base_url=base_url, api_key="bench", http_client=http)
@@ -178,10 +209,12 @@ class Turns:
 
     cpu_us: list[float]
     alloc: list[int]
+    compactions: int = 0
 
     @staticmethod
     def read(path: Path) -> Turns:
-        """Read the lines the agent process wrote (cpu seconds, current and peak bytes)."""
+        """Read the lines the agent process wrote (cpu seconds, current and peak bytes, the
+        summary requests so far)."""
         rows = [line.split() for line in path.read_text().splitlines()]
         cpu = [float(r[0]) for r in rows]
         current = [int(r[1]) for r in rows]
@@ -189,6 +222,7 @@ class Turns:
         return Turns(
             cpu_us=[(b - a) * 1e6 for a, b in itertools.pairwise(cpu)],
             alloc=[max(0, peak[k + 1] - current[k]) for k in range(len(rows) - 1)],
+            compactions=int(rows[-1][3]) if rows else 0,
         )
 
 
@@ -236,6 +270,7 @@ async def conversations(
     tmp: Path,
     profile: list[str],
     base_url: str | None = None,
+    window: int | None = None,
 ) -> dict[str, Turns]:
     """One conversation of `turns` per way, the ways' turns interleaved; their figures."""
     import anyio
@@ -276,6 +311,7 @@ async def conversations(
             command += ["--store", str(store), "--stats", str(stats[name])]
             command += ["--trace"] if trace else []
             command += ["--base-url", base_url] if base_url else []
+            command += ["--window", str(window)] if window else []
             if profile:
                 command += ["--profile", f"{profile[0]}.{index}", *profile[1:]]
             if src is None:
@@ -322,10 +358,16 @@ def _row(name: str, label: str, pairs: list[tuple[float, float]], unit: float) -
     )
 
 
-def report(runs: list[dict[str, Turns]], traced: list[dict[str, Turns]], turns: int) -> None:
+def report(
+    runs: list[dict[str, Turns]],
+    traced: list[dict[str, Turns]],
+    turns: int,
+    compacting: bool = False,
+) -> None:
     """Print, per way: turn 10 and the last turn (medians over the runs) and the ratio's
     spread; for each accord way also its own share (the way's cycle minus pydantic-ai
-    alone's, turn by turn, in the same run)."""
+    alone's, turn by turn, in the same run), or with `compacting` its compactions and the
+    means of the two ends instead."""
     print(
         f"one conversation of {turns} turns per way and run, turns interleaved; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
@@ -341,6 +383,13 @@ def report(runs: list[dict[str, Turns]], traced: list[dict[str, Turns]], turns: 
             if not sets:
                 continue
             _row(name, label, [ends(getattr(run[name], field)) for run in sets], unit)
+            if compacting:
+                means = [_mean_ends(getattr(run[name], field)) for run in sets]
+                _row(f"  {name}: means", label, means, unit)
+                if name != ALONE:
+                    counts = ", ".join(str(run[name].compactions) for run in sets)
+                    print(f"  {name}: compactions per run: {counts}")
+                continue
             if name == ALONE:
                 continue
             own: list[tuple[float, float]] = []
@@ -348,6 +397,11 @@ def report(runs: list[dict[str, Turns]], traced: list[dict[str, Turns]], turns: 
                 way, alone = getattr(run[name], field), getattr(run[ALONE], field)
                 own.append(ends([a - b for a, b in zip(way, alone, strict=True)]))
             _row(f"  {name}: own share", label, own, unit)
+
+
+def _mean_ends(values: list[float] | list[int]) -> tuple[float, float]:
+    """The means of turns 10..19 and of the last ten turns (a compacting turn included)."""
+    return statistics.fmean(values[9 : 9 + WINDOW]), statistics.fmean(values[-WINDOW:])
 
 
 @contextmanager
@@ -392,6 +446,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the coder's OpenAI chat model on a scripted server (benchmarks/_soak_model.py)",
     )
+    parser.add_argument(
+        "--window",
+        type=int,
+        help="with --openai: the model's context window in tokens; accord's ways compact",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
@@ -404,8 +463,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.profile:
             profile = (Path(args.profile[0]), int(args.profile[1]), int(args.profile[2]))
         src = args.src[0] if args.src else SRC
-        serve(src, args.store, args.stats, args.trace, profile, args.alone, args.base_url)
+        serve(
+            src, args.store, args.stats, args.trace, profile, args.alone, args.base_url, args.window
+        )
         return
+    if args.window is not None and (not args.openai or args.window < 1):
+        parser.error("--window needs --openai and a positive number of tokens")
     if args.turns < 2 * WINDOW + 10:
         parser.error(f"--turns must be at least {2 * WINDOW + 10}")
     ways: dict[str, Path | None] = {ALONE: None, "accord (this checkout)": SRC}
@@ -426,17 +489,35 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp, _server(args.openai) as url:
             for _ in range(args.runs):
                 runs.append(
-                    anyio.run(conversations, ways, args.turns, False, Path(tmp), args.profile, url)
+                    anyio.run(
+                        conversations,
+                        ways,
+                        args.turns,
+                        False,
+                        Path(tmp),
+                        args.profile,
+                        url,
+                        args.window,
+                    )
                 )
             for _ in range(args.runs if args.trace_runs is None else args.trace_runs):
                 traced.append(
-                    anyio.run(conversations, ways, args.turns, True, Path(tmp), list[str](), url)
+                    anyio.run(
+                        conversations,
+                        ways,
+                        args.turns,
+                        True,
+                        Path(tmp),
+                        list[str](),
+                        url,
+                        args.window,
+                    )
                 )
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    report(runs, traced, args.turns)
+    report(runs, traced, args.turns, compacting=args.window is not None)
     if os.environ.get("BENCH_JSON"):
         dump = {"cpu": [{k: v.cpu_us for k, v in r.items()} for r in runs]}
         Path(os.environ["BENCH_JSON"]).write_text(json.dumps(dump))
