@@ -26,14 +26,14 @@ with fresh agent processes; the table gives the median ratio and the spread (min
 runs. `--trace-runs N` sets the traced repetitions (0: none). `--hog` runs two busy-looping
 processes beside it (a load of at least 2).
 
-With compaction: `--openai --window TOKENS` gives accord's ways the model's context window and
-the engine's `Compaction` (85% of the window, the coder's default), so their histories are
-summarised whenever the next request would exceed it (the scripted server answers the summary
-request, `x-accord-purpose: compact`, with 2,000 characters); pydantic-ai alone keeps the whole
-history. The summary requests are not recorded as turns: a compaction's CPU counts in the cycle
-of the turn it precedes. The table then also gives each way's compactions and the mean of the
-last ten cycles (the median hides the one that compacted), and no own share (the histories
-differ).
+With compaction: `--openai --window TOKENS` adds one more way, accord at this checkout given
+the model's context window and the engine's `Compaction` (85% of the window, the coder's
+default), so its history is summarised whenever the next request would exceed it (the scripted
+server answers the summary request, `x-accord-purpose: compact`, with 2,000 characters); the
+other ways keep the whole history. The summary requests are not recorded as turns: a
+compaction's CPU counts in the cycle of the turn it precedes. For that way the table gives its
+compactions and the means of both ends (the median hides the cycle that compacted) instead of an
+own share (its history is not pydantic-ai alone's).
 
 Run: `python benchmarks/bench_long_session.py [--turns 500] [--runs 3] [--trace-runs N]
 [--src DIR ...] [--hog] [--profile FILE FIRST LAST] [--openai [--window TOKENS]]`.
@@ -264,7 +264,7 @@ async def _alone_way(command: list[str]) -> AsyncGenerator[Callable[[int], Await
 
 
 async def conversations(
-    ways: dict[str, Path | None],
+    ways: dict[str, tuple[Path | None, bool]],
     turns: int,
     trace: bool,
     tmp: Path,
@@ -272,7 +272,8 @@ async def conversations(
     base_url: str | None = None,
     window: int | None = None,
 ) -> dict[str, Turns]:
-    """One conversation of `turns` per way, the ways' turns interleaved; their figures."""
+    """One conversation of `turns` per way (name -> accord's source or None for pydantic-ai
+    alone, whether it compacts at `window`), the ways' turns interleaved; their figures."""
     import anyio
 
     from accord.roles import Client, ClientSideConnection
@@ -302,7 +303,7 @@ async def conversations(
     stats: dict[str, Path] = {}
     prompts: dict[str, Callable[[int], Awaitable[None]]] = {}
     async with AsyncExitStack() as stack:
-        for index, (name, src) in enumerate(ways.items()):
+        for index, (name, (src, compacts)) in enumerate(ways.items()):
             stats[name] = tmp / f"stats.{index}"
             stats[name].unlink(missing_ok=True)
             store = tmp / f"sessions.{index}.db"
@@ -311,7 +312,7 @@ async def conversations(
             command += ["--store", str(store), "--stats", str(stats[name])]
             command += ["--trace"] if trace else []
             command += ["--base-url", base_url] if base_url else []
-            command += ["--window", str(window)] if window else []
+            command += ["--window", str(window)] if window and compacts else []
             if profile:
                 command += ["--profile", f"{profile[0]}.{index}", *profile[1:]]
             if src is None:
@@ -362,12 +363,12 @@ def report(
     runs: list[dict[str, Turns]],
     traced: list[dict[str, Turns]],
     turns: int,
-    compacting: bool = False,
+    compacting: frozenset[str] = frozenset(),
 ) -> None:
     """Print, per way: turn 10 and the last turn (medians over the runs) and the ratio's
     spread; for each accord way also its own share (the way's cycle minus pydantic-ai
-    alone's, turn by turn, in the same run), or with `compacting` its compactions and the
-    means of the two ends instead."""
+    alone's, turn by turn, in the same run), or for a way in `compacting` its compactions and
+    the means of the two ends instead."""
     print(
         f"one conversation of {turns} turns per way and run, turns interleaved; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
@@ -383,12 +384,11 @@ def report(
             if not sets:
                 continue
             _row(name, label, [ends(getattr(run[name], field)) for run in sets], unit)
-            if compacting:
+            if name in compacting:
                 means = [_mean_ends(getattr(run[name], field)) for run in sets]
                 _row(f"  {name}: means", label, means, unit)
-                if name != ALONE:
-                    counts = ", ".join(str(run[name].compactions) for run in sets)
-                    print(f"  {name}: compactions per run: {counts}")
+                counts = ", ".join(str(run[name].compactions) for run in sets)
+                print(f"  {name}: compactions per run: {counts}")
                 continue
             if name == ALONE:
                 continue
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--window",
         type=int,
-        help="with --openai: the model's context window in tokens; accord's ways compact",
+        help="with --openai: one more way, accord compacting at this window (tokens)",
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
@@ -471,11 +471,16 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--window needs --openai and a positive number of tokens")
     if args.turns < 2 * WINDOW + 10:
         parser.error(f"--turns must be at least {2 * WINDOW + 10}")
-    ways: dict[str, Path | None] = {ALONE: None, "accord (this checkout)": SRC}
+    ways: dict[str, tuple[Path | None, bool]] = {ALONE: (None, False)}
+    ways["accord (this checkout)"] = (SRC, False)
     for tree in args.src:
         if not (tree / "src" / "accord").is_dir():
             parser.error(f"--src {tree}: no src/accord in it")
-        ways[f"accord {tree}"] = (tree / "src").resolve()
+        ways[f"accord {tree}"] = ((tree / "src").resolve(), False)
+    compacting = frozenset[str]()
+    if args.window is not None:
+        compacting = frozenset({f"accord, compacting at {args.window:,}"})
+        ways[next(iter(compacting))] = (SRC, True)
     sys.path.insert(0, str(SRC))
     import anyio
 
@@ -517,7 +522,7 @@ def main(argv: list[str] | None = None) -> None:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    report(runs, traced, args.turns, compacting=args.window is not None)
+    report(runs, traced, args.turns, compacting)
     if os.environ.get("BENCH_JSON"):
         dump = {"cpu": [{k: v.cpu_us for k, v in r.items()} for r in runs]}
         Path(os.environ["BENCH_JSON"]).write_text(json.dumps(dump))
