@@ -7,7 +7,7 @@ accord: it builds the conversation of that benchmark (pydantic-ai alone, a scrip
 
 1. counts, with `cProfile` over a few turns at the end, how often each walk runs per turn (a
    walk being a function of pydantic-ai that goes over every message of the history);
-2. times each walk on its own (no profiler: median of repeated calls) on the first 20
+2. times each walk on its own (no profiler: median CPU time of repeated calls) on the first 20
    messages and on the whole history, and gives its cost per turn (calls per turn times one
    call) at both sizes;
 3. times one whole turn (`Agent.iter` and `node.stream`, CPU) on four histories: the first 20
@@ -78,12 +78,12 @@ async def _turn(agent: Any, history: list[Any], turn: int) -> list[Any]:
 
 
 def _timed(call: Callable[[], object], reps: int) -> float:
-    """The median wall time of `call`, in milliseconds (one process, nothing else in it)."""
+    """The median CPU time of `call`, in milliseconds."""
     times: list[float] = []
     for _ in range(reps):
-        start = time.perf_counter()
+        start = time.process_time()
         call()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return statistics.median(times) * 1e3
 
 
