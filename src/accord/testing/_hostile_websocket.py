@@ -111,15 +111,7 @@ class WebSocketOutcome:
 
     def answered(self, request_id: int) -> bool:
         """Whether a text frame answered the request ``request_id``."""
-        for f in self.frames:
-            if f.opcode == _TEXT:
-                try:
-                    message = orjson.loads(f.payload)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(message, dict) and message.get("id") == request_id:  # pyright: ignore[reportUnknownMemberType]
-                    return True
-        return False
+        return request_id in _answered_ids(self.frames)
 
 
 Check = Callable[[WebSocketOutcome], str]
@@ -138,6 +130,10 @@ class WebSocketAttack:
     #: Seconds the client reads nothing after its frames (and never closes): a server that
     #: waits for the client to complete the close handshake is still holding the socket.
     silent: float = 0.0
+    #: Requests whose answers the attack waits for: until they come (or the server closes),
+    #: silence does not end the reading, only the deadline does (a loaded server may pause
+    #: longer than the quiet window while it works through a flood).
+    awaits: tuple[int, ...] = ()
 
 
 def _closes_with(*codes: int) -> Check:
@@ -274,6 +270,7 @@ def _attacks() -> dict[str, WebSocketAttack]:
             lambda limit: [frame(_PING, b"p") for _ in range(10_000)] + [frame(_TEXT, init)],
             _serves(0),
             wait=2.0,
+            awaits=(0,),
         ),
         WebSocketAttack(
             "close-never-completed",
@@ -294,6 +291,20 @@ def _attacks() -> dict[str, WebSocketAttack]:
 
 #: The WebSocket attacks by name.
 WEBSOCKET_ATTACKS = MappingProxyType(_attacks())
+
+
+def _answered_ids(frames: Sequence[ServerFrame]) -> set[object]:
+    """The ids of the JSON-RPC messages in ``frames``' text frames."""
+    ids: set[object] = set()
+    for f in frames:
+        if f.opcode == _TEXT:
+            try:
+                message = orjson.loads(f.payload)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(message, dict):
+                ids.add(message.get("id"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return ids
 
 
 def _parse_frames(data: bytes, at: int = 0) -> tuple[list[ServerFrame], int]:
@@ -373,12 +384,18 @@ async def run_websocket_attack(
             if not attack.silent:
                 tg.start_soon(write)
             quiet = target.quiet + attack.wait
+            pending = set(attack.awaits)
             deadline = anyio.current_time() + closing + quiet
             while anyio.current_time() < deadline:
                 parsed, offset = _parse_frames(buffer, offset)
                 frames += parsed
                 saw_close = saw_close or any(f.opcode == _CLOSE for f in parsed)
-                with anyio.move_on_after(closing if saw_close else quiet) as scope:
+                pending.difference_update(_answered_ids(parsed))
+                waiting = bool(pending) and not saw_close
+                silence = closing if saw_close else quiet
+                with anyio.move_on_after(
+                    deadline - anyio.current_time() if waiting else silence
+                ) as scope:
                     try:
                         buffer += await stream.receive()
                     except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
