@@ -1,7 +1,8 @@
 """The soak's model: an OpenAI-compatible chat server in its own process, cheap per request.
 
 ``bench_soak.py`` starts it (``python benchmarks/_soak_model.py --chunks N --delay S``); it
-prints its port on a line of its own and serves until SIGTERM. Every ``POST
+prints its port on a line of its own and serves until SIGTERM, then prints ``summaries N``
+(the compactions it summarised). Every ``POST
 .../chat/completions`` with ``"stream": true`` is answered with server-sent events over chunked
 HTTP/1.1 as OpenAI sends them: a role frame, ``--chunks`` content frames ``--delay`` seconds
 apart carrying the numbered pieces of the last user message's tag (``<tag>c<n> ``, which the
@@ -56,6 +57,7 @@ class Model:
         self.chunks = chunks
         self.delay = delay
         self.served = 0
+        self.summaries = 0
 
     async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve requests on one connection until the client closes it."""
@@ -96,6 +98,7 @@ class Model:
         body: dict[str, Any] = json.loads(raw)
         if headers.get(PURPOSE_HEADER) == COMPACT_PURPOSE and not body.get("stream"):
             self.served += 1
+            self.summaries += 1
             send_json(writer, 200, summary(body, len(raw), self.served))
             return
         if headers.get(PURPOSE_HEADER):
@@ -181,6 +184,7 @@ async def serve(chunks: int, delay: float) -> None:
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await stop.wait()
+    print(f"summaries {model.summaries}", flush=True)
 
 
 def main() -> None:

@@ -63,6 +63,8 @@ class Tally:
 
     turns: int = 0
     chunks: int = 0
+    #: Compactions: the summary requests the model answered (``--window``).
+    summaries: int = 0
     lost: list[str] = field(default_factory=list[str])
     rss: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
     list_ms: list[float] = field(default_factory=list[float])
@@ -83,8 +85,10 @@ def pieces(tag: str, count: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def model_server(chunks: int, delay: float) -> Generator[tuple[str, int]]:
-    """``benchmarks/_soak_model.py`` in its own process: its base URL and its pid."""
+def model_server(chunks: int, delay: float, tally: Tally) -> Generator[tuple[str, int]]:
+    """``benchmarks/_soak_model.py`` in its own process: its base URL and its pid.
+
+    When it stops, the summaries it wrote (compactions) go into ``tally``."""
     script = str(Path(__file__).with_name("_soak_model.py"))
     model = subprocess.Popen(
         [sys.executable, script, "--chunks", str(chunks), "--delay", str(delay)],
@@ -102,6 +106,10 @@ def model_server(chunks: int, delay: float) -> Generator[tuple[str, int]]:
         except subprocess.TimeoutExpired:
             model.kill()
             model.wait()
+        assert model.stdout is not None
+        for line in model.stdout.read().splitlines():
+            if line.startswith("summaries "):
+                tally.summaries = int(line.split()[1])
 
 
 def rss_of(pid: int) -> int:
@@ -152,7 +160,7 @@ async def soak(args: argparse.Namespace) -> Tally:
     tally = Tally()
     with (
         tempfile.TemporaryDirectory() as scratch,
-        model_server(args.chunks, args.delay) as (base_url, model_pid),
+        model_server(args.chunks, args.delay, tally) as (base_url, model_pid),
     ):
         project = Path(scratch) / "project"
         project.mkdir()
@@ -172,6 +180,7 @@ async def soak(args: argparse.Namespace) -> Tally:
             "openai:fake-model",
             "--base-url",
             base_url,
+            *(["--context-window", str(args.window)] if args.window else []),
         ]
         async with connect(command, cwd=project, env=env) as connection:
             pid = agent_pid()
@@ -265,6 +274,8 @@ def report(args: argparse.Namespace, tally: Tally) -> bool:
         "until_complete": args.until_complete,
         "sessions": args.sessions,
         "turns_per_session": args.turns_per_session or None,
+        "context_window": args.window,
+        "compactions": tally.summaries,
         "sessions_opened": tally.sessions_opened,
         "conversations_completed": tally.conversations_completed,
         "last_conversation_turns_min": min(tally.turns_reached, default=0),
@@ -338,6 +349,15 @@ def main() -> None:
         type=Path,
         default=None,
         help="run the agent under benchmarks/soak_probe.py, its stats in this directory",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="the model's context window (accord serve --context-window): the coder compacts "
+        "a conversation nearing it, as a model with a known window does; default: none known, "
+        "no compaction, each conversation's whole history held",
     )
     parser.add_argument(
         "--hog",
